@@ -1,0 +1,59 @@
+// Package dispatch defines the seam between the run engine and whatever
+// executes work on hosts: the soul gateway (real souls over the stream), the
+// keeper-local runner (on: keeper) and the simulated transport of scenario
+// tests. The engine sees only Dispatcher.
+package dispatch
+
+import (
+	"context"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/domain"
+)
+
+// Call is one rendered module call for one host.
+type Call struct {
+	Module string         `json:"module"`
+	Params map[string]any `json:"params"`
+	// Files are the bundle files the call may need (templates for
+	// core.file.rendered), keyed by path relative to the scenario directory.
+	Files map[string][]byte `json:"files,omitempty"`
+	// TemplateData is the data core.file.rendered renders with.
+	TemplateData map[string]any `json:"template_data,omitempty"`
+}
+
+// Bundle is a whole destiny shipped to a soul, which runs it locally with its
+// own requisites and returns per-task results and the destiny's output.
+type Bundle struct {
+	Destiny string            `json:"destiny"`
+	Files   map[string][]byte `json:"files"` // the destiny directory, paths relative to it ("main.yml", "templates/x.tmpl")
+	Input   map[string]any    `json:"input"`
+	Essence map[string]any    `json:"essence,omitempty"`
+}
+
+// Work is what one host is asked to do. Exactly one of Call and Bundle is set.
+type Work struct {
+	RunID   string        `json:"run_id"`
+	TaskID  string        `json:"task_id"` // unique per run, task, host and attempt: results are idempotent by it
+	Check   bool          `json:"check"`
+	Timeout time.Duration `json:"timeout"`
+	Call    *Call         `json:"call,omitempty"`
+	Bundle  *Bundle       `json:"bundle,omitempty"`
+}
+
+// Request addresses Work to one host.
+type Request struct {
+	SID  string
+	Work Work
+}
+
+// Dispatcher runs work on hosts. Dispatch sends every request in parallel
+// (bounded by the implementation's fan-out limit) and blocks until each host
+// answered, timed out or became unreachable; it returns one result per SID.
+// A host that is not connected, or whose connection drops before it
+// answers, gets a result with Unreachable set at once; one that exceeds
+// Work.Timeout gets a failed result. onResult, when not nil, is called as
+// each host's result arrives (live progress); it must not block.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, reqs []Request, onResult func(sid string, r domain.Result)) map[string]domain.Result
+}

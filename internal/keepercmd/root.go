@@ -1,0 +1,30 @@
+// Package keepercmd is the command tree of the keeper binary: one file per
+// subcommand (init, serve, dev), each adding itself in init().
+package keepercmd
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// subcommands are added by each subcommand file's init().
+var subcommands []func() *cobra.Command
+
+// Main runs the keeper command line and returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := &cobra.Command{
+		Use:           "keeper",
+		Short:         "Soul Stack Keeper: Operator API, web UI, run engine, soul gateway, Checker",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	for _, c := range subcommands {
+		root.AddCommand(c())
+	}
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return exitCode(root.ExecuteContext(ctx), stderr)
+}

@@ -1,0 +1,122 @@
+// Package module defines the Module interface, the params schema every module
+// declares (used by dsl validation before anything runs) and the registry,
+// which is the only list of modules.
+package module
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/soulstack/soulstack/internal/domain"
+)
+
+// ParamType is the declared type of one module parameter.
+type ParamType string
+
+// Parameter types. TypeAny accepts every value.
+const (
+	TypeString  ParamType = "string"
+	TypeInt     ParamType = "integer"
+	TypeNumber  ParamType = "number"
+	TypeBool    ParamType = "boolean"
+	TypeList    ParamType = "list"
+	TypeMap     ParamType = "map"
+	TypeAny     ParamType = "any"
+	TypeStrList ParamType = "list[string]"
+)
+
+// Param declares one parameter of a module.
+type Param struct {
+	Type        ParamType
+	Required    bool
+	Default     any
+	Description string
+}
+
+// Schema declares what a module accepts.
+type Schema struct {
+	Params map[string]Param
+	// ExactlyOne lists groups of parameters of which exactly one must be
+	// given (for example {"command", "cmd"} for core.exec.run).
+	ExactlyOne [][]string
+	// AtLeastOne lists groups of which at least one must be given
+	// ({"name", "names"} for core.pkg.installed).
+	AtLeastOne [][]string
+	// KeeperSide marks modules that run inside the Keeper (on: keeper).
+	KeeperSide bool
+	// Unconfinable marks modules that touch host-global state (packages,
+	// services, sysctl, users) and so refuse to run under --root.
+	Unconfinable bool
+	// ReadOnly marks modules that never change anything (test.ping, …), so
+	// they run in check mode too.
+	ReadOnly bool
+}
+
+// Env is what a module sees of the world besides its params.
+type Env struct {
+	// Check is check mode: report what would change, change nothing.
+	Check bool
+	// Root confines file-touching modules to this directory ("" = real /).
+	Root string
+	// Facts is the soulprint of the host the module runs on.
+	Facts map[string]any
+	// Files holds the bundle files (templates) of the scenario or destiny
+	// the task comes from; template paths are relative to its root.
+	Files fs.FS
+	// TemplateData is the data core.file.rendered renders with (task vars,
+	// input, essence, soulprint), already merged by the executor.
+	TemplateData map[string]any
+	// Log receives progress lines; may be nil.
+	Log *slog.Logger
+}
+
+// Module is one idempotent operation. Apply reads the current state,
+// compares, returns early when converged, and mutates only outside check
+// mode. A returned error means the module could not run (it becomes a
+// failed result with the error as msg); a module that ran and failed sets
+// Result.Failed itself.
+type Module interface {
+	Name() string
+	Schema() Schema
+	Apply(ctx context.Context, params map[string]any, env *Env) (domain.Result, error)
+}
+
+var (
+	mu       sync.RWMutex
+	registry = map[string]Module{}
+)
+
+// Register adds m to the registry; it panics on a duplicate name, which is a
+// programming error.
+func Register(m Module) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := registry[m.Name()]; dup {
+		panic(fmt.Sprintf("module %s registered twice", m.Name()))
+	}
+	registry[m.Name()] = m
+}
+
+// Lookup returns the module registered under name.
+func Lookup(name string) (Module, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	m, ok := registry[name]
+	return m, ok
+}
+
+// Names lists the registered module names, sorted.
+func Names() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,374 @@
+// Package store defines everything Soul Stack persists, behind one
+// interface implemented by store/sqlite (embedded default) and
+// store/postgres (production). storetest holds the conformance suite both
+// must pass. Writes that belong together happen in one transaction inside a
+// single method; callers never see half-written state.
+//
+// Errors: a missing record is domain.ErrNotFound (wrapped); a uniqueness or
+// state conflict is a *domain.Error with CodeConflict; an unreachable
+// database is a *domain.Error with CodeUnavailable.
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Archon roles.
+const (
+	RoleAdmin    = "admin"
+	RoleOperator = "operator"
+	RoleViewer   = "viewer"
+)
+
+// Soul statuses.
+const (
+	SoulPending      = "pending"
+	SoulConnected    = "connected"
+	SoulDisconnected = "disconnected"
+	SoulRejected     = "rejected"
+)
+
+// Incarnation statuses.
+const (
+	IncarnationApplying    = "applying"
+	IncarnationReady       = "ready"
+	IncarnationErrorLocked = "error_locked"
+)
+
+// Run statuses.
+const (
+	RunPending   = "pending"
+	RunRunning   = "running"
+	RunSucceeded = "succeeded"
+	RunFailed    = "failed"
+	RunAborted   = "aborted"
+	RunCancelled = "cancelled"
+)
+
+// Archon is an operator identity.
+type Archon struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Token is an issued JWT's record (the JWT itself is not stored); revoked
+// tokens are refused even before they expire.
+type Token struct {
+	ID          string     `json:"id"`
+	ArchonID    string     `json:"archon_id"`
+	Description string     `json:"description,omitempty"`
+	ExpiresAt   time.Time  `json:"expires_at"`
+	RevokedAt   *time.Time `json:"revoked_at,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+}
+
+// AuditEntry records one mutating call.
+type AuditEntry struct {
+	ID       int64          `json:"id"`
+	Time     time.Time      `json:"time"`
+	ArchonID string         `json:"archon_id"` // "" for system events (e.g. refused soul key)
+	Action   string         `json:"action"`    // e.g. "POST /v1/incarnations", "soul.key_mismatch"
+	Target   string         `json:"target"`
+	Summary  map[string]any `json:"summary,omitempty"` // request summary with secrets masked
+}
+
+// AuditFilter narrows ListAudit.
+type AuditFilter struct {
+	ArchonID string
+	Action   string
+	Limit    int // 0 = 100
+}
+
+// Soul is a registered host agent.
+type Soul struct {
+	SID       string         `json:"sid"`
+	PublicKey []byte         `json:"public_key"`
+	Status    string         `json:"status"`
+	Covens    []string       `json:"covens"`
+	Soulprint map[string]any `json:"soulprint"`
+	Version   string         `json:"version,omitempty"`
+	KeeperID  string         `json:"keeper_id,omitempty"` // keeper holding its stream
+	LastSeen  time.Time      `json:"last_seen"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+// SoulFilter narrows ListSouls; empty fields match everything. Covens
+// matches souls carrying all of the given covens.
+type SoulFilter struct {
+	Status string
+	Covens []string
+}
+
+// JoinToken lets a soul onboard automatically with the given covens.
+// Only the SHA-256 hash of the secret is stored.
+type JoinToken struct {
+	ID         string    `json:"id"`
+	SecretHash []byte    `json:"-"`
+	Covens     []string  `json:"covens"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	CreatedBy  string    `json:"created_by"`
+	CreatedAt  time.Time `json:"created_at"`
+	Uses       int       `json:"uses"`
+}
+
+// Service is a catalog entry: a git source at a ref, resolved to a commit.
+type Service struct {
+	Name        string    `json:"name"`
+	Git         string    `json:"git"`
+	Ref         string    `json:"ref"`
+	Commit      string    `json:"commit"`
+	Description string    `json:"description,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// Incarnation is a runtime instance of a service on a set of member hosts.
+type Incarnation struct {
+	Name       string         `json:"name"`
+	Service    string         `json:"service"`
+	Ref        string         `json:"ref"`
+	Commit     string         `json:"commit"`
+	Covens     []string       `json:"covens"`
+	Input      map[string]any `json:"input,omitempty"`   // creation input (secrets masked before storing)
+	Essence    map[string]any `json:"essence,omitempty"` // essence overrides given at creation
+	Status     string         `json:"status"`
+	State      map[string]any `json:"state"`
+	ActiveRun  string         `json:"active_run,omitempty"`
+	LockReason string         `json:"lock_reason,omitempty"`
+	Members    []string       `json:"members"` // SIDs, sorted; the membership relation
+	CreatedAt  time.Time      `json:"created_at"`
+	UpdatedAt  time.Time      `json:"updated_at"`
+}
+
+// Run is one execution of a scenario over an incarnation.
+type Run struct {
+	ID          string         `json:"apply_id"`
+	Incarnation string         `json:"incarnation"`
+	Scenario    string         `json:"scenario"`
+	Input       map[string]any `json:"input,omitempty"` // secrets masked
+	Check       bool           `json:"check"`
+	Status      string         `json:"status"`
+	Error       string         `json:"error,omitempty"`
+	ArchonID    string         `json:"archon_id,omitempty"`
+	KeeperID    string         `json:"keeper_id,omitempty"`
+	CreatedAt   time.Time      `json:"created_at"`
+	StartedAt   *time.Time     `json:"started_at,omitempty"`
+	FinishedAt  *time.Time     `json:"finished_at,omitempty"`
+}
+
+// HostResult is one task's outcome on one host within a run. Seq orders the
+// tasks of a run (block children get their own Seq); Path is the task's
+// position ("2", "2.1" for the first child of block 2).
+type HostResult struct {
+	RunID      string         `json:"-"`
+	Seq        int            `json:"seq"`
+	Path       string         `json:"path"`
+	TaskName   string         `json:"task"`
+	SID        string         `json:"sid"`
+	Wave       int            `json:"wave"`
+	Status     string         `json:"status"` // domain.HostStatus values
+	Changed    bool           `json:"changed"`
+	RC         int            `json:"rc"`
+	Stdout     string         `json:"stdout"`
+	Stderr     string         `json:"stderr"`
+	Msg        string         `json:"msg"`
+	Diff       string         `json:"diff"`
+	DurationMS int64          `json:"duration_ms"`
+	Data       map[string]any `json:"data,omitempty"`
+	StartedAt  time.Time      `json:"started_at"`
+	FinishedAt time.Time      `json:"finished_at"`
+}
+
+// Snapshot is one entry of an incarnation's history: the committed state and
+// a per-host outcome summary of the run that produced it.
+type Snapshot struct {
+	ID          int64          `json:"id"`
+	Incarnation string         `json:"incarnation"`
+	RunID       string         `json:"apply_id"`
+	Scenario    string         `json:"scenario"`
+	State       map[string]any `json:"state"`
+	Summary     map[string]any `json:"summary"` // sid → {ok, changed, failed, skipped}
+	CreatedAt   time.Time      `json:"created_at"`
+}
+
+// PendingTrigger is an onchanges handler owed to a host by a failed run
+// (SPEC §8.3).
+type PendingTrigger struct {
+	Incarnation string    `json:"incarnation"`
+	Scenario    string    `json:"scenario"`
+	Task        string    `json:"task"` // the handler task's path or name
+	SID         string    `json:"sid"`
+	RunID       string    `json:"apply_id"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Procedure is a stored Checker procedure (its YAML source).
+type Procedure struct {
+	Name      string    `json:"name"`
+	Source    string    `json:"source"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// CheckerTask is one execution of a procedure. Status is PENDING, RUNNING,
+// SUCCESS, FAILURE, CANCELLED or TIMEOUT.
+type CheckerTask struct {
+	ID         string           `json:"task_id"`
+	Procedure  string           `json:"task_name"`
+	Vars       map[string]any   `json:"vars,omitempty"`
+	Status     string           `json:"task_status"`
+	RunError   string           `json:"run_error,omitempty"`
+	Message    string           `json:"task_message,omitempty"`
+	ParentID   string           `json:"parent_id,omitempty"`
+	ScheduleID string           `json:"schedule_id,omitempty"`
+	KeeperID   string           `json:"keeper_id,omitempty"`
+	Log        []CheckerLogLine `json:"log,omitempty"`
+	CreatedAt  time.Time        `json:"created_at"`
+	StartedAt  *time.Time       `json:"started_at,omitempty"`
+	FinishedAt *time.Time       `json:"finished_at,omitempty"`
+}
+
+// CheckerLogLine is one entry of a task's step log.
+type CheckerLogLine struct {
+	Time    time.Time      `json:"time"`
+	Step    string         `json:"step"`
+	Kind    string         `json:"kind"` // condition, attempt, action, parse, log, error
+	Message string         `json:"message"`
+	Data    map[string]any `json:"data,omitempty"`
+}
+
+// Schedule runs a procedure on a cron expression.
+type Schedule struct {
+	ID        string         `json:"id"`
+	Procedure string         `json:"procedure"`
+	Vars      map[string]any `json:"vars,omitempty"`
+	Cron      string         `json:"cron"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+// Store is everything Soul Stack persists.
+type Store interface {
+	// Ping checks the database is reachable (readyz).
+	Ping(ctx context.Context) error
+	Close() error
+
+	// Archons and tokens.
+	CreateArchon(ctx context.Context, a Archon) error
+	GetArchon(ctx context.Context, id string) (Archon, error)
+	ListArchons(ctx context.Context) ([]Archon, error)
+	CountArchons(ctx context.Context) (int, error)
+	CreateToken(ctx context.Context, t Token) error
+	GetToken(ctx context.Context, id string) (Token, error)
+	RevokeToken(ctx context.Context, id string, at time.Time) error
+
+	// Audit.
+	AppendAudit(ctx context.Context, e AuditEntry) error
+	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) // newest first
+
+	// Key-value settings (signing key, keeper TLS fingerprint, …).
+	GetSetting(ctx context.Context, key string) ([]byte, error)
+	PutSetting(ctx context.Context, key string, value []byte) error
+
+	// Souls.
+	UpsertSoul(ctx context.Context, s Soul) error // insert or replace all fields
+	GetSoul(ctx context.Context, sid string) (Soul, error)
+	ListSouls(ctx context.Context, f SoulFilter) ([]Soul, error) // sorted by SID
+	SetSoulStatus(ctx context.Context, sid, status, keeperID string, at time.Time) error
+	UpdateSoulprint(ctx context.Context, sid string, soulprint map[string]any, at time.Time) error
+	SetSoulCovens(ctx context.Context, sid string, covens []string) error
+	TouchSoul(ctx context.Context, sid string, at time.Time) error
+	// MarkKeeperSoulsDisconnected marks every soul held by keeperID
+	// disconnected (keeper restart).
+	MarkKeeperSoulsDisconnected(ctx context.Context, keeperID string) error
+
+	// Join tokens.
+	CreateJoinToken(ctx context.Context, t JoinToken) error
+	// UseJoinToken finds an unexpired token by secret hash and counts a use.
+	UseJoinToken(ctx context.Context, secretHash []byte, now time.Time) (JoinToken, error)
+
+	// Services.
+	CreateService(ctx context.Context, s Service) error
+	GetService(ctx context.Context, name string) (Service, error)
+	ListServices(ctx context.Context) ([]Service, error)
+	UpdateService(ctx context.Context, s Service) error
+	DeleteService(ctx context.Context, name string) error // conflict while incarnations use it
+
+	// Incarnations and their membership relation.
+	//
+	// CreateIncarnation inserts the incarnation (status applying, empty
+	// state), its members and its first run, and points ActiveRun at it —
+	// one transaction. Conflict if the name exists.
+	CreateIncarnation(ctx context.Context, inc Incarnation, run Run) error
+	GetIncarnation(ctx context.Context, name string) (Incarnation, error)
+	ListIncarnations(ctx context.Context) ([]Incarnation, error)
+	DeleteIncarnation(ctx context.Context, name string) error // conflict while a run is active
+	AddMembers(ctx context.Context, name string, sids []string) error
+	RemoveMembers(ctx context.Context, name string, sids []string) error
+	// SetIncarnationCommit moves the incarnation to a new ref/commit (upgrade).
+	SetIncarnationCommit(ctx context.Context, name, ref, commit string) error
+
+	// Runs.
+	//
+	// StartRun inserts run and marks the incarnation applying with
+	// ActiveRun = run.ID in one transaction. It fails with CodeConflict
+	// (Details: the active apply_id) when a run is active, and with
+	// CodeConflict when the incarnation is error_locked. A check run does not
+	// change the incarnation's status but still takes the active-run slot.
+	StartRun(ctx context.Context, run Run) error
+	GetRun(ctx context.Context, id string) (Run, error)
+	ListRuns(ctx context.Context, incarnation string, limit int) ([]Run, error) // newest first; "" = all
+	SetRunStatus(ctx context.Context, id, status string, at time.Time) error    // pending → running
+	// RecordResults upserts per-host results (keyed by run, seq, sid).
+	RecordResults(ctx context.Context, rs []HostResult) error
+	ListResults(ctx context.Context, runID string) ([]HostResult, error) // by seq, sid
+	// CommitRun, in one transaction: sets incarnation.state, appends the
+	// snapshot, marks the run succeeded, status ready, clears ActiveRun.
+	CommitRun(ctx context.Context, runID string, state map[string]any, snap Snapshot, at time.Time) error
+	// FinishRun ends a run without commit. For a normal run the incarnation
+	// becomes error_locked (reason = errMsg) unless status is succeeded
+	// (only check runs succeed without commit); for a check run the
+	// incarnation keeps its previous status. ActiveRun is cleared.
+	FinishRun(ctx context.Context, runID, status, errMsg string, at time.Time) error
+	// AbortRuns marks every pending/running run (owned by keeperID, or all
+	// when "") aborted and their incarnations error_locked; returns them.
+	AbortRuns(ctx context.Context, keeperID string, at time.Time) ([]Run, error)
+	// Unlock moves an error_locked incarnation to ready.
+	Unlock(ctx context.Context, name string) error
+	ListHistory(ctx context.Context, incarnation string, limit int) ([]Snapshot, error) // newest first
+
+	// Pending onchanges triggers.
+	AddTriggers(ctx context.Context, ts []PendingTrigger) error
+	ListTriggers(ctx context.Context, incarnation, scenario string) ([]PendingTrigger, error)
+	ClearTrigger(ctx context.Context, incarnation, scenario, task, sid string) error
+
+	// Checker.
+	PutProcedure(ctx context.Context, p Procedure) error
+	GetProcedure(ctx context.Context, name string) (Procedure, error)
+	ListProcedures(ctx context.Context) ([]Procedure, error)
+	DeleteProcedure(ctx context.Context, name string) error
+	CreateCheckerTask(ctx context.Context, t CheckerTask) error
+	GetCheckerTask(ctx context.Context, id string) (CheckerTask, error)
+	ListCheckerTasks(ctx context.Context, procedure string, limit int) ([]CheckerTask, error) // newest first
+	// UpdateCheckerTask replaces status, errors, timestamps; AppendCheckerLog
+	// adds step-log lines.
+	UpdateCheckerTask(ctx context.Context, t CheckerTask) error
+	AppendCheckerLog(ctx context.Context, taskID string, lines []CheckerLogLine) error
+	// FailRunningCheckerTasks marks PENDING/RUNNING tasks (of keeperID, or
+	// all when "") FAILURE with runError (keeper restart).
+	FailRunningCheckerTasks(ctx context.Context, keeperID, runError string, at time.Time) (int, error)
+	CreateSchedule(ctx context.Context, s Schedule) error
+	ListSchedules(ctx context.Context) ([]Schedule, error)
+	DeleteSchedule(ctx context.Context, id string) error
+	// ClaimTick records that schedule id's tick at `tick` runs; false when it
+	// was already claimed (by this or another keeper).
+	ClaimTick(ctx context.Context, scheduleID string, tick time.Time) (bool, error)
+
+	// Leases for singleton duties (leader election on SQLite; PostgreSQL may
+	// also use advisory locks). TryLease takes or renews the lease for
+	// holder until now+ttl; false when another holder has it.
+	TryLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) (bool, error)
+	ReleaseLease(ctx context.Context, name, holder string) error
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs and starts what the test suite needs on a Debian machine:
+# PostgreSQL (started, with a soulstack test role), debootstrap and friends
+# for the lab, Chromium for the UI tests. Idempotent; needs root (or sudo)
+# to install, and does nothing that is already done.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+need=()
+command -v pg_ctlcluster >/dev/null 2>&1 || need+=(postgresql)
+command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+command -v dpkg-scanpackages >/dev/null 2>&1 || need+=(dpkg-dev)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v git >/dev/null 2>&1 || need+=(git)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "test-deps: installing ${need[*]}"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# PostgreSQL: start the local cluster and make a superuser role for tests.
+ver=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -1 || true)
+if [ -n "$ver" ]; then
+  $SUDO pg_ctlcluster "$ver" main start 2>/dev/null || true
+  for _ in $(seq 1 30); do
+    if $SUDO -u postgres psql -qAtc 'select 1' >/dev/null 2>&1 || su postgres -c "psql -qAtc 'select 1'" >/dev/null 2>&1; then break; fi
+    sleep 0.5
+  done
+  su postgres -c "psql -qAtc \"select 1 from pg_roles where rolname='soulstack'\"" | grep -q 1 ||
+    su postgres -c "psql -qc \"create role soulstack login superuser password 'soulstack'\"" >/dev/null
+fi

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The one test command (make test, .ci/run): installs what the tests need,
+# then runs every Go test with the race detector, plus short fuzz runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/test-deps.sh
+
+export SOULSTACK_TEST_DATABASE_URL="${SOULSTACK_TEST_DATABASE_URL:-postgres://soulstack:soulstack@127.0.0.1:5432/postgres?sslmode=disable}"
+
+gofmt_out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$gofmt_out" ]; then echo "gofmt needed on:"; echo "$gofmt_out"; exit 1; fi
+go vet ./...
+go test -race -count=1 -timeout 25m ./...
+
+# Short fuzz runs: each target a few seconds (FUZZTIME to change).
+ft="${FUZZTIME:-5s}"
+for spec in $(grep -rl --include='*_test.go' '^func Fuzz' internal | xargs -r grep -ho '^func Fuzz[A-Za-z0-9_]*' | sort -u | sed 's/func //'); do
+  pkg=$(dirname "$(grep -rl --include='*_test.go' "^func $spec(" internal | head -1)")
+  echo "fuzz $spec in ./$pkg for $ft"
+  go test -run '^$' -fuzz "^$spec\$" -fuzztime "$ft" "./$pkg"
+done
