@@ -6,7 +6,20 @@
 //
 // Errors: a missing record is domain.ErrNotFound (wrapped); a uniqueness or
 // state conflict is a *domain.Error with CodeConflict; an unreachable
-// database is a *domain.Error with CodeUnavailable.
+// database (or a closed store) is a *domain.Error with CodeUnavailable.
+//
+// Values round-trip with these normalizations, identical on both backends:
+//   - times are stored in UTC with microsecond precision and read back in
+//     UTC; a zero creation time (CreatedAt, AuditEntry.Time,
+//     CheckerLogLine.Time, HostResult.StartedAt/FinishedAt) is set to the
+//     current time by the store;
+//   - JSON maps go through encoding/json, so numbers read back as float64;
+//     optional maps (Input, Essence, Data, Vars, Summary of an audit entry)
+//     read back nil when stored nil;
+//   - Covens are stored sorted and de-duplicated; Covens, Members, State,
+//     Soulprint and Snapshot.Summary are never nil on read;
+//   - strings sort bytewise (Go order) on both backends;
+//   - a list method's limit <= 0 means no limit (AuditFilter.Limit: 100).
 package store
 
 import (
@@ -273,41 +286,51 @@ type Store interface {
 	PutSetting(ctx context.Context, key string, value []byte) error
 
 	// Souls.
-	UpsertSoul(ctx context.Context, s Soul) error // insert or replace all fields
+	UpsertSoul(ctx context.Context, s Soul) error // insert or replace all fields but CreatedAt
 	GetSoul(ctx context.Context, sid string) (Soul, error)
 	ListSouls(ctx context.Context, f SoulFilter) ([]Soul, error) // sorted by SID
+	// SetSoulStatus sets status and keeper and sets LastSeen to at.
 	SetSoulStatus(ctx context.Context, sid, status, keeperID string, at time.Time) error
 	UpdateSoulprint(ctx context.Context, sid string, soulprint map[string]any, at time.Time) error
 	SetSoulCovens(ctx context.Context, sid string, covens []string) error
 	TouchSoul(ctx context.Context, sid string, at time.Time) error
-	// MarkKeeperSoulsDisconnected marks every soul held by keeperID
-	// disconnected (keeper restart).
+	// MarkKeeperSoulsDisconnected marks every connected soul held by
+	// keeperID disconnected and clears its keeper (keeper restart).
 	MarkKeeperSoulsDisconnected(ctx context.Context, keeperID string) error
 
 	// Join tokens.
 	CreateJoinToken(ctx context.Context, t JoinToken) error
-	// UseJoinToken finds an unexpired token by secret hash and counts a use.
+	// UseJoinToken finds an unexpired token by secret hash and counts a use;
+	// an unknown or expired token is ErrNotFound.
 	UseJoinToken(ctx context.Context, secretHash []byte, now time.Time) (JoinToken, error)
 
 	// Services.
 	CreateService(ctx context.Context, s Service) error
 	GetService(ctx context.Context, name string) (Service, error)
 	ListServices(ctx context.Context) ([]Service, error)
-	UpdateService(ctx context.Context, s Service) error
+	UpdateService(ctx context.Context, s Service) error   // git, ref, commit, description, UpdatedAt (zero = now)
 	DeleteService(ctx context.Context, name string) error // conflict while incarnations use it
 
 	// Incarnations and their membership relation.
 	//
 	// CreateIncarnation inserts the incarnation (status applying, empty
 	// state), its members and its first run, and points ActiveRun at it —
-	// one transaction. Conflict if the name exists.
+	// one transaction. Conflict if the name exists; ErrNotFound if the
+	// service does not. inc.Status/State/ActiveRun are ignored; run's
+	// Incarnation is set to inc.Name.
 	CreateIncarnation(ctx context.Context, inc Incarnation, run Run) error
 	GetIncarnation(ctx context.Context, name string) (Incarnation, error)
-	ListIncarnations(ctx context.Context) ([]Incarnation, error)
-	DeleteIncarnation(ctx context.Context, name string) error // conflict while a run is active
+	ListIncarnations(ctx context.Context) ([]Incarnation, error) // sorted by name
+	// DeleteIncarnation deletes the incarnation with its members, runs,
+	// results, history and triggers; conflict while a run is active.
+	DeleteIncarnation(ctx context.Context, name string) error
+	// AddMembers adds SIDs to the membership relation (already present ones
+	// are ignored); RemoveMembers removes them (absent ones are ignored).
+	// Neither requires the SIDs to be registered souls.
 	AddMembers(ctx context.Context, name string, sids []string) error
 	RemoveMembers(ctx context.Context, name string, sids []string) error
-	// SetIncarnationCommit moves the incarnation to a new ref/commit (upgrade).
+	// SetIncarnationCommit moves the incarnation to a new ref/commit
+	// (upgrade); conflict while a run is active.
 	SetIncarnationCommit(ctx context.Context, name, ref, commit string) error
 
 	// Runs.
@@ -317,41 +340,59 @@ type Store interface {
 	// (Details: the active apply_id) when a run is active, and with
 	// CodeConflict when the incarnation is error_locked. A check run does not
 	// change the incarnation's status but still takes the active-run slot.
+	// ErrNotFound when the incarnation does not exist. run.Status "" means
+	// pending.
 	StartRun(ctx context.Context, run Run) error
 	GetRun(ctx context.Context, id string) (Run, error)
 	ListRuns(ctx context.Context, incarnation string, limit int) ([]Run, error) // newest first; "" = all
-	SetRunStatus(ctx context.Context, id, status string, at time.Time) error    // pending → running
-	// RecordResults upserts per-host results (keyed by run, seq, sid).
+	// SetRunStatus moves an unfinished run to pending or running (running
+	// sets StartedAt = at); conflict when the run has already finished (for
+	// example aborted meanwhile). Terminal statuses go through CommitRun,
+	// FinishRun or AbortRuns.
+	SetRunStatus(ctx context.Context, id, status string, at time.Time) error
+	// RecordResults upserts per-host results (keyed by run, seq, sid), also
+	// for finished runs (late results are recorded but change nothing).
 	RecordResults(ctx context.Context, rs []HostResult) error
 	ListResults(ctx context.Context, runID string) ([]HostResult, error) // by seq, sid
 	// CommitRun, in one transaction: sets incarnation.state, appends the
 	// snapshot, marks the run succeeded, status ready, clears ActiveRun.
+	// snap.State is state; empty snap.Incarnation/RunID/Scenario are taken
+	// from the run; zero snap.CreatedAt is at. Conflict (nothing written)
+	// when the run is finished already, is not the incarnation's active run,
+	// or is a check run.
 	CommitRun(ctx context.Context, runID string, state map[string]any, snap Snapshot, at time.Time) error
 	// FinishRun ends a run without commit. For a normal run the incarnation
 	// becomes error_locked (reason = errMsg) unless status is succeeded
 	// (only check runs succeed without commit); for a check run the
-	// incarnation keeps its previous status. ActiveRun is cleared.
+	// incarnation keeps its previous status. ActiveRun is cleared. status
+	// must be terminal (succeeded, failed, aborted, cancelled); conflict
+	// (nothing written) when the run has already finished.
 	FinishRun(ctx context.Context, runID, status, errMsg string, at time.Time) error
 	// AbortRuns marks every pending/running run (owned by keeperID, or all
-	// when "") aborted and their incarnations error_locked; returns them.
+	// when "") aborted and their incarnations error_locked (check runs leave
+	// the status alone); returns them as updated, oldest first.
 	AbortRuns(ctx context.Context, keeperID string, at time.Time) ([]Run, error)
-	// Unlock moves an error_locked incarnation to ready.
+	// Unlock moves an error_locked incarnation to ready and clears
+	// LockReason; conflict when it is not error_locked.
 	Unlock(ctx context.Context, name string) error
 	ListHistory(ctx context.Context, incarnation string, limit int) ([]Snapshot, error) // newest first
 
-	// Pending onchanges triggers.
+	// Pending onchanges triggers, unique per (incarnation, scenario, task,
+	// sid); adding an existing one refreshes its RunID and CreatedAt.
 	AddTriggers(ctx context.Context, ts []PendingTrigger) error
-	ListTriggers(ctx context.Context, incarnation, scenario string) ([]PendingTrigger, error)
+	ListTriggers(ctx context.Context, incarnation, scenario string) ([]PendingTrigger, error) // by task, sid
 	ClearTrigger(ctx context.Context, incarnation, scenario, task, sid string) error
 
 	// Checker.
-	PutProcedure(ctx context.Context, p Procedure) error
+	PutProcedure(ctx context.Context, p Procedure) error // insert or replace the source
 	GetProcedure(ctx context.Context, name string) (Procedure, error)
 	ListProcedures(ctx context.Context) ([]Procedure, error)
-	DeleteProcedure(ctx context.Context, name string) error
+	DeleteProcedure(ctx context.Context, name string) error // conflict while schedules use it
 	CreateCheckerTask(ctx context.Context, t CheckerTask) error
-	GetCheckerTask(ctx context.Context, id string) (CheckerTask, error)
-	ListCheckerTasks(ctx context.Context, procedure string, limit int) ([]CheckerTask, error) // newest first
+	GetCheckerTask(ctx context.Context, id string) (CheckerTask, error) // with its Log
+	// ListCheckerTasks lists tasks of procedure ("" = all), newest first,
+	// without their Log.
+	ListCheckerTasks(ctx context.Context, procedure string, limit int) ([]CheckerTask, error)
 	// UpdateCheckerTask replaces status, errors, timestamps; AppendCheckerLog
 	// adds step-log lines.
 	UpdateCheckerTask(ctx context.Context, t CheckerTask) error
@@ -359,16 +400,18 @@ type Store interface {
 	// FailRunningCheckerTasks marks PENDING/RUNNING tasks (of keeperID, or
 	// all when "") FAILURE with runError (keeper restart).
 	FailRunningCheckerTasks(ctx context.Context, keeperID, runError string, at time.Time) (int, error)
-	CreateSchedule(ctx context.Context, s Schedule) error
-	ListSchedules(ctx context.Context) ([]Schedule, error)
+	CreateSchedule(ctx context.Context, s Schedule) error  // ErrNotFound for an unknown procedure
+	ListSchedules(ctx context.Context) ([]Schedule, error) // oldest first
 	DeleteSchedule(ctx context.Context, id string) error
 	// ClaimTick records that schedule id's tick at `tick` runs; false when it
-	// was already claimed (by this or another keeper).
+	// was already claimed (by this or another keeper). ErrNotFound for an
+	// unknown schedule. Claims more than a day older than tick are pruned.
 	ClaimTick(ctx context.Context, scheduleID string, tick time.Time) (bool, error)
 
 	// Leases for singleton duties (leader election on SQLite; PostgreSQL may
 	// also use advisory locks). TryLease takes or renews the lease for
-	// holder until now+ttl; false when another holder has it.
+	// holder until now+ttl; false when another holder has it and it has not
+	// expired at now. ReleaseLease gives it up if holder has it.
 	TryLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) (bool, error)
 	ReleaseLease(ctx context.Context, name, holder string) error
 }
