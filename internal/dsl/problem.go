@@ -1,0 +1,67 @@
+package dsl
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/domain"
+)
+
+// Problem is one validation failure: where, which key, and what to do.
+type Problem struct {
+	Pos     Pos    `json:"-"`
+	Key     string `json:"key"`
+	Message string `json:"message"`
+}
+
+// String renders the problem as "file:line:col: message".
+func (p Problem) String() string { return p.Pos.String() + ": " + p.Message }
+
+// Problems are all problems of a repository (or a destiny bundle), in file
+// and line order.
+type Problems []Problem
+
+// Error joins the problems one per line, so Problems can travel as an error.
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Err returns nil when there are no problems, else a *domain.Error with
+// CodeInvalid whose Details are the problems (the API renders them as the
+// file:line list of a 400 response).
+func (ps Problems) Err() error {
+	if len(ps) == 0 {
+		return nil
+	}
+	return &domain.Error{Code: domain.CodeInvalid, Message: "service repository is invalid", Details: ps, Err: ps}
+}
+
+// sortProblems orders by file, line, column and message, dropping exact
+// duplicates (a shared neighbour file included twice reports once).
+func sortProblems(ps Problems) Problems {
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, b := ps[i], ps[j]
+		if a.Pos.File != b.Pos.File {
+			return a.Pos.File < b.Pos.File
+		}
+		if a.Pos.Line != b.Pos.Line {
+			return a.Pos.Line < b.Pos.Line
+		}
+		if a.Pos.Col != b.Pos.Col {
+			return a.Pos.Col < b.Pos.Col
+		}
+		return a.Message < b.Message
+	})
+	out := ps[:0]
+	for i, p := range ps {
+		if i > 0 && p == ps[i-1] {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}

@@ -1,0 +1,218 @@
+package expr
+
+import (
+	"maps"
+	"sort"
+	"sync"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/interpreter"
+
+	"github.com/soulstack/soulstack/internal/domain"
+)
+
+// Activation is the data one evaluation sees. The engine (scenario tasks)
+// and the task executor (destiny tasks on a soul) fill it per host; fields
+// left nil read as empty maps. An Activation is read-only during
+// evaluation, so one value may be shared by concurrent evaluations as long
+// as nobody mutates it meanwhile (Registers is itself synchronized).
+type Activation struct {
+	Input   map[string]any
+	Essence map[string]any
+	// Vars are scenario vars.yml merged with the task's vars: (task wins).
+	Vars map[string]any
+	// Item and LoopIndex are set inside a loop: (HasItem true).
+	Item      any
+	LoopIndex int
+	HasItem   bool
+	// Registers holds the per-run (or per-destiny-bundle) results of
+	// registered tasks.
+	Registers *Registers
+	// Self is the current task's own result (register.self), set while
+	// evaluating retry.until, failed_when and changed_when; use
+	// domain.Result.Map().
+	Self map[string]any
+	// CurrentSID is the host being evaluated; "" outside a per-host context
+	// (state_changes, on: keeper).
+	CurrentSID string
+	Soulprint  Soulprint
+	// Incarnation has name, host_count, covens, status, members (scenario
+	// only). host_count is the size of the current step's target after on:
+	// and before where:.
+	Incarnation map[string]any
+	// State is the committed incarnation.state before this run.
+	State map[string]any
+	// Run has id, scenario, check_mode.
+	Run map[string]any
+}
+
+// Soulprint is the facts visible to an expression.
+type Soulprint struct {
+	// Self is the soulprint of the host being evaluated.
+	Self map[string]any
+	// Hosts are the soulprints of all hosts of the run (soulprint.hosts).
+	Hosts []map[string]any
+	// Members are the soulprints of the incarnation's members
+	// (soulprint.where("…") filters them).
+	Members []map[string]any
+}
+
+// With returns a shallow copy of a with Self set: the usual way to derive
+// the activation of failed_when/changed_when/until from a task's.
+func (a *Activation) With(self map[string]any) *Activation {
+	c := *a
+	c.Self = self
+	return &c
+}
+
+// ForHost returns a shallow copy of a for one host: CurrentSID and
+// soulprint.self set.
+func (a *Activation) ForHost(sid string, facts map[string]any) *Activation {
+	c := *a
+	c.CurrentSID = sid
+	c.Soulprint.Self = facts
+	return &c
+}
+
+// resolver adapts a to CEL's activation interface without copying it.
+func (a *Activation) resolver() interpreter.Activation {
+	if a == nil {
+		a = &Activation{}
+	}
+	return activation{a}
+}
+
+type activation struct{ a *Activation }
+
+var emptyMap = map[string]any{}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return emptyMap
+	}
+	return m
+}
+
+func (r activation) ResolveName(name string) (any, bool) {
+	a := r.a
+	switch name {
+	case "input":
+		return orEmpty(a.Input), true
+	case "essence":
+		return orEmpty(a.Essence), true
+	case "vars":
+		return orEmpty(a.Vars), true
+	case "item":
+		if !a.HasItem {
+			return missingVal("item is only defined inside a loop: task"), true
+		}
+		return a.Item, true
+	case "loop_index":
+		if !a.HasItem {
+			return missingVal("loop_index is only defined inside a loop: task"), true
+		}
+		return int64(a.LoopIndex), true
+	case "register":
+		return &registerRoot{regs: a.Registers, self: a.Self, sid: a.CurrentSID}, true
+	case "soulprint":
+		return &soulprintVal{sp: a.Soulprint}, true
+	case "incarnation":
+		return orEmpty(a.Incarnation), true
+	case "state":
+		return orEmpty(a.State), true
+	case "run":
+		return orEmpty(a.Run), true
+	}
+	return nil, false
+}
+
+func (activation) Parent() interpreter.Activation { return nil }
+
+// Registers holds, per register name, the result map of every host that
+// returned one. It is safe for concurrent use: the engine records results
+// as they stream in.
+type Registers struct {
+	mu sync.RWMutex
+	m  map[string]map[string]map[string]any
+}
+
+// NewRegisters returns an empty set.
+func NewRegisters() *Registers {
+	return &Registers{m: map[string]map[string]map[string]any{}}
+}
+
+// Set records host sid's result under name (its register view, r.Map()).
+func (r *Registers) Set(name, sid string, res domain.Result) {
+	r.SetMap(name, sid, res.Map())
+}
+
+// SetMap records a result map directly (destiny outputs, scenario tests).
+func (r *Registers) SetMap(name, sid string, m map[string]any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]map[string]map[string]any{}
+	}
+	if r.m[name] == nil {
+		r.m[name] = map[string]map[string]any{}
+	}
+	r.m[name][sid] = m
+}
+
+// Declare makes name known with no host results yet (so size() reads 0
+// instead of failing with "not registered").
+func (r *Registers) Declare(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]map[string]map[string]any{}
+	}
+	if r.m[name] == nil {
+		r.m[name] = map[string]map[string]any{}
+	}
+}
+
+// Hosts returns a copy of name's sid → result map, and whether name is
+// known.
+func (r *Registers) Hosts(name string) (map[string]map[string]any, bool) {
+	if r == nil {
+		return nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	h, ok := r.m[name]
+	if !ok {
+		return nil, false
+	}
+	return maps.Clone(h), true
+}
+
+// Get returns host sid's result under name.
+func (r *Registers) Get(name, sid string) (map[string]any, bool) {
+	if r == nil {
+		return nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	m, ok := r.m[name][sid]
+	return m, ok
+}
+
+// Names lists the known register names, sorted.
+func (r *Registers) Names() []string {
+	if r == nil {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.m))
+	for n := range r.m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// missingVal is the value of a root that is not defined in this context;
+// using it fails the evaluation with msg.
+func missingVal(msg string) any { return types.NewErrFromString(msg) }
