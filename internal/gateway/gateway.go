@@ -1,0 +1,324 @@
+// Package gateway is the keeper side of the soul stream (SPEC §3, §10.3):
+// it accepts the souls' Connect streams over TLS, onboards them (join token,
+// pending, rejected, key binding), tracks connected/disconnected and last
+// seen in the store, and implements dispatch.Dispatcher by sending work down
+// those streams and collecting the results — souls dial out, the keeper
+// calls back over the same connection.
+//
+// Per connected soul the gateway keeps one session: the HTTP handler
+// goroutine reads the stream, one writer goroutine sends to it, and a map of
+// the tasks waiting for an answer. Dispatch needs no goroutine per task: a
+// waiter is a map entry and a timer, answered by whichever comes first —
+// the soul's result, the timeout, the connection drop or the caller's
+// cancellation.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/soulstack/soulstack/internal/dispatch"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/tlsutil"
+	"github.com/soulstack/soulstack/proto/soulstack/v1/soulstackv1connect"
+)
+
+// Defaults of Config's optional fields.
+const (
+	DefaultFanOut            = 1000
+	DefaultTaskTimeout       = 10 * time.Minute
+	DefaultHeartbeatInterval = 15 * time.Second
+	DefaultHandshakeTimeout  = 10 * time.Second
+	// MaxMessageBytes bounds one stream message (a destiny bundle, a
+	// result with large stdout).
+	MaxMessageBytes = 64 << 20
+)
+
+// missedHeartbeats is how many heartbeat intervals of silence end a session.
+const missedHeartbeats = 3
+
+// Config configures a Gateway.
+type Config struct {
+	// Store holds souls, join tokens and the audit log.
+	Store store.Store
+	// KeeperID names this keeper in the store (souls' keeper_id).
+	KeeperID string
+	// Fingerprint is the keeper CA fingerprint (tlsutil.Fingerprint) the
+	// souls pin and sign into their handshake proof.
+	Fingerprint string
+	// Logger receives connection events; nil discards them.
+	Logger *slog.Logger
+	// FanOut bounds how many requests of one Dispatch call are in flight at
+	// once; 0 means DefaultFanOut.
+	FanOut int
+	// DefaultTimeout applies to work without its own Timeout; 0 means
+	// DefaultTaskTimeout.
+	DefaultTimeout time.Duration
+	// HeartbeatInterval is told to the souls; a soul silent for three
+	// intervals is disconnected. 0 means DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// HandshakeTimeout bounds hello and proof; 0 means
+	// DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// OnLateResult, when set, receives results nobody waits for any more
+	// (the task timed out, was cancelled, or its soul reconnected after the
+	// run gave up on it), so they can be recorded (SPEC §8.5). It runs on
+	// the session's reader and must not block.
+	OnLateResult func(sid, runID, taskID string, r domain.Result)
+	// OnLog, when set, receives the log lines souls stream for running
+	// tasks. It must not block.
+	OnLog func(sid, taskID, level, text string)
+}
+
+// Gateway is the keeper side of the soul stream and a dispatch.Dispatcher.
+type Gateway struct {
+	cfg   Config
+	log   *slog.Logger
+	fp    string
+	ready chan struct{} // closed once Run has reset this keeper's souls
+
+	mu       sync.RWMutex
+	sessions map[string]*session
+	stopping bool
+	handlers sync.WaitGroup // stream handlers, waited for by Run
+
+	// sidLocks order a SID's session swap with its store status write, so a
+	// dying old session never marks a fresh one disconnected.
+	sidLocks [256]sync.Mutex
+	seed     maphash.Seed
+}
+
+var _ dispatch.Dispatcher = (*Gateway)(nil)
+
+// New returns a Gateway. Run must be running for souls to be accepted.
+func New(cfg Config) *Gateway {
+	if cfg.FanOut <= 0 {
+		cfg.FanOut = DefaultFanOut
+	}
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = DefaultTaskTimeout
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	fp, err := tlsutil.NormalizeFingerprint(cfg.Fingerprint)
+	if err != nil {
+		// An unusable fingerprint makes every proof fail; say so loudly
+		// rather than refusing to build (the keeper owns the config check).
+		log.Error("gateway: keeper fingerprint is invalid; every soul will fail its proof", "err", err)
+		fp = cfg.Fingerprint
+	}
+	return &Gateway{
+		cfg:      cfg,
+		log:      log.With("component", "gateway"),
+		fp:       fp,
+		ready:    make(chan struct{}),
+		sessions: make(map[string]*session),
+		seed:     maphash.MakeSeed(),
+	}
+}
+
+// Handler returns the soul stream's route pattern and handler, to mount on
+// the keeper's HTTPS mux. Requests that did not arrive over TLS are refused.
+// The server must speak HTTP/2 (TLS with "h2" in NextProtos) and must not
+// wrap the ResponseWriter in a middleware that hides
+// http.ResponseController's deadlines.
+func (g *Gateway) Handler() (string, http.Handler) {
+	pattern, h := soulstackv1connect.NewSoulServiceHandler(&service{g: g},
+		connect.WithReadMaxBytes(MaxMessageBytes),
+		connect.WithSendMaxBytes(MaxMessageBytes),
+		connect.WithCompressMinBytes(4096),
+	)
+	return pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil {
+			http.Error(w, "the soul stream is served over TLS only", http.StatusUpgradeRequired)
+			return
+		}
+		ctx := context.WithValue(r.Context(), rcKey{}, http.NewResponseController(w))
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+type rcKey struct{}
+
+// Run resets this keeper's souls to disconnected (they held streams to a
+// previous process), then accepts souls and keeps house — ending silent
+// sessions and recording last seen — until ctx ends. It then closes every
+// stream, waits for their handlers and returns. Cancel Run before (or
+// while) shutting the HTTP server down: long-lived streams keep a graceful
+// shutdown waiting otherwise.
+func (g *Gateway) Run(ctx context.Context) error {
+	if err := g.cfg.Store.MarkKeeperSoulsDisconnected(ctx, g.cfg.KeeperID); err != nil {
+		return fmt.Errorf("gateway: marking souls of keeper %s disconnected: %w", g.cfg.KeeperID, err)
+	}
+	close(g.ready)
+	t := time.NewTicker(g.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			g.shutdown()
+			return nil
+		case now := <-t.C:
+			g.housekeep(ctx, now)
+		}
+	}
+}
+
+// shutdown refuses new streams, aborts the open ones and waits for their
+// handlers to finish their store writes.
+func (g *Gateway) shutdown() {
+	g.mu.Lock()
+	g.stopping = true
+	all := make([]*session, 0, len(g.sessions))
+	for _, s := range g.sessions {
+		all = append(all, s)
+	}
+	g.mu.Unlock()
+	for _, s := range all {
+		s.abort("keeper shutting down")
+	}
+	g.handlers.Wait()
+}
+
+// housekeep ends sessions silent for too long and records last seen for
+// the others, at most once per two heartbeat intervals per soul so a large
+// fleet does not turn heartbeats into a stream of store writes.
+func (g *Gateway) housekeep(ctx context.Context, now time.Time) {
+	hb := g.cfg.HeartbeatInterval
+	for _, s := range g.snapshot() {
+		seen := s.lastSeen.Load()
+		switch {
+		case now.UnixNano()-seen > int64(missedHeartbeats*hb):
+			g.log.Warn("soul missed its heartbeats; closing its stream", "sid", s.sid, "last_seen", time.Unix(0, seen))
+			s.abort("heartbeat timeout")
+		case seen-s.touched >= int64(2*hb):
+			if err := g.cfg.Store.TouchSoul(ctx, s.sid, time.Unix(0, seen)); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				g.log.Warn("recording soul last seen", "sid", s.sid, "err", err)
+				continue
+			}
+			s.touched = seen
+		}
+	}
+}
+
+func (g *Gateway) snapshot() []*session {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	all := make([]*session, 0, len(g.sessions))
+	for _, s := range g.sessions {
+		all = append(all, s)
+	}
+	return all
+}
+
+// Connected reports whether sid holds a stream to this keeper.
+func (g *Gateway) Connected(sid string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	_, ok := g.sessions[sid]
+	return ok
+}
+
+// ConnectedSIDs lists the souls holding a stream to this keeper, sorted.
+func (g *Gateway) ConnectedSIDs() []string {
+	g.mu.RLock()
+	out := make([]string, 0, len(g.sessions))
+	for sid := range g.sessions {
+		out = append(out, sid)
+	}
+	g.mu.RUnlock()
+	slices.Sort(out)
+	return out
+}
+
+// Disconnect closes sid's stream, if it has one here (for example after an
+// Archon rejected it: its next hello is refused). It reports whether there
+// was one.
+func (g *Gateway) Disconnect(sid, reason string) bool {
+	g.mu.RLock()
+	s := g.sessions[sid]
+	g.mu.RUnlock()
+	if s == nil {
+		return false
+	}
+	s.abort(reason)
+	return true
+}
+
+func (g *Gateway) sidLock(sid string) *sync.Mutex {
+	return &g.sidLocks[maphash.String(g.seed, sid)%uint64(len(g.sidLocks))]
+}
+
+// attach makes s the session of its SID, aborting the one it replaces, and
+// records the soul connected. It fails when the gateway is stopping.
+func (g *Gateway) attach(ctx context.Context, s *session) error {
+	l := g.sidLock(s.sid)
+	l.Lock()
+	defer l.Unlock()
+	g.mu.Lock()
+	if g.stopping {
+		g.mu.Unlock()
+		return errStopping
+	}
+	old := g.sessions[s.sid]
+	g.sessions[s.sid] = s
+	g.mu.Unlock()
+	if old != nil {
+		old.abort("replaced by a new connection of the same soul")
+	}
+	if err := g.cfg.Store.SetSoulStatus(ctx, s.sid, store.SoulConnected, g.cfg.KeeperID, time.Now()); err != nil {
+		return fmt.Errorf("recording soul %s connected: %w", s.sid, err)
+	}
+	return nil
+}
+
+// detach removes s if it is still its SID's session and then records the
+// soul disconnected.
+func (g *Gateway) detach(s *session) {
+	l := g.sidLock(s.sid)
+	l.Lock()
+	defer l.Unlock()
+	g.mu.Lock()
+	current := g.sessions[s.sid] == s
+	if current {
+		delete(g.sessions, s.sid)
+	}
+	g.mu.Unlock()
+	if !current {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g.cfg.Store.SetSoulStatus(ctx, s.sid, store.SoulDisconnected, g.cfg.KeeperID, time.Unix(0, s.lastSeen.Load())); err != nil {
+		g.log.Warn("recording soul disconnected", "sid", s.sid, "err", err)
+	}
+}
+
+var errStopping = errors.New("keeper is shutting down")
+
+func (g *Gateway) lookup(sid string) *session {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.sessions[sid]
+}

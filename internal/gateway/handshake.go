@@ -1,0 +1,296 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/jointoken"
+	"github.com/soulstack/soulstack/internal/store"
+	pb "github.com/soulstack/soulstack/proto/soulstack/v1"
+)
+
+// maxSIDLen is the longest SID accepted (a DNS name).
+const maxSIDLen = 253
+
+// service implements soulstackv1connect.SoulServiceHandler.
+type service struct{ g *Gateway }
+
+// Connect runs one soul's stream: handshake, then the session.
+func (sv *service) Connect(ctx context.Context, stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage]) error {
+	g := sv.g
+	select {
+	case <-g.ready:
+	default:
+		return connect.NewError(connect.CodeUnavailable, errors.New("keeper is starting"))
+	}
+	g.mu.RLock()
+	stopping := g.stopping
+	if !stopping {
+		g.handlers.Add(1)
+	}
+	g.mu.RUnlock()
+	if stopping {
+		return connect.NewError(connect.CodeUnavailable, errStopping)
+	}
+	defer g.handlers.Done()
+
+	rc, _ := ctx.Value(rcKey{}).(*http.ResponseController)
+	hello, err := g.handshake(stream, rc)
+	if err != nil {
+		return err
+	}
+	log := g.log.With("sid", hello.Sid, "peer", stream.Peer().Addr)
+	out, err := g.onboard(ctx, hello, stream.Peer().Addr)
+	if err != nil {
+		log.Error("onboarding soul", "err", err)
+		return connect.NewError(connect.CodeUnavailable, fmt.Errorf("onboarding: %w", err))
+	}
+	switch {
+	case out.rejected != nil:
+		log.Info("soul refused", "reason", out.rejected.Reason.String(), "msg", out.rejected.Message)
+		return sendClose(stream, &pb.KeeperMessage{Msg: &pb.KeeperMessage_Rejected{Rejected: out.rejected}})
+	case out.pending != "":
+		log.Info("soul pending", "reason", out.pending)
+		return sendClose(stream, &pb.KeeperMessage{Msg: &pb.KeeperMessage_Pending{Pending: &pb.Pending{Reason: out.pending}}})
+	}
+	s := newSession(g, hello.Sid, stream, rc)
+	return s.serve(ctx, out.covens, log)
+}
+
+// sendClose sends a final message; the stream ends when Connect returns.
+func sendClose(stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], m *pb.KeeperMessage) error {
+	if err := stream.Send(m); err != nil {
+		return fmt.Errorf("sending %T: %w", m.Msg, err)
+	}
+	return nil
+}
+
+// handshake reads hello, challenges the soul and verifies its proof, all
+// within HandshakeTimeout. A failed proof is answered with a rejection.
+func (g *Gateway) handshake(stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], rc *http.ResponseController) (*pb.Hello, error) {
+	if rc != nil {
+		_ = rc.SetReadDeadline(time.Now().Add(g.cfg.HandshakeTimeout))
+		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	}
+	msg, err := stream.Receive()
+	if err != nil {
+		return nil, fmt.Errorf("reading hello: %w", err)
+	}
+	hello := msg.GetHello()
+	if err := validateHello(hello); err != nil {
+		_ = sendClose(stream, rejectedMsg(pb.Rejected_REASON_PROTOCOL, err.Error()))
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	nonce := make([]byte, 32)
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, fmt.Errorf("making challenge: %w", err)
+	}
+	if err := stream.Send(&pb.KeeperMessage{Msg: &pb.KeeperMessage_Challenge{Challenge: &pb.Challenge{Nonce: nonce}}}); err != nil {
+		return nil, fmt.Errorf("sending challenge: %w", err)
+	}
+	msg, err = stream.Receive()
+	if err != nil {
+		return nil, fmt.Errorf("reading proof: %w", err)
+	}
+	proof := msg.GetProof()
+	if proof == nil || !ed25519.Verify(ed25519.PublicKey(hello.PublicKey), pb.ProofPayload(nonce, hello.Sid, g.fp), proof.Signature) {
+		g.log.Warn("soul failed its key proof", "sid", hello.Sid, "peer", stream.Peer().Addr)
+		_ = sendClose(stream, rejectedMsg(pb.Rejected_REASON_BAD_PROOF,
+			"the proof does not verify: the soul must sign with the key it presents, for this keeper's certificate fingerprint"))
+		return nil, connect.NewError(connect.CodePermissionDenied, errors.New("bad proof"))
+	}
+	return hello, nil
+}
+
+func validateHello(h *pb.Hello) error {
+	if h == nil {
+		return errors.New("the first message must be hello")
+	}
+	if !validSID(h.Sid) {
+		return fmt.Errorf("invalid SID %q: use 1-%d letters, digits, '.', '-', '_'", h.Sid, maxSIDLen)
+	}
+	if len(h.PublicKey) != ed25519.PublicKeySize {
+		return fmt.Errorf("public key must be %d bytes of Ed25519", ed25519.PublicKeySize)
+	}
+	if len(h.Soulprint) > 0 {
+		var m map[string]any
+		if err := json.Unmarshal(h.Soulprint, &m); err != nil {
+			return fmt.Errorf("soulprint is not a JSON object: %w", err)
+		}
+	}
+	return nil
+}
+
+func validSID(s string) bool {
+	if s == "" || len(s) > maxSIDLen {
+		return false
+	}
+	for _, c := range []byte(s) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func rejectedMsg(reason pb.Rejected_Reason, msg string) *pb.KeeperMessage {
+	return &pb.KeeperMessage{Msg: &pb.KeeperMessage_Rejected{Rejected: &pb.Rejected{Reason: reason, Message: msg}}}
+}
+
+// outcome is the onboarding decision: exactly one of rejected, pending
+// (the reason) or accepted (covens, possibly empty) applies.
+type outcome struct {
+	rejected *pb.Rejected
+	pending  string
+	covens   []string
+}
+
+const (
+	pendingWaiting  = "waiting for an Archon to accept this soul"
+	pendingBadToken = "the join token is invalid, expired or used up; waiting for an Archon to accept this soul"
+)
+
+// onboard decides, from the store, what a soul that proved its key is:
+// registered and accepted through a join token, pending, refused (rejected
+// by an Archon, or another key bound to its SID — audited), or a known
+// accepted soul coming back.
+func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcome, error) {
+	st := g.cfg.Store
+	now := time.Now()
+	soulprint, _ := decodeSoulprint(h.Soulprint)
+	known, err := st.GetSoul(ctx, h.Sid)
+	if errors.Is(err, domain.ErrNotFound) {
+		s := store.Soul{
+			SID: h.Sid, PublicKey: h.PublicKey, Status: store.SoulPending, Covens: []string{},
+			Soulprint: soulprint, Version: h.Version, LastSeen: now, CreatedAt: now,
+		}
+		tok, ok, err := g.useToken(ctx, h.JoinSecret, now)
+		if err != nil {
+			return outcome{}, err
+		}
+		if ok {
+			// Registered as disconnected; attach records it connected.
+			s.Status, s.Covens, s.KeeperID = store.SoulDisconnected, tok.Covens, g.cfg.KeeperID
+		}
+		if err := st.UpsertSoul(ctx, s); err != nil {
+			return outcome{}, fmt.Errorf("registering soul %s: %w", h.Sid, err)
+		}
+		if ok {
+			g.log.Info("soul joined with a join token", "sid", h.Sid, "token", tok.ID, "covens", tok.Covens)
+			return outcome{covens: tok.Covens}, nil
+		}
+		return outcome{pending: pendingReason(h.JoinSecret)}, nil
+	}
+	if err != nil {
+		return outcome{}, fmt.Errorf("reading soul %s: %w", h.Sid, err)
+	}
+
+	if known.Status == store.SoulRejected {
+		return outcome{rejected: &pb.Rejected{Reason: pb.Rejected_REASON_REJECTED, Message: "an Archon rejected soul " + h.Sid}}, nil
+	}
+	if !bytes.Equal(known.PublicKey, h.PublicKey) {
+		if err := st.AppendAudit(ctx, store.AuditEntry{
+			Time: now, Action: "soul.key_mismatch", Target: h.Sid,
+			Summary: map[string]any{
+				"status":        known.Status,
+				"bound_key":     keyFingerprint(known.PublicKey),
+				"presented_key": keyFingerprint(h.PublicKey),
+				"peer":          peer,
+				"keeper_id":     g.cfg.KeeperID,
+			},
+		}); err != nil {
+			return outcome{}, fmt.Errorf("auditing key mismatch of soul %s: %w", h.Sid, err)
+		}
+		g.log.Warn("refused a soul presenting another key than the one bound to its SID", "sid", h.Sid, "peer", peer)
+		return outcome{rejected: &pb.Rejected{Reason: pb.Rejected_REASON_KEY_MISMATCH,
+			Message: "SID " + h.Sid + " is bound to another key; an Archon must remove or re-accept it"}}, nil
+	}
+
+	if soulprint != nil && !reflect.DeepEqual(soulprint, known.Soulprint) {
+		if err := st.UpdateSoulprint(ctx, h.Sid, soulprint, now); err != nil {
+			return outcome{}, fmt.Errorf("storing soulprint of %s: %w", h.Sid, err)
+		}
+	}
+	if h.Version != "" && h.Version != known.Version {
+		known.Version = h.Version
+		if soulprint != nil {
+			known.Soulprint = soulprint
+		}
+		if err := st.UpsertSoul(ctx, known); err != nil {
+			return outcome{}, fmt.Errorf("storing version of %s: %w", h.Sid, err)
+		}
+	}
+	if known.Status != store.SoulPending {
+		return outcome{covens: known.Covens}, nil
+	}
+	tok, ok, err := g.useToken(ctx, h.JoinSecret, now)
+	if err != nil {
+		return outcome{}, err
+	}
+	if !ok {
+		return outcome{pending: pendingReason(h.JoinSecret)}, nil
+	}
+	if err := st.SetSoulCovens(ctx, h.Sid, tok.Covens); err != nil {
+		return outcome{}, fmt.Errorf("applying join token covens to %s: %w", h.Sid, err)
+	}
+	g.log.Info("pending soul joined with a join token", "sid", h.Sid, "token", tok.ID, "covens", tok.Covens)
+	return outcome{covens: tok.Covens}, nil
+}
+
+// useToken redeems a join secret; ok is false for no secret or an unknown,
+// expired or exhausted token.
+func (g *Gateway) useToken(ctx context.Context, secret []byte, now time.Time) (store.JoinToken, bool, error) {
+	if len(secret) == 0 {
+		return store.JoinToken{}, false, nil
+	}
+	tok, err := g.cfg.Store.UseJoinToken(ctx, jointoken.Hash(secret), now)
+	if err != nil {
+		if code := domain.ErrorCode(err); code == domain.CodeNotFound || code == domain.CodeConflict || code == domain.CodeInvalid {
+			return store.JoinToken{}, false, nil
+		}
+		return store.JoinToken{}, false, fmt.Errorf("redeeming join token: %w", err)
+	}
+	if tok.Covens == nil {
+		tok.Covens = []string{}
+	}
+	return tok, true, nil
+}
+
+func pendingReason(secret []byte) string {
+	if len(secret) > 0 {
+		return pendingBadToken
+	}
+	return pendingWaiting
+}
+
+func decodeSoulprint(b []byte) (map[string]any, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decoding soulprint: %w", err)
+	}
+	return m, nil
+}
+
+// keyFingerprint shortens a public key for the audit log.
+func keyFingerprint(k []byte) string {
+	sum := sha256.Sum256(k)
+	return "sha256:" + hex.EncodeToString(sum[:16])
+}

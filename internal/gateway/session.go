@@ -1,0 +1,296 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	pb "github.com/soulstack/soulstack/proto/soulstack/v1"
+)
+
+// session is one accepted soul's stream. The handler goroutine reads it;
+// writeLoop sends what Dispatch queues. Waiters are the tasks sent to this
+// soul that still wait for an answer.
+type session struct {
+	g      *Gateway
+	sid    string
+	stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage]
+	rc     *http.ResponseController // nil when the server hides it: abort then cannot unblock reads
+	notify chan struct{}            // cap 1: the queue has messages
+	done   chan struct{}            // closed by close
+
+	lastSeen atomic.Int64 // unix nanos of the last message from the soul
+	touched  int64        // last seen as last written to the store; housekeeping only
+
+	mu      sync.Mutex
+	closed  bool
+	reason  string // why the session closed
+	queue   []*pb.KeeperMessage
+	waiters map[string]*waiter
+}
+
+func newSession(g *Gateway, sid string, stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], rc *http.ResponseController) *session {
+	s := &session{
+		g: g, sid: sid, stream: stream, rc: rc,
+		notify:  make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		waiters: make(map[string]*waiter),
+	}
+	now := time.Now().UnixNano()
+	s.lastSeen.Store(now)
+	s.touched = now
+	return s
+}
+
+// serve attaches the session, welcomes the soul and runs the stream until
+// it breaks or is aborted; then every waiting task becomes unreachable and
+// the soul is recorded disconnected.
+func (s *session) serve(ctx context.Context, covens []string, log *slog.Logger) error {
+	g := s.g
+	defer g.detach(s)
+	if err := g.attach(ctx, s); err != nil {
+		s.close("could not attach: " + err.Error())
+		if errors.Is(err, errStopping) {
+			return connect.NewError(connect.CodeUnavailable, err)
+		}
+		log.Error("attaching soul", "err", err)
+		return connect.NewError(connect.CodeUnavailable, err)
+	}
+	welcome := &pb.KeeperMessage{Msg: &pb.KeeperMessage_Welcome{Welcome: &pb.Welcome{
+		KeeperId:            g.cfg.KeeperID,
+		Covens:              covens,
+		HeartbeatIntervalMs: g.cfg.HeartbeatInterval.Milliseconds(),
+	}}}
+	if err := s.stream.Send(welcome); err != nil {
+		s.close("sending welcome failed")
+		return fmt.Errorf("sending welcome to %s: %w", s.sid, err)
+	}
+	log.Info("soul connected")
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.writeLoop()
+	}()
+	err := s.readLoop(ctx)
+	s.close("connection closed")
+	s.unblock()
+	wg.Wait()
+	s.mu.Lock()
+	reason := s.reason
+	s.mu.Unlock()
+	log.Info("soul disconnected", "reason", reason, "err", err)
+	return nil
+}
+
+// readLoop handles the soul's messages until the stream fails.
+func (s *session) readLoop(ctx context.Context) error {
+	for {
+		msg, err := s.stream.Receive()
+		if err != nil {
+			return err
+		}
+		s.lastSeen.Store(time.Now().UnixNano())
+		switch m := msg.Msg.(type) {
+		case *pb.SoulMessage_Heartbeat:
+		case *pb.SoulMessage_Result:
+			s.deliver(m.Result)
+		case *pb.SoulMessage_Soulprint:
+			s.updateSoulprint(ctx, m.Soulprint.GetSoulprint())
+		case *pb.SoulMessage_Log:
+			if f := s.g.cfg.OnLog; f != nil {
+				f(s.sid, m.Log.TaskId, m.Log.Level, m.Log.Text)
+			}
+		default:
+			s.g.log.Debug("ignoring unexpected soul message", "sid", s.sid, "type", fmt.Sprintf("%T", msg.Msg))
+		}
+	}
+}
+
+func (s *session) updateSoulprint(ctx context.Context, b []byte) {
+	sp, err := decodeSoulprint(b)
+	if err != nil || sp == nil {
+		s.g.log.Warn("ignoring a bad soulprint update", "sid", s.sid, "err", err)
+		return
+	}
+	if err := s.g.cfg.Store.UpdateSoulprint(ctx, s.sid, sp, time.Now()); err != nil {
+		s.g.log.Warn("storing soulprint update", "sid", s.sid, "err", err)
+	}
+}
+
+// writeLoop sends the queued messages until the session closes.
+func (s *session) writeLoop() {
+	for {
+		select {
+		case <-s.notify:
+		case <-s.done:
+			return
+		}
+		s.mu.Lock()
+		batch := s.queue
+		s.queue = nil
+		s.mu.Unlock()
+		for _, m := range batch {
+			if err := s.stream.Send(m); err != nil {
+				s.abort("sending failed: " + err.Error())
+				return
+			}
+		}
+	}
+}
+
+// enqueue queues m for the writer; false when the session is closed.
+func (s *session) enqueue(m *pb.KeeperMessage) bool {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	s.queue = append(s.queue, m)
+	s.mu.Unlock()
+	s.wake()
+	return true
+}
+
+func (s *session) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// close ends the session for Dispatch: no new waiters, every current one
+// answered unreachable. Idempotent.
+func (s *session) close(reason string) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.reason = reason
+	ws := s.waiters
+	s.waiters = nil
+	s.queue = nil
+	s.mu.Unlock()
+	close(s.done)
+	msg := fmt.Sprintf("soul %s disconnected before answering (%s)", s.sid, reason)
+	for _, w := range ws {
+		w.finish(unreachable(msg))
+	}
+}
+
+// abort closes the session and breaks its stream, so the handler returns.
+func (s *session) abort(reason string) {
+	s.close(reason)
+	s.unblock()
+}
+
+// unblock makes the stream's pending and future reads and writes fail.
+func (s *session) unblock() {
+	if s.rc == nil {
+		return
+	}
+	now := time.Now()
+	_ = s.rc.SetReadDeadline(now)
+	_ = s.rc.SetWriteDeadline(now)
+}
+
+// deliver answers the waiter of a result; a result nobody waits for (late,
+// duplicate, or for a task of another keeper process) is handed to
+// OnLateResult and otherwise dropped.
+func (s *session) deliver(tr *pb.TaskResult) {
+	var r domain.Result
+	if err := json.Unmarshal(tr.Result, &r); err != nil {
+		r = domain.Result{Failed: true, Msg: "the soul sent an undecodable result: " + err.Error()}
+	}
+	s.mu.Lock()
+	w := s.waiters[tr.TaskId]
+	if w != nil {
+		delete(s.waiters, tr.TaskId)
+	}
+	s.mu.Unlock()
+	if w != nil {
+		w.finish(r)
+		return
+	}
+	s.g.log.Debug("dropping a result nobody waits for", "sid", s.sid, "run_id", tr.RunId, "task_id", tr.TaskId)
+	if f := s.g.cfg.OnLateResult; f != nil {
+		f(s.sid, tr.RunId, tr.TaskId, r)
+	}
+}
+
+// waiter is one task sent to a soul and not answered yet. Whoever removes
+// it from its session's map answers it, exactly once.
+type waiter struct {
+	sid     string
+	taskID  string
+	timeout time.Duration
+	sess    *session
+	timer   *time.Timer
+	answers chan<- answer
+}
+
+// answer is one request's result, sent to its Dispatch call.
+type answer struct {
+	w   *waiter
+	sid string
+	r   domain.Result
+}
+
+func (w *waiter) finish(r domain.Result) {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.answers <- answer{w: w, sid: w.sid, r: r}
+}
+
+// take removes w from its session's waiters; true when the caller now owns
+// the answer.
+func (w *waiter) take() bool {
+	s := w.sess
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiters[w.taskID] != w {
+		return false
+	}
+	delete(s.waiters, w.taskID)
+	return true
+}
+
+// expire fails w after its timeout and asks the soul to stop the task.
+func (w *waiter) expire() {
+	if !w.take() {
+		return
+	}
+	w.sess.enqueue(cancelMsg(w.taskID, "timed out"))
+	w.finish(domain.Result{Failed: true, RC: -1,
+		Msg: fmt.Sprintf("timed out: soul %s gave no result within the task timeout of %s; cancel sent", w.sid, w.timeout)})
+}
+
+// cancel fails w because the dispatch was cancelled and tells the soul.
+func (w *waiter) cancel(cause error) {
+	if !w.take() {
+		return
+	}
+	w.sess.enqueue(cancelMsg(w.taskID, "cancelled"))
+	w.finish(domain.Result{Failed: true, RC: -1, Msg: "cancelled: " + cause.Error()})
+}
+
+func cancelMsg(taskID, reason string) *pb.KeeperMessage {
+	return &pb.KeeperMessage{Msg: &pb.KeeperMessage_Cancel{Cancel: &pb.Cancel{TaskId: taskID, Reason: reason}}}
+}
+
+func unreachable(msg string) domain.Result {
+	return domain.Result{Unreachable: true, RC: -1, Msg: msg}
+}
