@@ -1,0 +1,184 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// CreateArchon inserts an Archon; conflict when the id or name is taken.
+func (s *Store) CreateArchon(ctx context.Context, a store.Archon) error {
+	_, err := s.write(ctx, `INSERT INTO archons (id, name, role, created_at) VALUES (?, ?, ?, ?)`,
+		a.ID, a.Name, a.Role, s.ts(s.orNow(a.CreatedAt)))
+	return s.wrap("creating archon "+a.Name, err)
+}
+
+const archonCols = `id, name, role, created_at`
+
+func scanArchon(sc interface{ Scan(...any) error }) (store.Archon, error) {
+	var a store.Archon
+	err := sc.Scan(&a.ID, &a.Name, &a.Role, timeCol{&a.CreatedAt})
+	return a, err
+}
+
+// GetArchon returns the Archon with id.
+func (s *Store) GetArchon(ctx context.Context, id string) (store.Archon, error) {
+	a, err := scanArchon(s.reader().row(ctx, `SELECT `+archonCols+` FROM archons WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, notFound("archon", id)
+	}
+	return a, s.wrap("reading archon", err)
+}
+
+// ListArchons returns every Archon, sorted by name.
+func (s *Store) ListArchons(ctx context.Context) ([]store.Archon, error) {
+	rows, err := s.reader().query(ctx, `SELECT `+archonCols+` FROM archons ORDER BY name`)
+	if err != nil {
+		return nil, s.wrap("listing archons", err)
+	}
+	out, err := collect(rows, scanArchon)
+	return out, s.wrap("listing archons", err)
+}
+
+// CountArchons returns how many Archons exist.
+func (s *Store) CountArchons(ctx context.Context) (int, error) {
+	var n int
+	err := s.reader().row(ctx, `SELECT COUNT(*) FROM archons`).Scan(&n)
+	return n, s.wrap("counting archons", err)
+}
+
+// CreateToken records an issued token; ErrNotFound for an unknown Archon.
+func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
+	return s.inTx(ctx, "creating token", func(tx q) error {
+		if err := mustExist(ctx, tx, "archon", "archons", "id", t.ArchonID); err != nil {
+			return err
+		}
+		_, err := tx.exec(ctx, `INSERT INTO tokens (id, archon_id, description, expires_at, revoked_at, created_at)
+			VALUES (?, ?, ?, ?, ?, ?)`,
+			t.ID, t.ArchonID, t.Description, s.ts(t.ExpiresAt), s.tsPtr(t.RevokedAt), s.ts(s.orNow(t.CreatedAt)))
+		return err
+	})
+}
+
+// GetToken returns the token record with id.
+func (s *Store) GetToken(ctx context.Context, id string) (store.Token, error) {
+	var t store.Token
+	err := s.reader().row(ctx, `SELECT id, archon_id, description, expires_at, revoked_at, created_at
+		FROM tokens WHERE id = ?`, id).
+		Scan(&t.ID, &t.ArchonID, &t.Description, timeCol{&t.ExpiresAt}, nullTimeCol{&t.RevokedAt}, timeCol{&t.CreatedAt})
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, notFound("token", id)
+	}
+	return t, s.wrap("reading token", err)
+}
+
+// RevokeToken marks the token revoked at at; revoking twice keeps the first
+// time.
+func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
+	n, err := s.write(ctx, `UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, s.ts(at), id)
+	if err != nil {
+		return s.wrap("revoking token", err)
+	}
+	if n == 0 {
+		return notFound("token", id)
+	}
+	return nil
+}
+
+// AppendAudit appends an audit entry; e.ID is assigned by the store.
+func (s *Store) AppendAudit(ctx context.Context, e store.AuditEntry) error {
+	summary, err := optMap(e.Summary)
+	if err != nil {
+		return s.wrap("appending audit entry", err)
+	}
+	_, err = s.write(ctx, `INSERT INTO audit (at, archon_id, action, target, summary) VALUES (?, ?, ?, ?, ?)`,
+		s.ts(s.orNow(e.Time)), e.ArchonID, e.Action, e.Target, summary)
+	return s.wrap("appending audit entry", err)
+}
+
+// ListAudit returns audit entries matching f, newest first.
+func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error) {
+	var where []string
+	var args []any
+	if f.ArchonID != "" {
+		where = append(where, "archon_id = ?")
+		args = append(args, f.ArchonID)
+	}
+	if f.Action != "" {
+		where = append(where, "action = ?")
+		args = append(args, f.Action)
+	}
+	query := `SELECT id, at, archon_id, action, target, summary FROM audit`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	query += " ORDER BY id DESC LIMIT ?"
+	args = append(args, limit)
+	rows, err := s.reader().query(ctx, query, args...)
+	if err != nil {
+		return nil, s.wrap("listing audit", err)
+	}
+	out, err := collect(rows, func(sc interface{ Scan(...any) error }) (store.AuditEntry, error) {
+		var e store.AuditEntry
+		err := sc.Scan(&e.ID, timeCol{&e.Time}, &e.ArchonID, &e.Action, &e.Target, mapCol{m: &e.Summary})
+		return e, err
+	})
+	return out, s.wrap("listing audit", err)
+}
+
+// GetSetting returns the value stored under key.
+func (s *Store) GetSetting(ctx context.Context, key string) ([]byte, error) {
+	var v []byte
+	err := s.reader().row(ctx, `SELECT value FROM settings WHERE name = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("setting", key)
+	}
+	if v == nil && err == nil {
+		v = []byte{}
+	}
+	return v, s.wrap("reading setting "+key, err)
+}
+
+// PutSetting stores value under key, replacing any previous value.
+func (s *Store) PutSetting(ctx context.Context, key string, value []byte) error {
+	if value == nil {
+		value = []byte{}
+	}
+	_, err := s.write(ctx, `INSERT INTO settings (name, value) VALUES (?, ?)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, key, value)
+	return s.wrap("storing setting "+key, err)
+}
+
+// collect scans every row with scan and closes rows.
+func collect[T any](rows *sql.Rows, scan func(interface{ Scan(...any) error }) (T, error)) ([]T, error) {
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// mustExist returns ErrNotFound unless table has a row whose col is key.
+func mustExist(ctx context.Context, c q, kind, table, col, key string) error {
+	var n int
+	if err := c.row(ctx, `SELECT COUNT(*) FROM `+table+` WHERE `+col+` = ?`, key).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound(kind, key)
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+const soulCols = `sid, public_key, status, covens, soulprint, version, keeper_id, last_seen, created_at`
+
+func scanSoul(sc interface{ Scan(...any) error }) (store.Soul, error) {
+	var so store.Soul
+	err := sc.Scan(&so.SID, &so.PublicKey, &so.Status, listCol{&so.Covens}, mapCol{m: &so.Soulprint, required: true},
+		&so.Version, &so.KeeperID, timeCol{&so.LastSeen}, timeCol{&so.CreatedAt})
+	return so, err
+}
+
+// UpsertSoul inserts the soul or replaces every field but CreatedAt.
+func (s *Store) UpsertSoul(ctx context.Context, so store.Soul) error {
+	op := "storing soul " + so.SID
+	soulprint, err := reqMap(so.Soulprint)
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	covens := sortedSet(so.Covens)
+	return s.inTx(ctx, op, func(tx q) error {
+		if _, err := tx.exec(ctx, `INSERT INTO souls (`+soulCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (sid) DO UPDATE SET public_key = excluded.public_key, status = excluded.status,
+				covens = excluded.covens, soulprint = excluded.soulprint, version = excluded.version,
+				keeper_id = excluded.keeper_id, last_seen = excluded.last_seen`,
+			so.SID, so.PublicKey, so.Status, strList(covens), soulprint, so.Version, so.KeeperID,
+			s.ts(so.LastSeen), s.ts(s.orNow(so.CreatedAt))); err != nil {
+			return err
+		}
+		return replaceSoulCovens(ctx, tx, so.SID, covens)
+	})
+}
+
+// replaceSoulCovens rewrites the coven index rows of sid.
+func replaceSoulCovens(ctx context.Context, tx q, sid string, covens []string) error {
+	if _, err := tx.exec(ctx, `DELETE FROM soul_covens WHERE sid = ?`, sid); err != nil {
+		return err
+	}
+	for _, c := range covens {
+		if _, err := tx.exec(ctx, `INSERT INTO soul_covens (sid, coven) VALUES (?, ?)`, sid, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetSoul returns the soul with sid.
+func (s *Store) GetSoul(ctx context.Context, sid string) (store.Soul, error) {
+	so, err := scanSoul(s.reader().row(ctx, `SELECT `+soulCols+` FROM souls WHERE sid = ?`, sid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return so, notFound("soul", sid)
+	}
+	return so, s.wrap("reading soul", err)
+}
+
+// ListSouls returns the souls matching f, sorted by SID.
+func (s *Store) ListSouls(ctx context.Context, f store.SoulFilter) ([]store.Soul, error) {
+	query := `SELECT ` + soulCols + ` FROM souls WHERE 1 = 1`
+	var args []any
+	if f.Status != "" {
+		query += ` AND status = ?`
+		args = append(args, f.Status)
+	}
+	if covens := sortedSet(f.Covens); len(covens) > 0 {
+		query += ` AND sid IN (SELECT sid FROM soul_covens WHERE coven IN (` + placeholders(len(covens)) + `)
+			GROUP BY sid HAVING COUNT(*) = ?)`
+		for _, c := range covens {
+			args = append(args, c)
+		}
+		args = append(args, len(covens))
+	}
+	query += ` ORDER BY sid`
+	rows, err := s.reader().query(ctx, query, args...)
+	if err != nil {
+		return nil, s.wrap("listing souls", err)
+	}
+	out, err := collect(rows, scanSoul)
+	return out, s.wrap("listing souls", err)
+}
+
+// updateSoul runs an UPDATE on one soul and reports ErrNotFound when it
+// does not exist.
+func (s *Store) updateSoul(ctx context.Context, op, sid, query string, args ...any) error {
+	n, err := s.write(ctx, query, args...)
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	if n == 0 {
+		return notFound("soul", sid)
+	}
+	return nil
+}
+
+// SetSoulStatus sets the soul's status and keeper and marks it seen at at.
+func (s *Store) SetSoulStatus(ctx context.Context, sid, status, keeperID string, at time.Time) error {
+	return s.updateSoul(ctx, "setting soul status", sid,
+		`UPDATE souls SET status = ?, keeper_id = ?, last_seen = ? WHERE sid = ?`, status, keeperID, s.ts(at), sid)
+}
+
+// UpdateSoulprint replaces the soul's facts and marks it seen at at.
+func (s *Store) UpdateSoulprint(ctx context.Context, sid string, soulprint map[string]any, at time.Time) error {
+	sp, err := reqMap(soulprint)
+	if err != nil {
+		return s.wrap("updating soulprint", err)
+	}
+	return s.updateSoul(ctx, "updating soulprint", sid,
+		`UPDATE souls SET soulprint = ?, last_seen = ? WHERE sid = ?`, sp, s.ts(at), sid)
+}
+
+// SetSoulCovens replaces the soul's covens. Incarnation membership is a
+// separate relation and does not change.
+func (s *Store) SetSoulCovens(ctx context.Context, sid string, covens []string) error {
+	covens = sortedSet(covens)
+	return s.inTx(ctx, "setting soul covens", func(tx q) error {
+		n, err := tx.affected(ctx, `UPDATE souls SET covens = ? WHERE sid = ?`, strList(covens), sid)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return notFound("soul", sid)
+		}
+		return replaceSoulCovens(ctx, tx, sid, covens)
+	})
+}
+
+// TouchSoul marks the soul seen at at.
+func (s *Store) TouchSoul(ctx context.Context, sid string, at time.Time) error {
+	return s.updateSoul(ctx, "touching soul", sid, `UPDATE souls SET last_seen = ? WHERE sid = ?`, s.ts(at), sid)
+}
+
+// MarkKeeperSoulsDisconnected marks the connected souls held by keeperID
+// disconnected.
+func (s *Store) MarkKeeperSoulsDisconnected(ctx context.Context, keeperID string) error {
+	_, err := s.write(ctx, `UPDATE souls SET status = ?, keeper_id = '' WHERE keeper_id = ? AND status = ?`,
+		store.SoulDisconnected, keeperID, store.SoulConnected)
+	return s.wrap("disconnecting souls of keeper "+keeperID, err)
+}
+
+// CreateJoinToken stores a join token; conflict when the id or secret hash
+// is taken.
+func (s *Store) CreateJoinToken(ctx context.Context, t store.JoinToken) error {
+	_, err := s.write(ctx, `INSERT INTO join_tokens (id, secret_hash, covens, expires_at, created_by, created_at, uses)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.SecretHash, strList(sortedSet(t.Covens)), s.ts(t.ExpiresAt), t.CreatedBy, s.ts(s.orNow(t.CreatedAt)), t.Uses)
+	return s.wrap("creating join token", err)
+}
+
+// UseJoinToken counts a use of the unexpired token with secretHash and
+// returns it (Uses included).
+func (s *Store) UseJoinToken(ctx context.Context, secretHash []byte, now time.Time) (store.JoinToken, error) {
+	var t store.JoinToken
+	err := q{s: s, db: s.w}.row(ctx, `UPDATE join_tokens SET uses = uses + 1 WHERE secret_hash = ? AND expires_at > ?
+		RETURNING id, secret_hash, covens, expires_at, created_by, created_at, uses`, secretHash, s.ts(now)).
+		Scan(&t.ID, &t.SecretHash, listCol{&t.Covens}, timeCol{&t.ExpiresAt}, &t.CreatedBy, timeCol{&t.CreatedAt}, &t.Uses)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, &domain.Error{Code: domain.CodeNotFound, Message: "join token unknown or expired", Err: domain.ErrNotFound}
+	}
+	return t, s.wrap("using join token", err)
+}
