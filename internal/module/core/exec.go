@@ -1,6 +1,16 @@
 package core
 
-import "github.com/soulstack/soulstack/internal/module"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/module"
+)
 
 func init() {
 	register("core.exec.run", module.Schema{
@@ -9,16 +19,166 @@ func init() {
 			"cmd":     str(false, "program to run with args as argv, no shell"),
 			"args":    typed(module.TypeStrList, "argv after cmd"),
 			"env":     typed(module.TypeMap, "extra environment variables"),
-			"cwd":     str(false, "working directory"),
+			"cwd":     str(false, "working directory (absolute)"),
 			"stdin":   str(false, "data written to stdin"),
 		},
 		ExactlyOne: [][]string{{"command", "cmd"}},
-	}, notImplemented("core.exec.run"))
+	}, execRun)
 	register("core.cmd.shell", module.Schema{
 		Params: map[string]module.Param{
-			"cmd": str(true, "command line run by /bin/sh -c"),
-			"env": typed(module.TypeMap, "extra environment variables"),
-			"cwd": str(false, "working directory"),
+			"cmd":   str(true, "command line run by /bin/sh -c"),
+			"env":   typed(module.TypeMap, "extra environment variables"),
+			"cwd":   str(false, "working directory (absolute)"),
+			"stdin": str(false, "data written to stdin"),
 		},
-	}, notImplemented("core.cmd.shell"))
+	}, cmdShell)
+}
+
+// command is one core.exec.run or core.cmd.shell call.
+type command struct {
+	argv    []string
+	display string
+	env     map[string]string
+	cwd     string
+	stdin   *string
+}
+
+func execRun(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
+	a := newArgs(p)
+	c := command{env: a.strMap("env"), cwd: a.str("cwd")}
+	line, prog, argv := a.str("command"), a.str("cmd"), a.strList("args")
+	if a.has("stdin") {
+		s := a.str("stdin")
+		c.stdin = &s
+	}
+	if a.err != nil {
+		return domain.Result{}, a.err
+	}
+	switch {
+	case line != "" && prog != "":
+		return domain.Result{}, errors.New("give either command (a shell command line) or cmd (a program with args), not both")
+	case line != "":
+		if a.has("args") {
+			return domain.Result{}, errors.New("args goes with cmd; with command, put the arguments in the command line")
+		}
+		c.argv, c.display = []string{"/bin/sh", "-c", line}, line
+	case prog != "":
+		c.argv = append([]string{prog}, argv...)
+		c.display = quoteArgv(c.argv)
+	default:
+		return domain.Result{}, errors.New("command or cmd must be a non-empty string")
+	}
+	return runCommand(ctx, env, c)
+}
+
+func cmdShell(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
+	a := newArgs(p)
+	line := a.str("cmd")
+	c := command{env: a.strMap("env"), cwd: a.str("cwd"), argv: []string{"/bin/sh", "-c", line}, display: line}
+	if a.has("stdin") {
+		s := a.str("stdin")
+		c.stdin = &s
+	}
+	if a.err != nil {
+		return domain.Result{}, a.err
+	}
+	if line == "" {
+		return domain.Result{}, errors.New("cmd must be a non-empty command line")
+	}
+	return runCommand(ctx, env, c)
+}
+
+// runCommand runs c and maps the process result onto a module result. In
+// check mode nothing runs: the executor calls with Check=false for the
+// read-only probes (changed_when: false) that must run anyway.
+func runCommand(ctx context.Context, env *module.Env, c command) (domain.Result, error) {
+	data := map[string]any{"cmd": c.display}
+	if env.Check {
+		return domain.Result{Skipped: true, Msg: "skipped in check mode", Data: data}, nil
+	}
+	dir, err := commandDir(env, c.cwd)
+	if err != nil {
+		return domain.Result{}, err
+	}
+	r, err := runProc(ctx, procSpec{argv: c.argv, env: c.env, dir: dir, stdin: c.stdin})
+	if err != nil {
+		return domain.Result{Failed: true, RC: r.rc, Msg: err.Error(), Data: data}, nil
+	}
+	res := domain.Result{Changed: true, RC: r.rc, Stdout: r.stdout, Stderr: r.stderr, Data: data}
+	var notes []string
+	switch {
+	case r.killed:
+		res.Failed = true
+		why := "its context ended"
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			why = "it timed out"
+		} else if errors.Is(ctx.Err(), context.Canceled) {
+			why = "it was cancelled"
+		}
+		notes = append(notes, "command killed (with its whole process group) because "+why)
+	case r.rc != 0:
+		res.Failed = true
+		msg := "command exited with rc " + strconv.Itoa(r.rc)
+		if r.note != "" {
+			msg = "command " + r.note
+		}
+		if last := lastLine(r.stderr); last != "" {
+			msg += ": " + last
+		}
+		notes = append(notes, msg)
+	case r.note != "":
+		notes = append(notes, r.note)
+	}
+	if r.truncated {
+		notes = append(notes, fmt.Sprintf("output truncated to %d bytes per stream", outputCap))
+	}
+	res.Msg = strings.Join(notes, "; ")
+	return res, nil
+}
+
+// commandDir is the working directory: cwd confined to env.Root when set,
+// and Root itself by default under --root.
+func commandDir(env *module.Env, cwd string) (string, error) {
+	if cwd == "" {
+		return env.Root, nil
+	}
+	hp, err := hostPath(env, cwd)
+	if err != nil {
+		return "", fmt.Errorf("cwd: %w", err)
+	}
+	if hp, err = followLink(env, hp); err != nil {
+		return "", fmt.Errorf("cwd: %w", err)
+	}
+	fi, err := os.Stat(hp)
+	if err != nil {
+		return "", fmt.Errorf("cwd %s: %w", cwd, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("cwd %s is not a directory", cwd)
+	}
+	return hp, nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// quoteArgv renders argv for display, quoting words with special characters.
+func quoteArgv(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, s := range argv {
+		if s == "" || strings.ContainsAny(s, " \t\n\"'\\$`|&;<>()*?[]{}~#!") {
+			parts[i] = strconv.Quote(s)
+		} else {
+			parts[i] = s
+		}
+	}
+	return strings.Join(parts, " ")
 }

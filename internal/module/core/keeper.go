@@ -1,6 +1,17 @@
 package core
 
-import "github.com/soulstack/soulstack/internal/module"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/module"
+)
 
 func init() {
 	register("core.cloud.created", module.Schema{
@@ -11,7 +22,7 @@ func init() {
 			"names":    typed(module.TypeStrList, "instance names"),
 		},
 		KeeperSide: true,
-	}, notImplemented("core.cloud.created"))
+	}, cloudCreated)
 	register("core.http.request", module.Schema{
 		Params: map[string]module.Param{
 			"url":     str(true, "URL"),
@@ -20,5 +31,97 @@ func init() {
 			"headers": typed(module.TypeMap, "request headers"),
 			"status":  typed(module.TypeInt, "expected status code (default 2xx)"),
 		},
-	}, notImplemented("core.http.request"))
+	}, httpRequest)
+}
+
+// cloudCreated is a placeholder until providers can be registered: it
+// fails clearly instead of pretending to create anything.
+func cloudCreated(_ context.Context, p map[string]any, _ *module.Env) (domain.Result, error) {
+	return domain.Result{}, fmt.Errorf("no cloud provider registered: %q (providers and profiles are registered through the Operator API; none is configured on this Keeper)", p["provider"])
+}
+
+// safeMethod reports methods that only read, which run in check mode and
+// never report a change.
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+func httpRequest(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
+	a := newArgs(p)
+	url, method, headers := a.str("url"), strings.ToUpper(a.str("method")), a.strMap("headers")
+	want, hasWant := a.integer("status")
+	if a.err != nil {
+		return domain.Result{}, a.err
+	}
+	if method == "" {
+		method = http.MethodGet
+	}
+	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+		return domain.Result{}, fmt.Errorf("url %q must start with http:// or https://", url)
+	}
+	data := map[string]any{"url": url, "method": method}
+	if env.Check && !safeMethod(method) {
+		return domain.Result{Skipped: true, Msg: fmt.Sprintf("skipped in check mode: would send %s %s", method, url), Data: data}, nil
+	}
+	var body io.Reader
+	isJSON := false
+	switch b := p["body"].(type) {
+	case nil:
+	case string:
+		body = strings.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			return domain.Result{}, fmt.Errorf("param \"body\": cannot encode as JSON: %w", err)
+		}
+		body, isJSON = bytes.NewReader(raw), true
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return domain.Result{}, fmt.Errorf("building request %s %s: %w", method, url, err)
+	}
+	if isJSON {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, k := range sortedKeys(headers) {
+		req.Header.Set(k, headers[k])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return failed("%s %s: %v", method, url, err), nil
+	}
+	defer resp.Body.Close()
+	w := &capWriter{limit: outputCap}
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return failed("%s %s: reading response: %v", method, url, err), nil
+	}
+	data["status"] = int64(resp.StatusCode)
+	hdr := map[string]any{}
+	for k := range resp.Header {
+		hdr[strings.ToLower(k)] = resp.Header.Get(k)
+	}
+	data["headers"] = hdr
+	if strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		var v any
+		if json.Unmarshal(w.buf, &v) == nil {
+			data["json"] = v
+		}
+	}
+	res := domain.Result{Changed: !safeMethod(method), RC: resp.StatusCode, Stdout: w.String(), Data: data}
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if hasWant {
+		ok = int64(resp.StatusCode) == want
+	}
+	if !ok {
+		res.Failed = true
+		wantText := "2xx"
+		if hasWant {
+			wantText = fmt.Sprint(want)
+		}
+		res.Msg = fmt.Sprintf("%s %s: status %d, want %s", method, url, resp.StatusCode, wantText)
+	}
+	if w.truncated {
+		res.Msg = strings.TrimPrefix(res.Msg+fmt.Sprintf("; body truncated to %d bytes", outputCap), "; ")
+	}
+	return res, nil
 }

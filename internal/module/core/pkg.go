@@ -1,17 +1,27 @@
 package core
 
-import "github.com/soulstack/soulstack/internal/module"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/module"
+)
 
 func init() {
 	register("core.pkg.installed", module.Schema{
 		Params: map[string]module.Param{
 			"name":    str(false, "package to install"),
 			"names":   typed(module.TypeStrList, "packages to install"),
-			"version": str(false, "exact version wanted (apt: 7:7.0.15-1~deb12u1)"),
+			"version": str(false, "exact version wanted (apt: 7:7.0.15-1~deb12u1); only with a single package"),
 		},
 		AtLeastOne:   [][]string{{"name", "names"}},
 		Unconfinable: true,
-	}, notImplemented("core.pkg.installed"))
+	}, pkgInstalled)
 	register("core.pkg.removed", module.Schema{
 		Params: map[string]module.Param{
 			"name":  str(false, "package to remove"),
@@ -20,5 +30,228 @@ func init() {
 		},
 		AtLeastOne:   [][]string{{"name", "names"}},
 		Unconfinable: true,
-	}, notImplemented("core.pkg.removed"))
+	}, pkgRemoved)
+}
+
+// pkgState is what the package database says about one package.
+type pkgState struct {
+	installed bool
+	version   string
+	config    bool // removed but its configuration files remain (dpkg rc)
+}
+
+// pkgManager is one package tool family. Implementations query first and
+// only run the installer for what is missing.
+type pkgManager interface {
+	name() string
+	query(ctx context.Context, pkg string) (pkgState, error)
+	// matches reports whether an installed version satisfies a wanted one.
+	matches(installed, want string) bool
+	// install installs specs (name or name+version); a package the sources
+	// do not know gives an error naming it.
+	install(ctx context.Context, specs []pkgSpec) error
+	remove(ctx context.Context, names []string, purge bool) error
+}
+
+type pkgSpec struct{ name, version string }
+
+var (
+	pkgNameRe    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+_:@-]*$`)
+	pkgVersionRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+~:_-]*$`)
+)
+
+func pkgNames(a *args) ([]string, error) {
+	names := a.strList("names")
+	if n := a.str("name"); n != "" {
+		names = append([]string{n}, names...)
+	}
+	if a.err != nil {
+		return nil, a.err
+	}
+	if len(names) == 0 {
+		return nil, errors.New("name or names must name at least one package")
+	}
+	for _, n := range names {
+		if !pkgNameRe.MatchString(n) {
+			return nil, fmt.Errorf("%q is not a valid package name", n)
+		}
+	}
+	return names, nil
+}
+
+// pickManager chooses the package tools from the soulprint's os.family and,
+// without facts, from the tools found on the host.
+func pickManager(env *module.Env) (pkgManager, error) {
+	family := factString(env.Facts, "os.family")
+	switch family {
+	case "debian":
+		return aptManager{}, nil
+	case "redhat":
+		return newDNFManager(), nil
+	}
+	if _, err := exec.LookPath("dpkg-query"); err == nil {
+		return aptManager{}, nil
+	}
+	if _, err := exec.LookPath("rpm"); err == nil {
+		return newDNFManager(), nil
+	}
+	return nil, fmt.Errorf("no supported package manager: os.family is %q and neither dpkg-query nor rpm is installed", family)
+}
+
+// factString reads a dotted fact ("os.family") from nested maps, or from a
+// flat key of that name.
+func factString(facts map[string]any, path string) string {
+	if v, ok := facts[path].(string); ok {
+		return v
+	}
+	var cur any = facts
+	for _, part := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return ""
+		}
+		cur = m[part]
+	}
+	s, _ := cur.(string)
+	return s
+}
+
+func pkgInstalled(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
+	a := newArgs(p)
+	names, err := pkgNames(a)
+	if err != nil {
+		return domain.Result{}, err
+	}
+	version := a.str("version")
+	if version != "" {
+		if len(names) != 1 {
+			return domain.Result{}, errors.New("version pins a single package: use name (not names) with version")
+		}
+		if !pkgVersionRe.MatchString(version) {
+			return domain.Result{}, fmt.Errorf("%q is not a valid package version", version)
+		}
+	}
+	mgr, err := pickManager(env)
+	if err != nil {
+		return domain.Result{}, err
+	}
+	installed := map[string]any{}
+	var todo []pkgSpec
+	var diff []string
+	for _, n := range names {
+		st, err := mgr.query(ctx, n)
+		if err != nil {
+			return domain.Result{}, err
+		}
+		switch {
+		case st.installed && (version == "" || mgr.matches(st.version, version)):
+			installed[n] = st.version
+		case st.installed:
+			todo = append(todo, pkgSpec{n, version})
+			diff = append(diff, fmt.Sprintf("~ %s %s -> %s", n, st.version, version))
+		default:
+			todo = append(todo, pkgSpec{n, version})
+			diff = append(diff, "+ "+strings.TrimSuffix(n+" "+version, " "))
+		}
+	}
+	if len(todo) == 0 {
+		return converged("installed: "+strings.Join(names, ", "), map[string]any{"installed": installed}), nil
+	}
+	what := specList(todo)
+	if env.Check {
+		return domain.Result{Changed: true, Diff: strings.Join(diff, "\n") + "\n", Msg: "would install " + what, Data: map[string]any{"installed": installed}}, nil
+	}
+	if err := mgr.install(ctx, todo); err != nil {
+		return domain.Result{}, err
+	}
+	res := domain.Result{Changed: true, Diff: strings.Join(diff, "\n") + "\n", Msg: "installed " + what}
+	for _, s := range todo {
+		st, err := mgr.query(ctx, s.name)
+		if err != nil {
+			return domain.Result{}, err
+		}
+		if !st.installed || (s.version != "" && !mgr.matches(st.version, s.version)) {
+			res.Failed = true
+			res.Msg = fmt.Sprintf("%s ran but %s is still not installed at the wanted version (have %q); is it a virtual package? name the real one", mgr.name(), s.name, st.version)
+		}
+		installed[s.name] = st.version
+	}
+	res.Data = map[string]any{"installed": installed}
+	return res, nil
+}
+
+func pkgRemoved(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
+	a := newArgs(p)
+	names, err := pkgNames(a)
+	if err != nil {
+		return domain.Result{}, err
+	}
+	purge := a.boolean("purge", false)
+	if a.err != nil {
+		return domain.Result{}, a.err
+	}
+	mgr, err := pickManager(env)
+	if err != nil {
+		return domain.Result{}, err
+	}
+	var todo, diff []string
+	for _, n := range names {
+		st, err := mgr.query(ctx, n)
+		if err != nil {
+			return domain.Result{}, err
+		}
+		switch {
+		case st.installed:
+			todo = append(todo, n)
+			diff = append(diff, fmt.Sprintf("- %s %s", n, st.version))
+		case purge && st.config:
+			todo = append(todo, n)
+			diff = append(diff, fmt.Sprintf("- %s (configuration files)", n))
+		}
+	}
+	data := map[string]any{"removed": toAnyList(todo)}
+	if len(todo) == 0 {
+		return converged("not installed: "+strings.Join(names, ", "), data), nil
+	}
+	verb := "remove"
+	if purge {
+		verb = "purge"
+	}
+	if env.Check {
+		return domain.Result{Changed: true, Diff: strings.Join(diff, "\n") + "\n", Msg: "would " + verb + " " + strings.Join(todo, ", "), Data: data}, nil
+	}
+	if err := mgr.remove(ctx, todo, purge); err != nil {
+		return domain.Result{}, err
+	}
+	res := domain.Result{Changed: true, Diff: strings.Join(diff, "\n") + "\n", Msg: verb + "d " + strings.Join(todo, ", "), Data: data}
+	for _, n := range todo {
+		st, err := mgr.query(ctx, n)
+		if err != nil {
+			return domain.Result{}, err
+		}
+		if st.installed || (purge && st.config) {
+			res.Failed = true
+			res.Msg = fmt.Sprintf("%s ran but %s is still installed", mgr.name(), n)
+		}
+	}
+	return res, nil
+}
+
+func specList(specs []pkgSpec) string {
+	parts := make([]string, len(specs))
+	for i, s := range specs {
+		parts[i] = s.name
+		if s.version != "" {
+			parts[i] += " " + s.version
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func toAnyList(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }

@@ -1,14 +1,144 @@
 package core
 
-import "github.com/soulstack/soulstack/internal/module"
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/module"
+)
 
 func init() {
 	register("core.sysctl.present", module.Schema{
 		Params: map[string]module.Param{
 			"name":    str(true, "sysctl key, e.g. net.core.somaxconn"),
-			"value":   {Type: module.TypeAny, Required: true, Description: "wanted value"},
-			"persist": {Type: module.TypeBool, Default: true, Description: "also write /etc/sysctl.d/"},
+			"value":   {Type: module.TypeAny, Required: true, Description: "wanted value (string or number; fields are compared whitespace-insensitively)"},
+			"persist": {Type: module.TypeBool, Default: true, Description: "also write /etc/sysctl.d/60-soulstack-<name>.conf"},
 		},
 		Unconfinable: true,
-	}, notImplemented("core.sysctl.present"))
+	}, sysctlPresent)
+}
+
+var sysctlNameRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:/-]*$`)
+
+// sysctlDirs are where the live values and the persisted files live; they
+// are fields so tests read the same code path.
+type sysctlDirs struct{ proc, conf string }
+
+var defaultSysctlDirs = sysctlDirs{proc: "/proc/sys", conf: "/etc/sysctl.d"}
+
+// sysctlKeyPath maps net.ipv4.ip_forward to net/ipv4/ip_forward; a name that
+// already uses slashes (for keys with dots in them, like interface names)
+// is taken as it is.
+func sysctlKeyPath(name string) string {
+	if strings.Contains(name, "/") {
+		return name
+	}
+	return strings.ReplaceAll(name, ".", "/")
+}
+
+// normalizeSysctl compares values field by field, as the kernel prints
+// multi-value keys with tabs.
+func normalizeSysctl(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func sysctlPresent(_ context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
+	return sysctlApply(defaultSysctlDirs, p, env)
+}
+
+func sysctlApply(dirs sysctlDirs, p map[string]any, env *module.Env) (domain.Result, error) {
+	a := newArgs(p)
+	name, value, persist := a.str("name"), a.scalar("value"), a.boolean("persist", true)
+	if a.err != nil {
+		return domain.Result{}, a.err
+	}
+	if !sysctlNameRe.MatchString(name) || strings.Contains(name, "..") {
+		return domain.Result{}, fmt.Errorf("%q is not a valid sysctl name", name)
+	}
+	want := normalizeSysctl(value)
+	if want == "" {
+		return domain.Result{}, errors.New("value must not be empty")
+	}
+	procPath := dirs.proc + "/" + sysctlKeyPath(name)
+	raw, err := os.ReadFile(procPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return domain.Result{}, fmt.Errorf("sysctl %s does not exist on this kernel (no %s)", name, procPath)
+	}
+	if err != nil {
+		return domain.Result{}, fmt.Errorf("reading sysctl %s: %w", name, err)
+	}
+	live := normalizeSysctl(string(raw))
+	confPath := dirs.conf + "/60-soulstack-" + strings.ReplaceAll(name, "/", ".") + ".conf"
+	conf := []byte(name + " = " + want + "\n")
+	var oldConf []byte
+	confDiffers := false
+	if persist {
+		oldConf, err = os.ReadFile(confPath)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return domain.Result{}, fmt.Errorf("reading %s: %w", confPath, err)
+		}
+		confDiffers = err != nil || !bytes.Equal(oldConf, conf)
+	}
+	data := map[string]any{"name": name, "value": want, "previous": live}
+	if persist {
+		data["file"] = confPath
+	}
+	if live == want && !confDiffers {
+		return converged(fmt.Sprintf("%s is %s", name, want), data), nil
+	}
+	var diff strings.Builder
+	if live != want {
+		fmt.Fprintf(&diff, "%s: %s -> %s\n", name, live, want)
+	}
+	if confDiffers {
+		old := confPath
+		if oldConf == nil {
+			old = "/dev/null"
+		}
+		diff.WriteString(unifiedDiff(old, confPath, oldConf, conf))
+	}
+	if env.Check {
+		return domain.Result{Changed: true, Diff: diff.String(), Msg: fmt.Sprintf("would set %s to %s", name, want), Data: data}, nil
+	}
+	res := domain.Result{Changed: true, Diff: diff.String(), Msg: fmt.Sprintf("set %s to %s", name, want), Data: data}
+	if live != want {
+		if err := writeSysctl(procPath, want); err != nil {
+			return domain.Result{}, fmt.Errorf("setting sysctl %s: %w", name, err)
+		}
+		raw, err := os.ReadFile(procPath)
+		if err != nil {
+			return domain.Result{}, fmt.Errorf("reading back sysctl %s: %w", name, err)
+		}
+		if got := normalizeSysctl(string(raw)); got != want {
+			res.Failed = true
+			res.Msg = fmt.Sprintf("wrote %s to %s but the kernel kept %s", want, name, got)
+			return res, nil
+		}
+	}
+	if confDiffers {
+		if err := os.MkdirAll(dirs.conf, 0o755); err != nil {
+			return domain.Result{}, fmt.Errorf("creating %s: %w", dirs.conf, err)
+		}
+		if err := writeAtomic(confPath, conf, 0o644, -1, -1); err != nil {
+			return domain.Result{}, err
+		}
+	}
+	return res, nil
+}
+
+func writeSysctl(path, value string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(value); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
