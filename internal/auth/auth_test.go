@@ -1,0 +1,214 @@
+package auth_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/store/sqlite"
+)
+
+func newStore(t *testing.T) store.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "keeper.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newAuthority(t *testing.T, st store.Store, opts ...auth.Option) *auth.Authority {
+	t.Helper()
+	ctx := context.Background()
+	if err := auth.Init(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(ctx, st, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func wantCode(t *testing.T, err error, want domain.Code) {
+	t.Helper()
+	if got := domain.ErrorCode(err); got != want || err == nil {
+		t.Fatalf("error %v: code %s, want %s", err, got, want)
+	}
+}
+
+func TestInitOnce(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	if _, err := auth.New(ctx, st); err == nil || !strings.Contains(err.Error(), "keeper init") {
+		t.Fatalf("New before Init: %v, want a hint to run keeper init", err)
+	}
+	if ok, err := auth.Initialized(ctx, st); err != nil || ok {
+		t.Fatalf("Initialized before Init = %v, %v", ok, err)
+	}
+	if err := auth.Init(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, auth.Init(ctx, st), domain.CodeConflict)
+	if ok, err := auth.Initialized(ctx, st); err != nil || !ok {
+		t.Fatalf("Initialized after Init = %v, %v", ok, err)
+	}
+}
+
+func TestTokenLifecycle(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	now := time.Now()
+	clock := func() time.Time { return now }
+	a := newAuthority(t, st, auth.WithClock(func() time.Time { return clock() }))
+
+	admin, tok, err := a.Bootstrap(ctx, "admin", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Bootstrap(ctx, "again", time.Hour); domain.ErrorCode(err) != domain.CodeConflict {
+		t.Fatalf("second Bootstrap: %v, want conflict", err)
+	}
+	p, err := a.Authenticate(ctx, "Bearer "+tok.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := auth.Principal{ArchonID: admin.ID, Role: auth.RoleAdmin, TokenID: tok.ID, ExpiresAt: tok.ExpiresAt}
+	if diff := cmp.Diff(want, p, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+		t.Fatalf("principal (-want +got):\n%s", diff)
+	}
+
+	viewer, err := a.CreateArchon(ctx, "vera", auth.RoleViewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vt, err := a.IssueToken(ctx, viewer, 0, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vp, err := a.Authenticate(ctx, vt.Token)
+	if err != nil || vp.Role != auth.RoleViewer {
+		t.Fatalf("viewer token: %+v, %v", vp, err)
+	}
+
+	// A viewer cannot revoke the admin's token (and does not learn it exists).
+	wantCode(t, a.RevokeToken(ctx, vp, tok.ID), domain.CodeNotFound)
+	// An admin revokes the viewer's token; revoking again is a no-op.
+	if err := a.RevokeToken(ctx, p, vt.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RevokeToken(ctx, p, vt.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Authenticate(ctx, vt.Token)
+	wantCode(t, err, domain.CodeUnauthorized)
+
+	// Expiry.
+	now = now.Add(2 * time.Hour)
+	_, err = a.Authenticate(ctx, tok.Token)
+	wantCode(t, err, domain.CodeUnauthorized)
+	if !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("expired token error %q does not say so", err)
+	}
+}
+
+func TestAuthenticateRejects(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	a := newAuthority(t, st)
+	_, tok, err := a.Bootstrap(ctx, "admin", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A token signed by another keeper's key.
+	other := newAuthority(t, newStore(t))
+	_, foreign, err := other.Bootstrap(ctx, "admin", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(tok.Token, ".")
+	for name, bearer := range map[string]string{
+		"empty":          "",
+		"bearer only":    "Bearer ",
+		"garbage":        "Bearer not.a.jwt",
+		"foreign key":    foreign.Token,
+		"bad signature":  parts[0] + "." + parts[1] + "." + strings.Repeat("A", len(parts[2])),
+		"alg none":       "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0." + parts[1] + ".",
+		"tampered claim": parts[0] + ".eyJyb2xlIjoiYWRtaW4ifQ." + parts[2],
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := a.Authenticate(ctx, bearer)
+			wantCode(t, err, domain.CodeUnauthorized)
+		})
+	}
+}
+
+func TestRoles(t *testing.T) {
+	for _, tc := range []struct {
+		have, need auth.Role
+		ok         bool
+	}{
+		{auth.RoleAdmin, auth.RoleAdmin, true},
+		{auth.RoleAdmin, auth.RoleViewer, true},
+		{auth.RoleOperator, auth.RoleOperator, true},
+		{auth.RoleOperator, auth.RoleAdmin, false},
+		{auth.RoleViewer, auth.RoleOperator, false},
+		{auth.RoleViewer, auth.RoleViewer, true},
+		{"root", auth.RoleViewer, false},
+	} {
+		if got := tc.have.Allows(tc.need); got != tc.ok {
+			t.Errorf("%s.Allows(%s) = %v, want %v", tc.have, tc.need, got, tc.ok)
+		}
+	}
+	if _, err := auth.ParseRole("superuser"); domain.ErrorCode(err) != domain.CodeInvalid {
+		t.Fatalf("ParseRole(superuser): %v", err)
+	}
+	wantCode(t, auth.Require(auth.Principal{Role: auth.RoleViewer}, auth.RoleAdmin), domain.CodeForbidden)
+}
+
+func TestCreateArchonValidation(t *testing.T) {
+	ctx := context.Background()
+	a := newAuthority(t, newStore(t))
+	if _, err := a.CreateArchon(ctx, "ops", auth.RoleOperator); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.CreateArchon(ctx, "ops", auth.RoleViewer)
+	wantCode(t, err, domain.CodeConflict)
+	_, err = a.CreateArchon(ctx, "bad name!", auth.RoleViewer)
+	wantCode(t, err, domain.CodeInvalid)
+	_, err = a.CreateArchon(ctx, "x", "root")
+	wantCode(t, err, domain.CodeInvalid)
+}
+
+func TestMask(t *testing.T) {
+	in := map[string]any{
+		"name":       "web",
+		"password":   "hunter2",
+		"join_token": "SSJ1.abc",
+		"nested":     map[string]any{"client_secret": "s", "keep": 1, "list": []any{map[string]any{"Token": "t"}}},
+		"git":        "https://bob:pw@git.example.com/x.git",
+		"plain_url":  "https://git.example.com/x.git",
+	}
+	want := map[string]any{
+		"name":       "web",
+		"password":   auth.Masked,
+		"join_token": auth.Masked,
+		"nested":     map[string]any{"client_secret": auth.Masked, "keep": 1, "list": []any{map[string]any{"Token": auth.Masked}}},
+		"git":        "https://bob:****@git.example.com/x.git",
+		"plain_url":  "https://git.example.com/x.git",
+	}
+	if diff := cmp.Diff(want, auth.MaskMap(in)); diff != "" {
+		t.Fatalf("Mask (-want +got):\n%s", diff)
+	}
+	if in["password"] != "hunter2" {
+		t.Fatal("Mask modified its input")
+	}
+}

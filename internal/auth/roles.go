@@ -1,0 +1,72 @@
+package auth
+
+import (
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// Role is an Archon's role. Roles are ordered: admin > operator > viewer, and
+// a route that needs a role is open to every role at or above it.
+//
+// The role matrix of the Operator API [decision]:
+//
+//	viewer    GET only: souls, services, incarnations, runs, procedures,
+//	          tasks, schedules, whoami.
+//	operator  viewer + incarnations (create, run, unlock, upgrade, members,
+//	          delete), run cancel, procedures, procedure execution,
+//	          schedules, and its own API tokens (create, revoke).
+//	admin     everything: archons, tokens of any archon, the audit log,
+//	          services (register, update, delete), souls (accept, reject,
+//	          covens) and join tokens — everything that decides which hosts
+//	          and which code the fleet trusts.
+//
+// Join tokens are admin-only because a join token pre-accepts a host into
+// covens, which is the same trust decision as accepting a soul.
+type Role string
+
+// The three roles.
+const (
+	RoleViewer   Role = store.RoleViewer
+	RoleOperator Role = store.RoleOperator
+	RoleAdmin    Role = store.RoleAdmin
+)
+
+// Roles lists the valid roles from least to most privileged.
+var Roles = []Role{RoleViewer, RoleOperator, RoleAdmin}
+
+func (r Role) rank() int {
+	switch r {
+	case RoleViewer:
+		return 1
+	case RoleOperator:
+		return 2
+	case RoleAdmin:
+		return 3
+	default:
+		return 0
+	}
+}
+
+// Valid reports whether r is one of the three roles.
+func (r Role) Valid() bool { return r.rank() > 0 }
+
+// Allows reports whether a holder of r may call a route that needs role need.
+// An invalid role allows nothing.
+func (r Role) Allows(need Role) bool { return r.Valid() && r.rank() >= need.rank() }
+
+// ParseRole validates s as a Role.
+func ParseRole(s string) (Role, error) {
+	r := Role(s)
+	if !r.Valid() {
+		return "", domain.Errorf(domain.CodeInvalid, "unknown role %q: use admin, operator or viewer", s)
+	}
+	return r, nil
+}
+
+// Require returns a forbidden error unless p's role allows need.
+func Require(p Principal, need Role) error {
+	if p.Role.Allows(need) {
+		return nil
+	}
+	return domain.Errorf(domain.CodeForbidden, "role %s may not do this: %s role required", p.Role, need)
+}

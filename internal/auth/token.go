@@ -1,0 +1,135 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// claims are the JWT claims of an Archon token: sub = archon id, jti =
+// token id, plus the role.
+type claims struct {
+	Role string `json:"role"`
+	jwt.RegisteredClaims
+}
+
+// Issued is a freshly signed token. Token is shown once and never stored.
+type Issued struct {
+	ID        string    `json:"id"`
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// IssueToken signs a token for archon valid for ttl (DefaultTokenTTL when
+// ttl is 0) and records it so it can be revoked.
+func (a *Authority) IssueToken(ctx context.Context, archon store.Archon, ttl time.Duration, description string) (Issued, error) {
+	if ttl == 0 {
+		ttl = DefaultTokenTTL
+	}
+	if ttl < 0 {
+		return Issued{}, domain.Errorf(domain.CodeInvalid, "ttl must be positive")
+	}
+	role, err := ParseRole(archon.Role)
+	if err != nil {
+		return Issued{}, err
+	}
+	now := a.now().UTC().Truncate(time.Second)
+	rec := store.Token{
+		ID:          uuid.NewString(),
+		ArchonID:    archon.ID,
+		Description: description,
+		ExpiresAt:   now.Add(ttl),
+		CreatedAt:   now,
+	}
+	c := claims{
+		Role: string(role),
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    Issuer,
+			Subject:   archon.ID,
+			ID:        rec.ID,
+			IssuedAt:  jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(rec.ExpiresAt),
+		},
+	}
+	signed, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c).SignedString(a.key)
+	if err != nil {
+		return Issued{}, fmt.Errorf("signing token: %w", err)
+	}
+	if err := a.st.CreateToken(ctx, rec); err != nil {
+		return Issued{}, fmt.Errorf("recording token: %w", err)
+	}
+	return Issued{ID: rec.ID, Token: signed, ExpiresAt: rec.ExpiresAt}, nil
+}
+
+// Authenticate verifies a bearer token (with or without the "Bearer "
+// prefix) and returns its Principal. Missing, malformed, badly signed,
+// expired, unknown and revoked tokens are CodeUnauthorized; a store that
+// cannot be reached is CodeUnavailable.
+func (a *Authority) Authenticate(ctx context.Context, bearer string) (Principal, error) {
+	raw := strings.TrimSpace(bearer)
+	if len(raw) >= 7 && strings.EqualFold(raw[:7], "bearer ") {
+		raw = strings.TrimSpace(raw[7:])
+	}
+	if raw == "" {
+		return Principal{}, unauthorized("missing bearer token: send Authorization: Bearer <token>", nil)
+	}
+	var c claims
+	_, err := jwt.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return a.pub, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
+		jwt.WithIssuer(Issuer),
+		jwt.WithExpirationRequired(),
+		jwt.WithTimeFunc(a.now),
+		jwt.WithLeeway(5*time.Second),
+	)
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return Principal{}, unauthorized("token expired", err)
+	case err != nil:
+		return Principal{}, unauthorized("invalid token", err)
+	case c.ID == "" || c.Subject == "":
+		return Principal{}, unauthorized("invalid token: no id or subject", nil)
+	}
+	role, err := ParseRole(c.Role)
+	if err != nil {
+		return Principal{}, unauthorized("invalid token: unknown role", err)
+	}
+	rec, err := a.st.GetToken(ctx, c.ID)
+	if err != nil {
+		return Principal{}, storeErr(err, "unknown token")
+	}
+	if rec.RevokedAt != nil {
+		return Principal{}, unauthorized("token revoked", nil)
+	}
+	if rec.ArchonID != c.Subject {
+		return Principal{}, unauthorized("invalid token: subject mismatch", nil)
+	}
+	return Principal{ArchonID: c.Subject, Role: role, TokenID: c.ID, ExpiresAt: c.ExpiresAt.Time}, nil
+}
+
+// RevokeToken revokes token id. Admins may revoke any token, others only
+// their own; a token of another archon is reported as not found so its
+// existence does not leak. Revoking a revoked token is a no-op.
+func (a *Authority) RevokeToken(ctx context.Context, p Principal, id string) error {
+	t, err := a.st.GetToken(ctx, id)
+	if err != nil {
+		return fmt.Errorf("token %s: %w", id, err)
+	}
+	if t.ArchonID != p.ArchonID && !p.Role.Allows(RoleAdmin) {
+		return &domain.Error{Code: domain.CodeNotFound, Message: fmt.Sprintf("token %s not found", id)}
+	}
+	if t.RevokedAt != nil {
+		return nil
+	}
+	if err := a.st.RevokeToken(ctx, id, a.now().UTC()); err != nil {
+		return fmt.Errorf("revoking token %s: %w", id, err)
+	}
+	return nil
+}
