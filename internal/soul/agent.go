@@ -1,0 +1,272 @@
+// Package soul is the agent: it keeps a stream to its Keeper (dialling out
+// over HTTP/2 + TLS with the Keeper's CA pinned), proves its identity with
+// its Ed25519 key, reports its soulprint, runs the work it receives with the
+// module registry and streams the results back — also after a reconnect,
+// for work that finished while the stream was down.
+package soul
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/soulstack/soulstack/internal/jointoken"
+	"github.com/soulstack/soulstack/proto/soulstack/v1/soulstackv1connect"
+)
+
+// Defaults of Config's optional fields.
+const (
+	DefaultMinBackoff    = 500 * time.Millisecond
+	DefaultMaxBackoff    = 30 * time.Second
+	DefaultFactsInterval = time.Minute
+	maxMessageBytes      = 64 << 20
+)
+
+// Version is what souls report in their hello unless Config.Version says
+// otherwise.
+var Version = "dev"
+
+// Config configures an Agent.
+type Config struct {
+	// KeeperURL is the keeper's base URL; it must be https.
+	KeeperURL string
+	// SID is the soul's identity (required; the command defaults it to the
+	// host name).
+	SID string
+	// DataDir keeps the key, the pinned fingerprint and the outbox.
+	DataDir string
+	// JoinToken, when set, onboards the soul with the token's covens and
+	// pins the keeper fingerprint it carries.
+	JoinToken string
+	// Fingerprint pins the keeper CA (64 hex digits); CAFile trusts a CA
+	// file instead. Without either, the join token's fingerprint or the
+	// one pinned in DataDir at the first join is used.
+	Fingerprint string
+	CAFile      string
+	// Root confines file modules for the default runner ("" = real /).
+	Root string
+	// Logger receives the agent's events; nil discards them.
+	Logger *slog.Logger
+	// Runner executes work; nil means a ModuleRunner over Root and the
+	// agent's facts.
+	Runner Runner
+	// Facts collects the soulprint; nil means CollectFacts for this host.
+	Facts func() (map[string]any, error)
+	// Version is reported in hello; "" means the package Version.
+	Version string
+	// FactsInterval is how often facts are recollected to detect changes;
+	// 0 means DefaultFactsInterval.
+	FactsInterval time.Duration
+	// MinBackoff and MaxBackoff bound the reconnect delay (exponential,
+	// with jitter); 0 means the defaults.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// ErrRefused is returned (wrapped) by Run when the keeper refused the soul
+// for good: rejected by an Archon, or another key bound to its SID.
+var ErrRefused = errors.New("keeper refused this soul")
+
+// Agent is one soul's connection to its keeper and its task executor.
+type Agent struct {
+	cfg     Config
+	log     *slog.Logger
+	key     ed25519.PrivateKey
+	trust   trust
+	secret  []byte // join secret; dropped after the first welcome
+	runner  Runner
+	outbox  *outbox
+	client  soulstackv1connect.SoulServiceClient
+	httpTr  *http.Transport
+	version string
+
+	mu        sync.Mutex
+	conn      *conn // the welcomed stream, nil while disconnected
+	facts     map[string]any
+	factsJSON []byte
+	running   map[string]context.CancelFunc // by task id
+
+	tasks sync.WaitGroup // running work, waited for by Run
+}
+
+// NewAgent validates cfg, loads or creates the soul key and prepares the
+// keeper client. It does not dial; Run does.
+func NewAgent(cfg Config) (*Agent, error) {
+	if cfg.SID == "" {
+		return nil, errors.New("soul: a SID is required")
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("soul: a data directory is required")
+	}
+	u, err := url.Parse(cfg.KeeperURL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("soul: invalid keeper URL %q", cfg.KeeperURL)
+	}
+	if u.Scheme != "https" {
+		return nil, fmt.Errorf("soul: keeper URL %q must be https: the soul stream runs over TLS only", cfg.KeeperURL)
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = DefaultMinBackoff
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	cfg.MaxBackoff = max(cfg.MaxBackoff, cfg.MinBackoff)
+	if cfg.FactsInterval <= 0 {
+		cfg.FactsInterval = DefaultFactsInterval
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &Agent{cfg: cfg, log: log.With("sid", cfg.SID), version: cfg.Version, running: make(map[string]context.CancelFunc)}
+	if a.version == "" {
+		a.version = Version
+	}
+	if a.key, err = LoadOrCreateKey(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("soul: %w", err)
+	}
+	if a.trust, err = resolveTrust(cfg); err != nil {
+		return nil, fmt.Errorf("soul: %w", err)
+	}
+	if cfg.JoinToken != "" {
+		if a.secret, _, err = jointoken.Decode(cfg.JoinToken); err != nil {
+			return nil, fmt.Errorf("soul: join token: %w", err)
+		}
+	}
+	if a.outbox, err = newOutbox(filepath.Join(cfg.DataDir, OutboxDir), a.log); err != nil {
+		return nil, fmt.Errorf("soul: %w", err)
+	}
+	a.runner = cfg.Runner
+	if a.runner == nil {
+		a.runner = &ModuleRunner{Root: cfg.Root, Facts: a.Facts, Logger: a.log}
+	}
+	protos := new(http.Protocols)
+	protos.SetHTTP2(true)
+	a.httpTr = &http.Transport{
+		TLSClientConfig:     a.trust.tls,
+		ForceAttemptHTTP2:   true,
+		Protocols:           protos,
+		TLSHandshakeTimeout: 10 * time.Second,
+		// Ping a silent keeper so a dead connection is noticed.
+		HTTP2: &http.HTTP2Config{SendPingTimeout: 30 * time.Second, PingTimeout: 15 * time.Second},
+	}
+	a.client = soulstackv1connect.NewSoulServiceClient(&http.Client{Transport: a.httpTr}, cfg.KeeperURL,
+		connect.WithGRPC(),
+		connect.WithReadMaxBytes(maxMessageBytes),
+		connect.WithSendMaxBytes(maxMessageBytes),
+		connect.WithCompressMinBytes(4096),
+	)
+	return a, nil
+}
+
+// SID is the soul's identity.
+func (a *Agent) SID() string { return a.cfg.SID }
+
+// PublicKey is the soul's Ed25519 public key.
+func (a *Agent) PublicKey() ed25519.PublicKey { return a.key.Public().(ed25519.PublicKey) }
+
+// Facts returns the last collected soulprint (shared; do not modify).
+func (a *Agent) Facts() map[string]any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.facts
+}
+
+// refreshFacts recollects the soulprint; changed reports whether it differs
+// from the previous one.
+func (a *Agent) refreshFacts() (changed bool, err error) {
+	collect := a.cfg.Facts
+	if collect == nil {
+		collect = func() (map[string]any, error) { return CollectFacts(FactsOptions{SID: a.cfg.SID, Root: a.cfg.Root}) }
+	}
+	f, err := collect()
+	if err != nil {
+		return false, fmt.Errorf("collecting facts: %w", err)
+	}
+	if f == nil {
+		f = map[string]any{}
+	}
+	f["sid"] = a.cfg.SID
+	b, err := json.Marshal(f)
+	if err != nil {
+		return false, fmt.Errorf("encoding facts: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.facts != nil && reflect.DeepEqual(a.factsJSON, b) {
+		return false, nil
+	}
+	a.facts, a.factsJSON = f, b
+	return true, nil
+}
+
+func (a *Agent) soulprintJSON() []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.factsJSON
+}
+
+// Run keeps the soul connected until ctx ends: dial, handshake, serve the
+// session, and on any failure reconnect with exponential backoff and
+// jitter. Work keeps running across reconnects. Run returns nil when ctx
+// ends (after the running work stopped) and an error wrapping ErrRefused
+// when the keeper refused the soul.
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.httpTr.CloseIdleConnections()
+	defer a.tasks.Wait()
+	if _, err := a.refreshFacts(); err != nil {
+		return fmt.Errorf("soul %s: %w", a.cfg.SID, err)
+	}
+	attempt := 0
+	for {
+		welcomed, err := a.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, ErrRefused) {
+			a.log.Error("keeper refused this soul", "err", err)
+			return err
+		}
+		if welcomed {
+			attempt = 0
+		}
+		delay := a.backoff(attempt)
+		attempt++
+		if errors.Is(err, errPending) {
+			a.log.Info("soul is pending acceptance; will say hello again", "reason", err, "retry_in", delay)
+		} else {
+			a.log.Warn("keeper stream ended; reconnecting", "err", err, "retry_in", delay)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// backoff is the delay before reconnect attempt n (0-based): doubling from
+// MinBackoff up to MaxBackoff, drawn uniformly from its upper half so a
+// fleet that lost its keeper does not come back in lockstep.
+func (a *Agent) backoff(n int) time.Duration {
+	d := a.cfg.MinBackoff
+	for i := 0; i < n && d < a.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, a.cfg.MaxBackoff)
+	return d/2 + rand.N(d/2+1)
+}

@@ -1,0 +1,303 @@
+package soul
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/soulstack/soulstack/internal/dispatch"
+	"github.com/soulstack/soulstack/internal/domain"
+	pb "github.com/soulstack/soulstack/proto/soulstack/v1"
+)
+
+// handshakeTimeout bounds hello → welcome.
+const handshakeTimeout = 30 * time.Second
+
+// errPending is returned (wrapped, with the keeper's reason) by session
+// when the keeper registered the soul but nobody accepted it yet.
+var errPending = errors.New("pending acceptance")
+
+// errCancelledByKeeper is the cancel cause of work the keeper cancelled.
+var errCancelledByKeeper = errors.New("cancelled by the keeper")
+
+type clientStream = connect.BidiStreamForClient[pb.SoulMessage, pb.KeeperMessage]
+
+// conn is a welcomed stream; send is safe for concurrent use.
+type conn struct {
+	stream *clientStream
+	mu     sync.Mutex
+}
+
+func (c *conn) send(m *pb.SoulMessage) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stream.Send(m)
+}
+
+// session dials the keeper, runs the handshake and, once welcomed, serves
+// the stream until it breaks. welcomed reports whether the keeper accepted
+// the soul (the reconnect backoff then starts over).
+func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream := a.client.Connect(sctx)
+	defer func() {
+		_ = stream.CloseRequest()
+		_ = stream.CloseResponse()
+	}()
+
+	hs := time.AfterFunc(handshakeTimeout, cancel)
+	welcome, err := a.handshake(stream)
+	hs.Stop()
+	if err != nil {
+		return false, err
+	}
+	a.log.Info("connected to keeper", "keeper_id", welcome.KeeperId, "covens", welcome.Covens)
+	if a.trust.persist {
+		if err := persistFingerprint(a.cfg.DataDir, a.trust.fingerprint); err != nil {
+			a.log.Warn("could not keep the keeper fingerprint; restarts will need the token or flag again", "err", err)
+		} else {
+			a.trust.persist = false
+		}
+	}
+	a.secret = nil
+
+	c := &conn{stream: stream}
+	a.mu.Lock()
+	a.conn = c
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		if a.conn == c {
+			a.conn = nil
+		}
+		a.mu.Unlock()
+	}()
+	// Results that finished while disconnected go first, once each.
+	for _, p := range a.outbox.list() {
+		if err := c.send(resultMsg(p)); err != nil {
+			return true, fmt.Errorf("delivering kept results: %w", err)
+		}
+		a.outbox.remove(p.TaskID)
+	}
+
+	hb := time.Duration(welcome.HeartbeatIntervalMs) * time.Millisecond
+	if hb <= 0 {
+		hb = 15 * time.Second
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.heartbeat(sctx, cancel, c, hb)
+	}()
+	err = a.receive(ctx, stream)
+	cancel()
+	wg.Wait()
+	return true, err
+}
+
+// handshake sends hello, answers the challenge and reads the verdict.
+func (a *Agent) handshake(stream *clientStream) (*pb.Welcome, error) {
+	hello := &pb.SoulMessage{Msg: &pb.SoulMessage_Hello{Hello: &pb.Hello{
+		Sid:        a.cfg.SID,
+		PublicKey:  a.PublicKey(),
+		Version:    a.version,
+		Soulprint:  a.soulprintJSON(),
+		JoinSecret: a.secret,
+	}}}
+	if err := a.sendOrCause(stream, hello); err != nil {
+		return nil, fmt.Errorf("sending hello: %w", err)
+	}
+	m, err := stream.Receive()
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the challenge: %w", err)
+	}
+	if r := m.GetRejected(); r != nil {
+		return nil, refused(r)
+	}
+	ch := m.GetChallenge()
+	if ch == nil || len(ch.Nonce) < 16 {
+		return nil, fmt.Errorf("keeper sent %T instead of a challenge", m.Msg)
+	}
+	sig := ed25519.Sign(a.key, pb.ProofPayload(ch.Nonce, a.cfg.SID, a.trust.fingerprint))
+	if err := a.sendOrCause(stream, &pb.SoulMessage{Msg: &pb.SoulMessage_Proof{Proof: &pb.Proof{Signature: sig}}}); err != nil {
+		return nil, fmt.Errorf("sending proof: %w", err)
+	}
+	if m, err = stream.Receive(); err != nil {
+		return nil, fmt.Errorf("waiting for the keeper's verdict: %w", err)
+	}
+	switch v := m.Msg.(type) {
+	case *pb.KeeperMessage_Welcome:
+		return v.Welcome, nil
+	case *pb.KeeperMessage_Pending:
+		return nil, fmt.Errorf("%w: %s", errPending, v.Pending.Reason)
+	case *pb.KeeperMessage_Rejected:
+		return nil, refused(v.Rejected)
+	default:
+		return nil, fmt.Errorf("keeper sent %T instead of its verdict", m.Msg)
+	}
+}
+
+// sendOrCause sends m; when the keeper already ended the stream (io.EOF)
+// the keeper's error is read and returned instead.
+func (a *Agent) sendOrCause(stream *clientStream, m *pb.SoulMessage) error {
+	err := stream.Send(m)
+	if errors.Is(err, io.EOF) {
+		if _, rerr := stream.Receive(); rerr != nil {
+			return rerr
+		}
+	}
+	return err
+}
+
+func refused(r *pb.Rejected) error {
+	return fmt.Errorf("%w: %s (%s)", ErrRefused, r.Message, r.Reason)
+}
+
+// receive handles the keeper's messages until the stream fails. Work runs
+// under ctx, the agent's lifetime, so it survives a reconnect.
+func (a *Agent) receive(ctx context.Context, stream *clientStream) error {
+	for {
+		m, err := stream.Receive()
+		if err != nil {
+			return fmt.Errorf("receiving from keeper: %w", err)
+		}
+		switch v := m.Msg.(type) {
+		case *pb.KeeperMessage_Work:
+			a.startTask(ctx, v.Work)
+		case *pb.KeeperMessage_Cancel:
+			a.cancelTask(v.Cancel.TaskId)
+		default:
+			a.log.Debug("ignoring unexpected keeper message", "type", fmt.Sprintf("%T", m.Msg))
+		}
+	}
+}
+
+// heartbeat sends heartbeats and soulprint changes until ctx ends; a failed
+// send ends the session through cancel.
+func (a *Agent) heartbeat(ctx context.Context, cancel context.CancelFunc, c *conn, every time.Duration) {
+	hb := time.NewTicker(every)
+	defer hb.Stop()
+	facts := time.NewTicker(a.cfg.FactsInterval)
+	defer facts.Stop()
+	beat := &pb.SoulMessage{Msg: &pb.SoulMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}}
+	for {
+		var m *pb.SoulMessage
+		select {
+		case <-ctx.Done():
+			return
+		case <-hb.C:
+			m = beat
+		case <-facts.C:
+			changed, err := a.refreshFacts()
+			if err != nil {
+				a.log.Warn("recollecting facts", "err", err)
+				continue
+			}
+			if !changed {
+				continue
+			}
+			m = &pb.SoulMessage{Msg: &pb.SoulMessage_Soulprint{Soulprint: &pb.SoulprintUpdate{Soulprint: a.soulprintJSON()}}}
+		}
+		if err := c.send(m); err != nil {
+			a.log.Debug("sending to keeper failed", "err", err)
+			cancel()
+			return
+		}
+	}
+}
+
+// startTask runs one piece of work in its own goroutine, owned by Run.
+func (a *Agent) startTask(ctx context.Context, wm *pb.Work) {
+	var w dispatch.Work
+	if err := json.Unmarshal(wm.Work, &w); err != nil {
+		a.deliver(pendingResult{RunID: wm.RunId, TaskID: wm.TaskId, Result: failed("undecodable work: " + err.Error())})
+		return
+	}
+	if w.TaskID == "" {
+		w.TaskID, w.RunID = wm.TaskId, wm.RunId
+	}
+	a.mu.Lock()
+	if _, dup := a.running[w.TaskID]; dup {
+		a.mu.Unlock()
+		a.log.Debug("ignoring work already running", "task_id", w.TaskID)
+		return
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	a.running[w.TaskID] = func() { cancel(errCancelledByKeeper) }
+	a.tasks.Add(1)
+	a.mu.Unlock()
+
+	go func() {
+		defer a.tasks.Done()
+		tl := slog.New(slog.NewTextHandler(&logSender{a: a, taskID: w.TaskID}, nil))
+		r := a.runner.Run(WithTaskLogger(tctx, tl), w)
+		a.mu.Lock()
+		delete(a.running, w.TaskID)
+		a.mu.Unlock()
+		cancel(nil)
+		a.deliver(pendingResult{RunID: w.RunID, TaskID: w.TaskID, Result: r})
+	}()
+}
+
+func (a *Agent) cancelTask(taskID string) {
+	a.mu.Lock()
+	cancel := a.running[taskID]
+	a.mu.Unlock()
+	if cancel != nil {
+		a.log.Info("keeper cancelled a task", "task_id", taskID)
+		cancel()
+	}
+}
+
+// deliver sends a result now, or keeps it in the outbox until the next
+// welcome when there is no stream (or the send fails).
+func (a *Agent) deliver(p pendingResult) {
+	a.mu.Lock()
+	c := a.conn
+	if c == nil {
+		// Under a.mu, so a session that starts now sees it in its flush.
+		a.outbox.put(p)
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	if err := c.send(resultMsg(p)); err != nil {
+		a.log.Info("keeping a result until the keeper is back", "task_id", p.TaskID, "err", err)
+		a.outbox.put(p)
+	}
+}
+
+func resultMsg(p pendingResult) *pb.SoulMessage {
+	b, err := json.Marshal(p.Result)
+	if err != nil {
+		b, _ = json.Marshal(domain.Result{Failed: true, RC: -1, Msg: "encoding result: " + err.Error()})
+	}
+	return &pb.SoulMessage{Msg: &pb.SoulMessage_Result{Result: &pb.TaskResult{RunId: p.RunID, TaskId: p.TaskID, Result: b}}}
+}
+
+// logSender streams a task's log lines to the keeper, best effort: lines
+// written while disconnected are dropped.
+type logSender struct {
+	a      *Agent
+	taskID string
+}
+
+func (l *logSender) Write(p []byte) (int, error) {
+	l.a.mu.Lock()
+	c := l.a.conn
+	l.a.mu.Unlock()
+	if c != nil {
+		_ = c.send(&pb.SoulMessage{Msg: &pb.SoulMessage_Log{Log: &pb.LogLine{TaskId: l.taskID, Text: string(p)}}})
+	}
+	return len(p), nil
+}
