@@ -1,0 +1,92 @@
+package dsl
+
+import (
+	"fmt"
+
+	"github.com/soulstack/soulstack/internal/expr"
+	"gopkg.in/yaml.v3"
+)
+
+// templateOpts says how the register references of an expression are
+// checked.
+type templateOpts struct {
+	// deferred checks against every register of the unit, after its tasks
+	// (state_changes, output, vars.yml).
+	deferred bool
+	// allowSelf permits register.self (retry.until, failed_when,
+	// changed_when).
+	allowSelf bool
+	// own is the register of the task being parsed, visible to its own
+	// failed_when/changed_when/until.
+	own string
+}
+
+// templates compiles every ${ } string under n in the unit's environment
+// and checks its register references.
+func (p *parser) templates(u *unit, file string, n *yaml.Node, key string, opts templateOpts) {
+	walkStrings(file, n, key, func(pos Pos, path, s string) {
+		if !expr.HasInterpolation(s) {
+			return
+		}
+		t, err := u.env.ParseTemplate(s)
+		if err != nil {
+			p.add(pos, path, fmt.Sprintf("%s: %v", path, err))
+			return
+		}
+		p.checkRefs(u, pos, path, t.Refs(), opts)
+	})
+}
+
+// predicate compiles a bare CEL predicate (when:, where:, failed_when:,
+// changed_when:, retry.until) and returns its source; a YAML boolean is
+// kept as "true" or "false".
+func (p *parser) predicate(u *unit, file string, n *yaml.Node, key string, opts templateOpts) string {
+	n = deref(n)
+	pos := posOf(file, n)
+	if n == nil || n.Kind != yaml.ScalarNode || (n.Tag != "!!str" && n.Tag != "!!bool" && n.Tag != "") {
+		p.add(pos, key, fmt.Sprintf("%s must be a CEL expression (a string) or true/false, got %s", key, kindName(n)))
+		return ""
+	}
+	src := n.Value
+	if n.Tag == "!!bool" {
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			p.add(pos, key, fmt.Sprintf("%s: %v", key, err))
+			return ""
+		}
+		src = fmt.Sprint(b)
+	}
+	if expr.HasInterpolation(src) {
+		p.add(pos, key, fmt.Sprintf("%s is bare CEL, not a ${ } template: drop the ${ and }", key))
+		return src
+	}
+	prog, err := u.env.CompileBool(src)
+	if err != nil {
+		p.add(pos, key, fmt.Sprintf("%s: %v", key, err))
+		return src
+	}
+	p.checkRefs(u, pos, key, prog.Refs, opts)
+	return src
+}
+
+// checkRefs checks the register references of one expression.
+func (p *parser) checkRefs(u *unit, pos Pos, key string, refs expr.Refs, opts templateOpts) {
+	if refs.RegisterSelf && !opts.allowSelf {
+		p.add(pos, key, fmt.Sprintf("%s: register.self is only available in retry.until, failed_when and changed_when", key))
+	}
+	if opts.deferred {
+		u.deferred = append(u.deferred, exprUse{pos: pos, key: key, refs: refs})
+		return
+	}
+	for _, name := range refs.Registers {
+		if u.defined[name] || name == opts.own {
+			continue
+		}
+		hint := suggest(name, sortedKeys(u.defined))
+		if u.kind == expr.KindDestiny {
+			p.add(pos, key, fmt.Sprintf("%s: register.%s is not defined by an earlier task of destiny %s (a destiny sees only its own registers)%s", key, name, u.name, hint))
+			continue
+		}
+		p.add(pos, key, fmt.Sprintf("%s: register.%s is not defined by an earlier task: add register: %s to a task before this one%s", key, name, name, hint))
+	}
+}

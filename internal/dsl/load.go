@@ -1,0 +1,322 @@
+package dsl
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/expr"
+	"github.com/soulstack/soulstack/internal/module"
+	"gopkg.in/yaml.v3"
+)
+
+// maxFileSize bounds one file of a service repository.
+const maxFileSize = 4 << 20
+
+// identRE is what register names, input names and vars names look like: a
+// CEL identifier.
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// unitNameRE is what scenario and destiny directory names look like.
+var unitNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// parser collects the problems of one repository (or bundle).
+type parser struct {
+	problems Problems
+}
+
+func (p *parser) add(pos Pos, key, msg string) {
+	p.problems = append(p.problems, Problem{Pos: pos, Key: key, Message: msg})
+}
+
+// Load reads and validates the service repository in dir. Problem files
+// are relative to dir. The service is returned even when there are
+// problems (as far as it could be read), but must not be run then.
+func Load(dir string) (*Service, Problems) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, Problems{{Pos: Pos{File: dir}, Message: fmt.Sprintf("cannot read service repository: %v", err)}}
+	}
+	if !st.IsDir() {
+		return nil, Problems{{Pos: Pos{File: dir}, Message: "service repository must be a directory"}}
+	}
+	return LoadFS(os.DirFS(dir))
+}
+
+// LoadFS is Load for a repository materialized as a file system (the
+// catalog's checkout at a commit).
+func LoadFS(fsys fs.FS) (*Service, Problems) {
+	p := &parser{}
+	svc := &Service{
+		Essences:  map[string]map[string]any{},
+		Scenarios: map[string]*Scenario{},
+		Destinies: map[string]*Destiny{},
+	}
+	p.manifest(fsys, svc)
+	p.essence(fsys, svc)
+	for _, name := range p.unitNames(fsys, "destiny") {
+		dir := "destiny/" + name
+		files := p.readTree(fsys, dir)
+		if d := p.destiny(name, dir, files); d != nil {
+			svc.Destinies[name] = d
+		}
+	}
+	for _, name := range p.unitNames(fsys, "scenario") {
+		dir := "scenario/" + name
+		files := p.readTree(fsys, dir)
+		if s := p.scenario(svc, name, dir, files); s != nil {
+			svc.Scenarios[name] = s
+		}
+	}
+	return svc, sortProblems(p.problems)
+}
+
+// ParseDestiny parses and validates a destiny from its bundle files (paths
+// relative to the destiny directory), as a soul receives it. The error is
+// a Problems value when the bundle is invalid.
+func ParseDestiny(name string, files map[string][]byte) (*Destiny, error) {
+	p := &parser{}
+	d := p.destiny(name, "destiny/"+name, files)
+	if len(p.problems) > 0 {
+		return nil, sortProblems(p.problems)
+	}
+	return d, nil
+}
+
+// unitNames lists the directories under parent (scenario or destiny).
+func (p *parser) unitNames(fsys fs.FS, parent string) []string {
+	ents, err := fs.ReadDir(fsys, parent)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		p.add(Pos{File: parent}, "", fmt.Sprintf("cannot read %s/: %v", parent, err))
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if !unitNameRE.MatchString(e.Name()) {
+			if !strings.HasPrefix(e.Name(), ".") {
+				p.add(Pos{File: parent + "/" + e.Name()}, "", fmt.Sprintf("%s name %q must start with a letter or digit and hold only letters, digits, _ . -", parent, e.Name()))
+			}
+			continue
+		}
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// readTree reads every regular file under dir, keyed relative to dir.
+func (p *parser) readTree(fsys fs.FS, dir string) map[string][]byte {
+	files := map[string][]byte{}
+	err := fs.WalkDir(fsys, dir, func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			p.add(Pos{File: name}, "", fmt.Sprintf("cannot read: %v", err))
+			return nil
+		}
+		if d.IsDir() {
+			if name != dir && strings.HasPrefix(d.Name(), ".") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err == nil && info.Size() > maxFileSize {
+			p.add(Pos{File: name}, "", fmt.Sprintf("file is larger than %d bytes", maxFileSize))
+			return nil
+		}
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			p.add(Pos{File: name}, "", fmt.Sprintf("cannot read: %v", err))
+			return nil
+		}
+		files[strings.TrimPrefix(name, dir+"/")] = data
+		return nil
+	})
+	if err != nil {
+		p.add(Pos{File: dir}, "", fmt.Sprintf("cannot read: %v", err))
+	}
+	return files
+}
+
+func readOptional(fsys fs.FS, name string) ([]byte, bool, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	return data, err == nil, err
+}
+
+// manifest reads service.yml.
+func (p *parser) manifest(fsys fs.FS, svc *Service) {
+	const file = "service.yml"
+	data, ok, err := readOptional(fsys, file)
+	if err != nil {
+		p.add(Pos{File: file}, "", fmt.Sprintf("cannot read: %v", err))
+		return
+	}
+	if !ok {
+		p.add(Pos{File: file}, "", "service.yml is missing: every service repository needs one with at least name:")
+		return
+	}
+	root := p.parseYAML(file, data)
+	svc.Manifest.Pos = Pos{File: file, Line: 1, Col: 1}
+	ents, ok := p.mapping(file, root, "service.yml")
+	if !ok {
+		return
+	}
+	var schemaNode *yaml.Node
+	for _, e := range ents {
+		switch e.key {
+		case "name":
+			if s, ok := p.str(file, e.value, "name"); ok {
+				if !unitNameRE.MatchString(s) {
+					p.add(posOf(file, e.value), "name", fmt.Sprintf("name %q must start with a letter or digit and hold only letters, digits, _ . -", s))
+				}
+				svc.Manifest.Name = s
+			}
+		case "description":
+			svc.Manifest.Description, _ = p.str(file, e.value, "description")
+		case "state_schema":
+			schemaNode = e.value
+		default:
+			p.unknownKey(e, []string{"name", "description", "state_schema"}, "service.yml")
+		}
+	}
+	if svc.Manifest.Name == "" && !hasKey(ents, "name") {
+		p.add(Pos{File: file, Line: 1, Col: 1}, "name", "service.yml: name: is required")
+	}
+	if schemaNode != nil && !isNull(schemaNode) {
+		v := p.value(file, schemaNode)
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			p.add(posOf(file, schemaNode), "state_schema", fmt.Sprintf("state_schema must be a JSON Schema object, got %s", kindName(schemaNode)))
+			return
+		}
+		sch, err := compileSchema(m)
+		if err != nil {
+			p.add(posOf(file, schemaNode), "state_schema", "state_schema is not a valid JSON Schema: "+err.Error())
+			return
+		}
+		svc.Manifest.StateSchema = m
+		svc.stateSchema = sch
+	}
+}
+
+func hasKey(ents []entry, k string) bool {
+	for _, e := range ents {
+		if e.key == k {
+			return true
+		}
+	}
+	return false
+}
+
+// unknownKey reports e as not allowed where, suggesting the closest key.
+func (p *parser) unknownKey(e entry, known []string, where string) {
+	p.add(e.kpos, e.key, fmt.Sprintf("unknown key %s in %s%s", e.key, where, suggest(e.key, known)))
+}
+
+// essence reads essence/*.yaml.
+func (p *parser) essence(fsys fs.FS, svc *Service) {
+	ents, err := fs.ReadDir(fsys, "essence")
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		p.add(Pos{File: "essence"}, "", fmt.Sprintf("cannot read essence/: %v", err))
+		return
+	}
+	seen := map[string]string{}
+	for _, e := range ents {
+		ext := path.Ext(e.Name())
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		file := "essence/" + e.Name()
+		base := strings.TrimSuffix(e.Name(), ext)
+		if other, dup := seen[base]; dup {
+			p.add(Pos{File: file}, "", fmt.Sprintf("both %s and %s define essence %s: keep one", other, file, base))
+			continue
+		}
+		seen[base] = file
+		data, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			p.add(Pos{File: file}, "", fmt.Sprintf("cannot read: %v", err))
+			continue
+		}
+		root := p.parseYAML(file, data)
+		if root == nil {
+			svc.Essences[base] = map[string]any{}
+			continue
+		}
+		v := p.value(file, root)
+		m, ok := v.(map[string]any)
+		if !ok && v != nil {
+			p.add(posOf(file, root), "", fmt.Sprintf("essence must be a map of parameters, got %s", kindName(root)))
+			continue
+		}
+		if m == nil {
+			m = map[string]any{}
+		}
+		svc.Essences[base] = m
+	}
+}
+
+// unit is the parsing context of one scenario or destiny.
+type unit struct {
+	kind  expr.Kind
+	name  string
+	dir   string
+	files map[string][]byte
+	env   *expr.Env
+	// svc is nil for a destiny bundle parsed on a soul.
+	svc *Service
+	// defined are the registers of the tasks walked so far, in order.
+	defined map[string]bool
+	// all are every register of the unit (for state_changes and output,
+	// checked after the tasks).
+	all      map[string]bool
+	deferred []exprUse
+	// including is the include stack, for cycle detection.
+	including []string
+}
+
+// exprUse is one expression whose register references are checked.
+type exprUse struct {
+	pos  Pos
+	key  string
+	refs expr.Refs
+}
+
+func (u *unit) file(rel string) string { return u.dir + "/" + rel }
+
+// moduleSchema returns the schema of a registered module.
+func moduleSchema(name string) (module.Schema, bool) {
+	m, ok := module.Lookup(name)
+	if !ok {
+		return module.Schema{}, false
+	}
+	return m.Schema(), true
+}
+
+// sortedUnitNames returns the sorted keys of a unit map.
+func sortedUnitNames[T any](m map[string]T) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

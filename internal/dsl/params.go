@@ -1,0 +1,300 @@
+package dsl
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/expr"
+	"github.com/soulstack/soulstack/internal/module"
+	"gopkg.in/yaml.v3"
+)
+
+// moduleCall parses module: and params: and checks the params against the
+// module's declared schema.
+func (p *parser) moduleCall(u *unit, file string, t *Task, modNode, paramsNode *yaml.Node) {
+	name, ok := p.str(file, modNode, "module")
+	if !ok {
+		return
+	}
+	t.Module = name
+	modPos := posOf(file, deref(modNode))
+	var ents []entry
+	if paramsNode != nil {
+		ents, ok = p.mapping(file, paramsNode, "params")
+		if !ok {
+			return
+		}
+	}
+	t.Params = make(map[string]any, len(ents))
+	for _, e := range ents {
+		p.templates(u, file, e.value, "params."+e.key, templateOpts{})
+		t.Params[e.key] = p.value(file, e.value)
+	}
+	schema, ok := moduleSchema(name)
+	if !ok {
+		p.add(modPos, "module", fmt.Sprintf("unknown module %s%s", name, suggest(name, module.Names())))
+		return
+	}
+	switch {
+	case schema.KeeperSide && u.kind == expr.KindDestiny:
+		p.add(modPos, "module", fmt.Sprintf("%s runs inside the Keeper and cannot be used in a destiny: call it from a scenario task with on: keeper", name))
+	case schema.KeeperSide && (t.On == nil || !t.On.Keeper):
+		p.add(modPos, "module", fmt.Sprintf("%s runs inside the Keeper: add on: keeper to this task", name))
+	}
+	paramsPos := modPos
+	if paramsNode != nil {
+		paramsPos = posOf(file, deref(paramsNode))
+	}
+	accepted := sortedKeys(schema.Params)
+	for _, e := range ents {
+		key := "params." + e.key
+		decl, ok := schema.Params[e.key]
+		if !ok {
+			p.add(e.kpos, key, fmt.Sprintf("%s has no param %s (accepted: %s)%s", name, e.key, strings.Join(accepted, ", "), suggest(e.key, accepted)))
+			continue
+		}
+		if isNull(e.value) {
+			continue
+		}
+		if !p.fitsType(u, decl.Type, e.value) {
+			p.add(posOf(file, deref(e.value)), key, fmt.Sprintf("param %s of %s must be %s, got %s%s", e.key, name, typeDesc(decl.Type), kindName(e.value), typeHint(decl.Type, e.value)))
+		}
+	}
+	given := func(k string) bool { return t.Params[k] != nil }
+	for _, k := range accepted {
+		if schema.Params[k].Required && !given(k) {
+			desc := ""
+			if d := schema.Params[k].Description; d != "" {
+				desc = " (" + d + ")"
+			}
+			p.add(paramsPos, "params."+k, fmt.Sprintf("%s needs param %s%s", name, k, desc))
+		}
+	}
+	for _, g := range schema.ExactlyOne {
+		var have []string
+		for _, k := range g {
+			if given(k) {
+				have = append(have, k)
+			}
+		}
+		switch {
+		case len(have) == 0:
+			p.add(paramsPos, "params", fmt.Sprintf("%s needs exactly one of params %s", name, strings.Join(g, ", ")))
+		case len(have) > 1:
+			p.add(paramsPos, "params", fmt.Sprintf("%s takes exactly one of params %s, but %s are given: keep one", name, strings.Join(g, ", "), strings.Join(have, " and ")))
+		}
+	}
+	for _, g := range schema.AtLeastOne {
+		n := 0
+		for _, k := range g {
+			if given(k) {
+				n++
+			}
+		}
+		if n == 0 {
+			p.add(paramsPos, "params", fmt.Sprintf("%s needs at least one of params %s", name, strings.Join(g, ", ")))
+		}
+	}
+	if name == "core.file.rendered" {
+		for _, e := range ents {
+			if e.key == "template" {
+				p.templateFile(u, file, e.value)
+			}
+		}
+	}
+}
+
+// templateFile checks that a literal template path exists in the unit.
+func (p *parser) templateFile(u *unit, file string, n *yaml.Node) {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag != "!!str" || expr.HasInterpolation(n.Value) {
+		return
+	}
+	pos := posOf(file, n)
+	clean := path.Clean(n.Value)
+	if path.IsAbs(n.Value) || clean == ".." || strings.HasPrefix(clean, "../") {
+		p.add(pos, "params.template", fmt.Sprintf("template %s must be a path relative to %s (e.g. templates/x.conf.tmpl)", n.Value, u.dir))
+		return
+	}
+	if _, ok := u.files[clean]; !ok {
+		var have []string
+		for f := range u.files {
+			if strings.HasPrefix(f, "templates/") {
+				have = append(have, f)
+			}
+		}
+		sort.Strings(have)
+		p.add(pos, "params.template", fmt.Sprintf("template %s does not exist in %s%s", n.Value, u.dir, suggest(clean, have)))
+	}
+}
+
+// wholeExpr reports whether n is a string that is exactly one ${ }
+// expression (its type is known only at run time). Templates that do not
+// parse count too: they are reported on their own.
+func (p *parser) wholeExpr(u *unit, n *yaml.Node) bool {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag != "!!str" || !expr.HasInterpolation(n.Value) {
+		return false
+	}
+	t, err := u.env.ParseTemplate(n.Value)
+	return err != nil || t.Whole()
+}
+
+// fitsType checks a literal param value against its declared type.
+func (p *parser) fitsType(u *unit, t module.ParamType, n *yaml.Node) bool {
+	n = deref(n)
+	if t == module.TypeAny || t == "" || p.wholeExpr(u, n) {
+		return true
+	}
+	scalar := n != nil && n.Kind == yaml.ScalarNode
+	switch t {
+	case module.TypeString:
+		return scalar && n.Tag == "!!str"
+	case module.TypeInt:
+		return scalar && n.Tag == "!!int"
+	case module.TypeNumber:
+		return scalar && (n.Tag == "!!int" || n.Tag == "!!float")
+	case module.TypeBool:
+		return scalar && n.Tag == "!!bool"
+	case module.TypeList:
+		return n != nil && n.Kind == yaml.SequenceNode
+	case module.TypeMap:
+		return n != nil && n.Kind == yaml.MappingNode
+	case module.TypeStrList:
+		if n == nil || n.Kind != yaml.SequenceNode {
+			return false
+		}
+		for _, it := range n.Content {
+			it = deref(it)
+			if !(it != nil && it.Kind == yaml.ScalarNode && it.Tag == "!!str") {
+				return false
+			}
+		}
+		return true
+	}
+	return true
+}
+
+func typeDesc(t module.ParamType) string {
+	switch t {
+	case module.TypeString:
+		return "a string"
+	case module.TypeInt:
+		return "an integer"
+	case module.TypeNumber:
+		return "a number"
+	case module.TypeBool:
+		return "true or false"
+	case module.TypeList:
+		return "a list"
+	case module.TypeMap:
+		return "a map"
+	case module.TypeStrList:
+		return "a list of strings"
+	}
+	return string(t)
+}
+
+// typeHint adds advice for the classic YAML traps.
+func typeHint(t module.ParamType, n *yaml.Node) string {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	if t == module.TypeString && (n.Tag == "!!int" || n.Tag == "!!float" || n.Tag == "!!bool") {
+		return fmt.Sprintf(` (quote it: "%s")`, n.Value)
+	}
+	return ""
+}
+
+// apply parses apply: {destiny, input} and checks the input against the
+// destiny's declared input.
+func (p *parser) apply(u *unit, file string, t *Task, n *yaml.Node) *Apply {
+	ents, ok := p.mapping(file, n, "apply")
+	if !ok {
+		return nil
+	}
+	a := &Apply{Pos: posOf(file, deref(n))}
+	var inputNode *yaml.Node
+	var destPos Pos
+	for _, e := range ents {
+		switch e.key {
+		case "destiny":
+			a.Destiny, _ = p.str(file, e.value, "apply.destiny")
+			destPos = posOf(file, deref(e.value))
+		case "input":
+			inputNode = e.value
+		default:
+			p.unknownKey(e, []string{"destiny", "input"}, "apply")
+		}
+	}
+	if !hasKey(ents, "destiny") {
+		p.add(a.Pos, "apply.destiny", "apply: needs destiny: (the name of a directory under destiny/)")
+	}
+	var inEnts []entry
+	if inputNode != nil {
+		if inEnts, ok = p.mapping(file, inputNode, "apply.input"); !ok {
+			return a
+		}
+	}
+	a.Input = make(map[string]any, len(inEnts))
+	for _, e := range inEnts {
+		p.templates(u, file, e.value, "apply.input."+e.key, templateOpts{})
+		a.Input[e.key] = p.value(file, e.value)
+	}
+	if a.Destiny == "" || u.svc == nil {
+		return a
+	}
+	d, ok := u.svc.Destinies[a.Destiny]
+	if !ok {
+		p.add(destPos, "apply.destiny", fmt.Sprintf("destiny %s does not exist: create destiny/%s/main.yml%s", a.Destiny, a.Destiny, suggest(a.Destiny, sortedKeys(u.svc.Destinies))))
+		return a
+	}
+	for _, e := range inEnts {
+		key := "apply.input." + e.key
+		spec := d.Input.Get(e.key)
+		if spec == nil {
+			p.add(e.kpos, key, fmt.Sprintf("destiny %s has no input %s%s%s", d.Name, e.key, declaredHint(d.Input), suggest(e.key, d.Input.Names())))
+			continue
+		}
+		p.checkApplyInput(u, file, spec, e.value, key)
+	}
+	for _, spec := range d.Input {
+		if spec.Required && !spec.HasDefault && !hasKey(inEnts, spec.Name) {
+			p.add(a.Pos, "apply.input."+spec.Name, fmt.Sprintf("destiny %s needs input %s (%s, required): add it under apply.input", d.Name, spec.Name, spec.Type))
+		}
+	}
+	return a
+}
+
+// checkApplyInput type-checks one literal apply.input value.
+func (p *parser) checkApplyInput(u *unit, file string, spec *InputSpec, n *yaml.Node, key string) {
+	if spec.Type == "" || p.wholeExpr(u, n) {
+		return
+	}
+	n = deref(n)
+	pos := posOf(file, n)
+	hasExpr := false
+	walkStrings(file, n, "", func(_ Pos, _, s string) { hasExpr = hasExpr || expr.HasInterpolation(s) })
+	if !hasExpr {
+		if _, err := CoerceInput(spec.Type, p.value(file, n)); err != nil {
+			p.add(pos, key, fmt.Sprintf("input %s of destiny: %v", spec.Name, err))
+		}
+		return
+	}
+	// Only the container kind of a value holding ${ } is known statically.
+	var ok bool
+	switch spec.Type {
+	case InputString:
+		ok = n.Kind == yaml.ScalarNode
+	case InputList:
+		ok = n.Kind == yaml.SequenceNode
+	case InputMap:
+		ok = n.Kind == yaml.MappingNode
+	}
+	if !ok {
+		p.add(pos, key, fmt.Sprintf("input %s of destiny is %s %s, but this value is %s: text around ${ } always makes a string", spec.Name, article(string(spec.Type)), spec.Type, kindName(n)))
+	}
+}
