@@ -1,0 +1,217 @@
+// Package config is the Keeper's operator-facing configuration: defaults,
+// an optional YAML file (strictly decoded), the SOULSTACK_DATABASE_URL
+// environment variable, then command-line flags, each overriding the one
+// before. The keeper package turns it into the small configs of each
+// component.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// EnvDatabaseURL names the environment variable that may carry the
+// database URL, which keeps a password out of the process list.
+const EnvDatabaseURL = "SOULSTACK_DATABASE_URL"
+
+// Keeper is the configuration of one Keeper process.
+type Keeper struct {
+	// DataDir holds the SQLite database, the TLS material, the keeper id
+	// and the materialized services.
+	DataDir string `yaml:"data_dir"`
+	// Listen is the address of the one listener (API, UI, soul stream,
+	// metrics).
+	Listen string `yaml:"listen"`
+	// DatabaseURL selects PostgreSQL (postgres://…); empty means SQLite in
+	// DataDir.
+	DatabaseURL string `yaml:"database_url"`
+	// KeeperID names this keeper among several sharing a database; empty
+	// means the id generated once into DataDir.
+	KeeperID string `yaml:"keeper_id"`
+	// LogFormat is text or json; LogLevel debug, info, warn or error.
+	LogFormat string `yaml:"log_format"`
+	LogLevel  string `yaml:"log_level"`
+	// FanOut bounds the hosts one dispatch works on at once.
+	FanOut int `yaml:"fan_out"`
+	// TaskTimeout applies to tasks without their own timeout.
+	TaskTimeout Duration `yaml:"task_timeout"`
+	// HeartbeatInterval is the souls' heartbeat period.
+	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// ShutdownTimeout bounds the graceful drain on SIGTERM.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	TLS             TLS      `yaml:"tls"`
+	Git             Git      `yaml:"git"`
+}
+
+// TLS locates the Keeper's TLS material. Empty Cert and Key mean the
+// material `keeper init` generated into <data-dir>/tls.
+type TLS struct {
+	Cert string `yaml:"cert"` // PEM certificate (chain) file
+	Key  string `yaml:"key"`  // PEM private key file
+	// Hosts are extra names and addresses of the generated server
+	// certificate (localhost, loopback and the hostname are always in).
+	Hosts []string `yaml:"hosts"`
+}
+
+// Git configures access to service repositories.
+type Git struct {
+	// SSHKeyFile is the private key for ssh:// sources; empty uses the SSH
+	// agent.
+	SSHKeyFile string `yaml:"ssh_key_file"`
+}
+
+// Default returns the configuration used when nothing is set.
+func Default() Keeper {
+	return Keeper{
+		Listen:            ":8080",
+		LogFormat:         "text",
+		LogLevel:          "info",
+		FanOut:            1000,
+		TaskTimeout:       Duration(10 * time.Minute),
+		HeartbeatInterval: Duration(15 * time.Second),
+		ShutdownTimeout:   Duration(30 * time.Second),
+	}
+}
+
+// Load returns Default overridden by the YAML file at path (unknown keys
+// are errors) and then by the environment.
+func Load(path string) (Keeper, error) {
+	k := Default()
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return Keeper{}, fmt.Errorf("reading config: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)
+		if err := dec.Decode(&k); err != nil && !errors.Is(err, io.EOF) {
+			return Keeper{}, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if v := os.Getenv(EnvDatabaseURL); v != "" {
+		k.DatabaseURL = v
+	}
+	return k, nil
+}
+
+// Validate checks the configuration and says what to change.
+func (k Keeper) Validate() error {
+	var errs []error
+	if k.DataDir == "" {
+		errs = append(errs, errors.New("data_dir (--data-dir) is required"))
+	}
+	if _, _, err := net.SplitHostPort(k.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listen %q: want host:port or :port", k.Listen))
+	}
+	if k.DatabaseURL != "" && !k.Postgres() {
+		errs = append(errs, fmt.Errorf("database_url must be a postgres:// or postgresql:// URL (leave it empty for SQLite in the data dir)"))
+	}
+	switch k.LogFormat {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log_format %q: use text or json", k.LogFormat))
+	}
+	if _, err := parseLevel(k.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if k.FanOut < 1 {
+		errs = append(errs, fmt.Errorf("fan_out must be at least 1"))
+	}
+	for name, d := range map[string]Duration{"task_timeout": k.TaskTimeout, "heartbeat_interval": k.HeartbeatInterval, "shutdown_timeout": k.ShutdownTimeout} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive", name))
+		}
+	}
+	if (k.TLS.Cert == "") != (k.TLS.Key == "") {
+		errs = append(errs, errors.New("tls cert and key are given together or not at all"))
+	}
+	return errors.Join(errs...)
+}
+
+// Postgres reports whether the database is PostgreSQL.
+func (k Keeper) Postgres() bool {
+	return strings.HasPrefix(k.DatabaseURL, "postgres://") || strings.HasPrefix(k.DatabaseURL, "postgresql://")
+}
+
+// SQLitePath is the embedded database file.
+func (k Keeper) SQLitePath() string { return filepath.Join(k.DataDir, "keeper.db") }
+
+// TLSDir holds the generated (or copied) TLS material.
+func (k Keeper) TLSDir() string { return filepath.Join(k.DataDir, "tls") }
+
+// ServicesDir holds the materialized service trees and git mirrors.
+func (k Keeper) ServicesDir() string { return filepath.Join(k.DataDir, "services") }
+
+// KeeperIDFile holds the generated keeper id.
+func (k Keeper) KeeperIDFile() string { return filepath.Join(k.DataDir, "keeper-id") }
+
+// Logger builds the slog logger the configuration asks for, writing to w.
+func (k Keeper) Logger(w io.Writer) (*slog.Logger, error) {
+	lvl, err := parseLevel(k.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch k.LogFormat {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("log_format %q: use text or json", k.LogFormat)
+	}
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if s == "" {
+		return slog.LevelInfo, nil
+	}
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("log_level %q: use debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// Duration is a time.Duration written as "30s", "10m" in YAML and flags.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String renders d like time.Duration.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// Set parses a flag value.
+func (d *Duration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("invalid duration %q: use 30s, 10m, 1h", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Type names the flag type.
+func (d *Duration) Type() string { return "duration" }
+
+// UnmarshalYAML reads a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if err := d.Set(n.Value); err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	return nil
+}
+
+// MarshalYAML writes d as a duration string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
