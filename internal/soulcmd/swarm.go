@@ -1,0 +1,127 @@
+package soulcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/soulstack/soulstack/internal/cmdutil"
+	"github.com/soulstack/soulstack/internal/soul"
+)
+
+func init() { subcommands = append(subcommands, newSwarmCmd) }
+
+// newSwarmCmd is `soul swarm`: many virtual souls in one process.
+func newSwarmCmd() *cobra.Command {
+	var (
+		cf     connFlags
+		count  int
+		prefix string
+		ramp   time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "swarm",
+		Short: "Run N virtual souls in one process (scale tests)",
+		Long: "Runs --count souls, SIDs <prefix>-0001 …, each with its own key and data directory\n" +
+			"under --data-dir and real module code; file modules are confined to <data-dir>/<sid>/root\n" +
+			"and modules that change host-global state refuse to run. Facts are collected once and\n" +
+			"shared, with each soul's own SID.",
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if count < 1 {
+				return cmdutil.Usage(errors.New("--count must be at least 1"))
+			}
+			log, err := cf.logger(c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if prefix == "" {
+				host, err := os.Hostname()
+				if err != nil {
+					return cmdutil.Failed(fmt.Errorf("reading hostname for the SID prefix: %w", err))
+				}
+				prefix, _, _ = strings.Cut(host, ".")
+			}
+			base, err := soul.CollectFacts(soul.FactsOptions{})
+			if err != nil {
+				return cmdutil.Failed(fmt.Errorf("collecting facts: %w", err))
+			}
+			width := max(4, len(fmt.Sprint(count)))
+			agents := make([]*soul.Agent, count)
+			for i := range agents {
+				sid := fmt.Sprintf("%s-%0*d", prefix, width, i+1)
+				dir := filepath.Join(cf.dataDir, sid)
+				root := filepath.Join(dir, "root")
+				if err := os.MkdirAll(root, 0o700); err != nil {
+					return cmdutil.Failed(fmt.Errorf("creating %s: %w", root, err))
+				}
+				cfg := cf.config()
+				cfg.SID, cfg.DataDir, cfg.Root = sid, dir, root
+				cfg.Logger = log
+				cfg.Facts = func() (map[string]any, error) {
+					f := maps.Clone(base)
+					f["sid"] = sid
+					return f, nil
+				}
+				if agents[i], err = soul.NewAgent(cfg); err != nil {
+					return cmdutil.Usage(err)
+				}
+			}
+			log.Info("swarm starting", "count", count, "keeper", cf.keeper, "data_dir", cf.dataDir)
+			return runSwarm(c.Context(), agents, ramp)
+		},
+	}
+	cf.register(c, "soul-swarm")
+	c.Flags().IntVar(&count, "count", 10, "number of souls")
+	c.Flags().StringVar(&prefix, "sid-prefix", "", "SID prefix (default: the short host name)")
+	c.Flags().DurationVar(&ramp, "ramp", 0, "spread the souls' first connections over this long")
+	if f := c.Flags().Lookup("log-level"); f != nil {
+		f.DefValue = "warn"
+		_ = f.Value.Set("warn")
+	}
+	return c
+}
+
+// runSwarm runs every agent until ctx ends and reports the souls the
+// keeper refused.
+func runSwarm(ctx context.Context, agents []*soul.Agent, ramp time.Duration) error {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		refused []error
+	)
+	step := ramp / time.Duration(len(agents))
+	for i, a := range agents {
+		if step > 0 && i > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(step):
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.Run(ctx); err != nil {
+				mu.Lock()
+				refused = append(refused, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(refused) > 0 {
+		return cmdutil.Failed(fmt.Errorf("%d of %d souls stopped: %w", len(refused), len(agents), errors.Join(refused...)))
+	}
+	return nil
+}
