@@ -1,0 +1,183 @@
+package storetest
+
+import (
+	"crypto/sha256"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+var soulTests = []test{
+	{"UpsertAndGet", testSoulUpsert},
+	{"ListFilters", testSoulFilters},
+	{"StatusAndFacts", testSoulStatus},
+	{"JoinTokens", testJoinTokens},
+}
+
+func soul(sid string, covens ...string) store.Soul {
+	return store.Soul{
+		SID:       sid,
+		PublicKey: []byte("key-" + sid),
+		Status:    store.SoulConnected,
+		Covens:    covens,
+		Soulprint: map[string]any{
+			"os":      map[string]any{"family": "debian", "arch": "amd64"},
+			"sid":     sid,
+			"cpus":    float64(4),
+			"network": map[string]any{"primary_ip": "10.0.0.1"},
+		},
+		Version:   "1.0.0",
+		KeeperID:  "k1",
+		LastSeen:  at(time.Minute),
+		CreatedAt: base,
+	}
+}
+
+func testSoulUpsert(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	_, err := s.GetSoul(ctx, "h1")
+	wantNotFound(t, err)
+
+	h1 := soul("h1", "redis", "dc1", "redis") // duplicates and order are normalized
+	must(t, s.UpsertSoul(ctx, h1))
+	got, err := s.GetSoul(ctx, "h1")
+	must(t, err)
+	h1.Covens = []string{"dc1", "redis"}
+	diff(t, "GetSoul", got, h1)
+
+	// Upsert replaces everything but CreatedAt.
+	h1b := store.Soul{SID: "h1", PublicKey: []byte("new"), Status: store.SoulPending, Covens: nil,
+		Soulprint: nil, LastSeen: at(time.Hour), CreatedAt: at(time.Hour)}
+	must(t, s.UpsertSoul(ctx, h1b))
+	got, err = s.GetSoul(ctx, "h1")
+	must(t, err)
+	want := h1b
+	want.Covens, want.Soulprint, want.CreatedAt = []string{}, map[string]any{}, base
+	diff(t, "GetSoul after upsert", got, want)
+}
+
+func testSoulFilters(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for _, so := range []store.Soul{
+		soul("h3", "redis", "dc2"),
+		soul("h1", "redis", "dc1"),
+		soul("h2", "postgres", "dc1"),
+		soul("H0"), // bytewise order: upper case first
+	} {
+		must(t, s.UpsertSoul(ctx, so))
+	}
+	must(t, s.SetSoulStatus(ctx, "h2", store.SoulPending, "", base))
+
+	sids := func(f store.SoulFilter) []string {
+		t.Helper()
+		list, err := s.ListSouls(ctx, f)
+		must(t, err)
+		out := []string{}
+		for _, so := range list {
+			out = append(out, so.SID)
+		}
+		return out
+	}
+	diff(t, "all souls", sids(store.SoulFilter{}), []string{"H0", "h1", "h2", "h3"})
+	diff(t, "pending", sids(store.SoulFilter{Status: store.SoulPending}), []string{"h2"})
+	diff(t, "coven redis", sids(store.SoulFilter{Covens: []string{"redis"}}), []string{"h1", "h3"})
+	diff(t, "covens redis+dc1", sids(store.SoulFilter{Covens: []string{"redis", "dc1"}}), []string{"h1"})
+	diff(t, "covens with a duplicate", sids(store.SoulFilter{Covens: []string{"dc1", "dc1"}}), []string{"h1", "h2"})
+	diff(t, "connected in dc1", sids(store.SoulFilter{Status: store.SoulConnected, Covens: []string{"dc1"}}), []string{"h1"})
+	diff(t, "unknown coven", sids(store.SoulFilter{Covens: []string{"nope"}}), []string{})
+
+	// Coven changes are reflected by the filter.
+	must(t, s.SetSoulCovens(ctx, "h1", []string{"postgres"}))
+	diff(t, "redis after change", sids(store.SoulFilter{Covens: []string{"redis"}}), []string{"h3"})
+	diff(t, "postgres after change", sids(store.SoulFilter{Covens: []string{"postgres"}}), []string{"h1", "h2"})
+	got, err := s.GetSoul(ctx, "h1")
+	must(t, err)
+	diff(t, "covens", got.Covens, []string{"postgres"})
+	wantNotFound(t, s.SetSoulCovens(ctx, "ghost", []string{"x"}))
+}
+
+func testSoulStatus(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	must(t, s.UpsertSoul(ctx, soul("h1")))
+	must(t, s.UpsertSoul(ctx, soul("h2")))
+	h3 := soul("h3")
+	h3.KeeperID = "k2"
+	must(t, s.UpsertSoul(ctx, h3))
+	h4 := soul("h4")
+	h4.Status = store.SoulPending
+	must(t, s.UpsertSoul(ctx, h4))
+
+	must(t, s.SetSoulStatus(ctx, "h2", store.SoulConnected, "k2", at(time.Hour)))
+	got, err := s.GetSoul(ctx, "h2")
+	must(t, err)
+	if got.Status != store.SoulConnected || got.KeeperID != "k2" || !got.LastSeen.Equal(at(time.Hour)) {
+		t.Fatalf("after SetSoulStatus: %+v", got)
+	}
+	wantNotFound(t, s.SetSoulStatus(ctx, "ghost", store.SoulConnected, "k1", base))
+
+	facts := map[string]any{"os": map[string]any{"family": "redhat"}, "covens": []any{"a", "b"}, "up": true}
+	must(t, s.UpdateSoulprint(ctx, "h1", facts, at(2*time.Hour)))
+	got, err = s.GetSoul(ctx, "h1")
+	must(t, err)
+	diff(t, "soulprint", got.Soulprint, facts)
+	if !got.LastSeen.Equal(at(2 * time.Hour)) {
+		t.Fatalf("UpdateSoulprint did not touch LastSeen: %v", got.LastSeen)
+	}
+	wantNotFound(t, s.UpdateSoulprint(ctx, "ghost", facts, base))
+
+	must(t, s.TouchSoul(ctx, "h1", at(3*time.Hour)))
+	got, err = s.GetSoul(ctx, "h1")
+	must(t, err)
+	if !got.LastSeen.Equal(at(3 * time.Hour)) {
+		t.Fatalf("TouchSoul: LastSeen = %v", got.LastSeen)
+	}
+	wantNotFound(t, s.TouchSoul(ctx, "ghost", base))
+
+	// Keeper k1 restarts: only its connected souls (h1) become disconnected.
+	must(t, s.MarkKeeperSoulsDisconnected(ctx, "k1"))
+	want := map[string][2]string{
+		"h1": {store.SoulDisconnected, ""},
+		"h2": {store.SoulConnected, "k2"},
+		"h3": {store.SoulConnected, "k2"},
+		"h4": {store.SoulPending, "k1"},
+	}
+	for sid, w := range want {
+		got, err := s.GetSoul(ctx, sid)
+		must(t, err)
+		if got.Status != w[0] || got.KeeperID != w[1] {
+			t.Errorf("%s: status %s keeper %q, want %s %q", sid, got.Status, got.KeeperID, w[0], w[1])
+		}
+	}
+}
+
+func testJoinTokens(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	secret := sha256.Sum256([]byte("secret"))
+	jt := store.JoinToken{ID: "j1", SecretHash: secret[:], Covens: []string{"redis", "dc1"},
+		ExpiresAt: at(time.Hour), CreatedBy: "a1", CreatedAt: base}
+	must(t, s.CreateJoinToken(ctx, jt))
+	wantConflict(t, s.CreateJoinToken(ctx, jt))
+
+	got, err := s.UseJoinToken(ctx, secret[:], at(time.Minute))
+	must(t, err)
+	jt.Covens, jt.Uses = []string{"dc1", "redis"}, 1
+	diff(t, "UseJoinToken", got, jt)
+	if string(got.SecretHash) != string(secret[:]) {
+		t.Fatalf("SecretHash not returned")
+	}
+	got, err = s.UseJoinToken(ctx, secret[:], at(59*time.Minute))
+	must(t, err)
+	if got.Uses != 2 {
+		t.Fatalf("second use: Uses = %d", got.Uses)
+	}
+
+	// Expired: exactly at ExpiresAt and after.
+	_, err = s.UseJoinToken(ctx, secret[:], at(time.Hour))
+	wantNotFound(t, err)
+	_, err = s.UseJoinToken(ctx, secret[:], at(2*time.Hour))
+	wantNotFound(t, err)
+	other := sha256.Sum256([]byte("other"))
+	_, err = s.UseJoinToken(ctx, other[:], base)
+	wantNotFound(t, err)
+}
