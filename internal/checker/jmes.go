@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	jmespath "github.com/jmespath-community/go-jmespath"
 	"github.com/jmespath-community/go-jmespath/pkg/functions"
@@ -87,7 +88,11 @@ func setFunction(name string, keep func(inB bool) bool, union bool) functions.Fu
 }
 
 // CompileFilter parses expr and checks that every function it calls exists.
+// Like jmespath.py, it accepts the legacy literal form with elided quotes
+// that the seeds use (`DOWN` for `"DOWN"`).
 func CompileFilter(expr string) (*Filter, error) {
+	src := expr
+	expr = quoteLegacyLiterals(expr)
 	ast, err := parsing.NewParser().Parse(expr)
 	if err != nil {
 		return nil, fmt.Errorf("invalid JMESPath %q: %w", expr, err)
@@ -99,7 +104,43 @@ func CompileFilter(expr string) (*Filter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid JMESPath %q: %w", expr, err)
 	}
-	return &Filter{src: expr, jp: jp}, nil
+	return &Filter{src: src, jp: jp}, nil
+}
+
+// quoteLegacyLiterals rewrites every `…` literal whose content is not JSON
+// into the JSON string of that content, as the JMESPath specification's
+// deprecated elided-quotes form (still honoured by jmespath.py) reads it.
+// Raw strings '…' and quoted identifiers "…" are skipped over.
+func quoteLegacyLiterals(expr string) string {
+	var sb strings.Builder
+	for i := 0; i < len(expr); i++ {
+		c := expr[i]
+		if c != '\'' && c != '"' && c != '`' {
+			sb.WriteByte(c)
+			continue
+		}
+		j := i + 1
+		for ; j < len(expr) && expr[j] != c; j++ {
+			if expr[j] == '\\' {
+				j++
+			}
+		}
+		if j >= len(expr) { // unterminated: let the parser report it
+			sb.WriteString(expr[i:])
+			break
+		}
+		tok := expr[i : j+1]
+		if c == '`' {
+			body := strings.ReplaceAll(tok[1:len(tok)-1], "\\`", "`")
+			if !json.Valid([]byte(body)) {
+				quoted, _ := marshalJSON(strings.TrimSpace(body))
+				tok = "`" + strings.ReplaceAll(string(quoted), "`", "\\`") + "`"
+			}
+		}
+		sb.WriteString(tok)
+		i = j
+	}
+	return sb.String()
 }
 
 func unknownFunction(n parsing.ASTNode) string {

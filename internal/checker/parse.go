@@ -148,8 +148,8 @@ func (p *parser) seconds(n *yaml.Node, what string) (time.Duration, bool) {
 	return time.Duration(f * float64(time.Second)), true
 }
 
-func (p *parser) config(n *yaml.Node) Config {
-	var c Config
+func (p *parser) config(n *yaml.Node) ProcedureConfig {
+	var c ProcedureConfig
 	f := p.fields(n, "config", "run-on-vip", "timeout")
 	if v := f["run-on-vip"]; v != nil {
 		c.RunOnVIP = p.boolean(v, "config.run-on-vip")

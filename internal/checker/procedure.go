@@ -64,7 +64,7 @@ var knownOps = map[Op]bool{OpEq: true, OpNe: true, OpGt: true, OpGe: true, OpLt:
 type Procedure struct {
 	Name   string
 	Source string
-	Config Config
+	Config ProcedureConfig
 	Vars   []*Var // in declaration order
 	Steps  []*Step
 }
@@ -79,8 +79,8 @@ func (p *Procedure) Var(name string) *Var {
 	return nil
 }
 
-// Config is the procedure's config: block.
-type Config struct {
+// ProcedureConfig is the procedure's config: block.
+type ProcedureConfig struct {
 	RunOnVIP bool
 	Timeout  time.Duration // 0 = none
 }

@@ -1,0 +1,359 @@
+package checker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// Step-log kinds (store.CheckerLogLine.Kind).
+const (
+	LogTask      = "task"
+	LogCondition = "condition"
+	LogAttempt   = "attempt"
+	LogAction    = "action"
+	LogAPICall   = "apicall"
+	LogStderr    = "stderr"
+	LogParse     = "parse"
+	LogDeps      = "deps"
+	LogMessage   = "log"
+	LogError     = "error"
+)
+
+// errExit ends a task successfully at once (handler _exit).
+var errExit = errors.New("_exit")
+
+// timeoutError is the cancel cause of a task whose config.timeout passed.
+type timeoutError struct{ taskID, after string }
+
+func (e *timeoutError) Error() string { return "task timed out after " + e.after }
+
+// parentEnded is the cancel cause of a sub-task whose parent was cancelled
+// or timed out.
+type parentEnded struct {
+	parentID, status string
+}
+
+func (e *parentEnded) Error() string {
+	return fmt.Sprintf("cancelled because parent task %s ended %s", e.parentID, e.status)
+}
+
+// run is the state of one task while it runs. Only the task's goroutine
+// touches it.
+type run struct {
+	c        *Checker
+	ctx      context.Context
+	proc     *Procedure
+	task     store.CheckerTask
+	vars     map[string]any
+	deps     []dep
+	waited   int    // deps[:waited] have reached a terminal status
+	depsStep string // the step that last pushed into @deps
+	message  string // last user log line: the task's task_message
+}
+
+// run executes task t of proc and records its outcome.
+func (c *Checker) run(ctx context.Context, proc *Procedure, t store.CheckerTask) {
+	r := &run{c: c, ctx: ctx, proc: proc, task: t, vars: map[string]any{}}
+	for _, v := range proc.Vars {
+		r.vars[v.Name] = v.Default
+	}
+	for k, v := range t.Vars {
+		r.vars[k] = v
+	}
+	r.vars[VarDeps] = []any{}
+	r.vars[VarDepsStatus] = []any{}
+
+	now := c.clock.Now()
+	r.task.Status, r.task.StartedAt, r.task.KeeperID = StatusRunning, &now, c.keeperID
+	r.save()
+
+	if d := proc.Config.Timeout; d > 0 {
+		tctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		r.ctx = tctx
+		stop := make(chan struct{})
+		exited := make(chan struct{})
+		go func() {
+			defer close(exited)
+			select {
+			case <-c.clock.After(d):
+				cancel(&timeoutError{taskID: t.ID, after: d.String()})
+			case <-stop:
+			}
+		}()
+		defer func() {
+			close(stop)
+			<-exited
+		}()
+	}
+	r.finish(r.steps())
+}
+
+// steps runs the steps in order, waiting for new @deps between them.
+func (r *run) steps() error {
+	r.logf("", LogTask, nil, "task %s of procedure %s started", r.task.ID, r.proc.Name)
+	for _, s := range r.proc.Steps {
+		if err := r.waitDeps(); err != nil {
+			return err
+		}
+		if r.proc.Config.RunOnVIP && !r.c.isLeader() {
+			return fmt.Errorf("this keeper is no longer the leader; a run-on-vip task stops here (before step %s)", s.Name)
+		}
+		if err := r.step(s); err != nil {
+			return err
+		}
+	}
+	return r.waitDeps()
+}
+
+// finish classifies the outcome, persists it and, when the task was
+// cancelled or timed out, cancels its running sub-tasks.
+func (r *run) finish(err error) {
+	status, runErr := StatusSuccess, ""
+	if errors.Is(err, errExit) {
+		err = nil
+	}
+	if err != nil {
+		status, runErr = StatusFailure, err.Error()
+		if cause := context.Cause(r.ctx); r.ctx.Err() != nil && cause != nil {
+			var te *timeoutError
+			var pe *parentEnded
+			switch {
+			case errors.As(cause, &te) && te.taskID == r.task.ID:
+				status, runErr = StatusTimeout, cause.Error()
+			case errors.Is(cause, errCancelled), errors.As(cause, &pe):
+				status, runErr = StatusCancelled, cause.Error()
+			case errors.As(cause, &te):
+				status, runErr = StatusCancelled, "cancelled: a parent task "+cause.Error()
+			default:
+				runErr = cause.Error()
+			}
+		}
+	}
+	if status == StatusCancelled || status == StatusTimeout {
+		r.c.cancelChildren(r.task.ID, &parentEnded{parentID: r.task.ID, status: status})
+	}
+	if runErr != "" {
+		r.logf("", LogError, nil, "%s", runErr)
+	}
+	r.logf("", LogTask, nil, "task ended %s", status)
+	now := r.c.clock.Now()
+	r.task.Status, r.task.RunError, r.task.Message, r.task.FinishedAt = status, runErr, r.message, &now
+	r.save()
+}
+
+// save persists the task's status fields; it outlives cancellation so the
+// final status is always written.
+func (r *run) save() {
+	ctx := context.WithoutCancel(r.ctx)
+	t := r.task
+	t.Log = nil
+	if err := r.c.store.UpdateCheckerTask(ctx, t); err != nil {
+		r.c.log.Error("checker: saving task", "task", t.ID, "err", err)
+	}
+}
+
+// logf appends a line to the task's step log.
+func (r *run) logf(step, kind string, data map[string]any, format string, args ...any) {
+	line := store.CheckerLogLine{Time: r.c.clock.Now(), Step: step, Kind: kind, Message: fmt.Sprintf(format, args...), Data: data}
+	if err := r.c.store.AppendCheckerLog(context.WithoutCancel(r.ctx), r.task.ID, []store.CheckerLogLine{line}); err != nil {
+		r.c.log.Error("checker: appending step log", "task", r.task.ID, "err", err)
+	}
+}
+
+// userLog renders a log: template and records it; the last non-empty one
+// becomes the task's task_message.
+func (r *run) userLog(step string, t *Template) error {
+	if t == nil {
+		return nil
+	}
+	s, err := t.Render(r.vars)
+	if err != nil {
+		return fmt.Errorf("step %s: log: %w", step, err)
+	}
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	r.message = s
+	r.logf(step, LogMessage, nil, "%s", s)
+	return nil
+}
+
+// step runs one step: its conditions, then (unless skipped) its action.
+func (r *run) step(s *Step) error {
+	for i, cond := range s.Conditions {
+		held, err := r.condition(s, i+1, cond)
+		if err != nil {
+			return fmt.Errorf("step %s: condition %d: %w", s.Name, i+1, err)
+		}
+		if held {
+			continue
+		}
+		switch cond.OnError[ErrAttemptsLimitReached] {
+		case HandlerExit:
+			r.logf(s.Name, LogCondition, nil, "condition %d: %s → %s: the task ends successfully", i+1, ErrAttemptsLimitReached, HandlerExit)
+			return errExit
+		case HandlerContinue:
+			r.logf(s.Name, LogCondition, nil, "condition %d: %s → %s: skipping the action of step %s", i+1, ErrAttemptsLimitReached, HandlerContinue, s.Name)
+			return nil
+		default:
+			return fmt.Errorf("step %s: condition %d not met after %d attempt(s) (%s, no on-error handler)",
+				s.Name, i+1, cond.Attempts.Max, ErrAttemptsLimitReached)
+		}
+	}
+	if s.Action == nil {
+		return nil
+	}
+	if err := r.action(s); err != nil {
+		return fmt.Errorf("step %s: action: %w", s.Name, err)
+	}
+	return nil
+}
+
+// condition evaluates cond up to Attempts.Max times, Interval apart, and
+// reports whether it held on Attempts.Min consecutive attempts.
+func (r *run) condition(s *Step, n int, cond *Condition) (bool, error) {
+	if err := r.userLog(s.Name, cond.Log.Before); err != nil {
+		return false, err
+	}
+	a := cond.Attempts
+	held, streak := false, 0
+	for i := 1; i <= a.Max && !held; i++ {
+		if i > 1 && a.Interval > 0 {
+			if err := r.c.clock.Sleep(r.ctx, a.Interval); err != nil {
+				return false, err
+			}
+		}
+		ok, err := r.attempt(s, n, i, cond)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			streak++
+		} else {
+			streak = 0
+		}
+		held = streak >= a.Min
+	}
+	if err := r.userLog(s.Name, cond.Log.After); err != nil {
+		return false, err
+	}
+	return held, nil
+}
+
+// attempt evaluates cond once and logs what every filter returned.
+func (r *run) attempt(s *Step, n, i int, cond *Condition) (bool, error) {
+	var data any
+	var err error
+	if cond.Calls != nil {
+		data, _, err = r.calls(s.Name, cond.Calls)
+	} else {
+		data, err = cond.Const.Render(r.vars)
+	}
+	if err != nil {
+		return false, err
+	}
+	all := true
+	var results []any
+	for _, e := range cond.Expect {
+		got, err := e.Filter.Search(data)
+		if err != nil {
+			return false, err
+		}
+		want, err := e.Value.Render(r.vars)
+		if err != nil {
+			return false, err
+		}
+		ok, err := compare(e.Op, got, want)
+		if err != nil {
+			return false, fmt.Errorf("filter %q returned %s: %w", e.Filter, toJSON(got), err)
+		}
+		all = all && ok
+		results = append(results, map[string]any{"filter": e.Filter.String(), "op": string(e.Op), "value": want, "got": got, "held": ok})
+	}
+	verdict := "not held"
+	if all {
+		verdict = "held"
+	}
+	r.logf(s.Name, LogAttempt, map[string]any{"condition": n, "attempt": i, "expect": results},
+		"condition %d attempt %d/%d: %s (%s)", n, i, cond.Attempts.Max, verdict, describe(results))
+	return all, nil
+}
+
+func describe(results []any) string {
+	parts := make([]string, len(results))
+	for i, x := range results {
+		m := x.(map[string]any)
+		parts[i] = fmt.Sprintf("%s → %s %s %s", m["filter"], toJSON(m["got"]), m["op"], toJSON(m["value"]))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// action runs a step's action: log before, apicalls, parse, log after.
+func (r *run) action(s *Step) error {
+	a := s.Action
+	if err := r.userLog(s.Name, a.Log.Before); err != nil {
+		return err
+	}
+	if a.Calls != nil {
+		result, src, err := r.calls(s.Name, a.Calls)
+		if err != nil {
+			return err
+		}
+		for _, p := range a.Parse {
+			if err := r.parse(s.Name, p, result, src); err != nil {
+				return err
+			}
+		}
+	}
+	return r.userLog(s.Name, a.Log.After)
+}
+
+// parse applies one parse rule to an apicall result.
+func (r *run) parse(step string, p *ParseRule, result any, src string) error {
+	v, err := p.Filter.Search(result)
+	if err != nil {
+		return fmt.Errorf("parse: %w", err)
+	}
+	if p.Var == VarDeps {
+		ids, err := depIDs(v)
+		if err != nil {
+			return fmt.Errorf("parse %q → push %s: %w", p.Filter, VarDeps, err)
+		}
+		for _, id := range ids {
+			r.deps = append(r.deps, dep{ID: id, Source: src})
+		}
+		r.vars[VarDeps] = r.depList()
+		r.depsStep = step
+		r.logf(step, LogParse, map[string]any{"ids": ids, "source": src}, "parse %s → push %s %s", p.Filter, VarDeps, toJSON(ids))
+		return nil
+	}
+	d := r.proc.Var(p.Var)
+	switch p.Op {
+	case ParseStore:
+		if !checkType(d.Type, v) {
+			return fmt.Errorf("parse %q → store %s: var is %s, got %s", p.Filter, p.Var, d.Type, toJSON(v))
+		}
+		r.vars[p.Var] = v
+	case ParsePush:
+		cur, _ := r.vars[p.Var].([]any)
+		next := append([]any{}, cur...)
+		items, isList := v.([]any)
+		if !isList {
+			items = []any{v}
+		}
+		for _, e := range items {
+			if !checkElem(d.Type, e) {
+				return fmt.Errorf("parse %q → push %s: var is %s, element %s is not %s", p.Filter, p.Var, d.Type, toJSON(e), d.Type.elemType())
+			}
+			next = append(next, e)
+		}
+		r.vars[p.Var] = next
+	}
+	r.logf(step, LogParse, map[string]any{"var": p.Var, "value": r.vars[p.Var]}, "parse %s → %s %s = %s", p.Filter, p.Op, p.Var, toJSON(r.vars[p.Var]))
+	return nil
+}
