@@ -1,0 +1,49 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/dsl"
+)
+
+// invalidService classifies a Loader error: DSL problems become a 400 whose
+// details list every problem with file, line and column; other invalid
+// errors keep their details; anything else (an unreadable tree) stays an
+// internal error.
+func invalidService(name, commit string, err error) error {
+	var ps dsl.Problems
+	if errors.As(err, &ps) && len(ps) > 0 {
+		return &domain.Error{
+			Code:    domain.CodeInvalid,
+			Message: fmt.Sprintf("service %s at commit %.12s is invalid (%d %s); fix the repository and register again", name, commit, len(ps), plural(len(ps), "problem")),
+			Details: Problems(ps),
+			Err:     err,
+		}
+	}
+	if domain.ErrorCode(err) == domain.CodeInvalid {
+		return fmt.Errorf("service %s at commit %.12s is invalid: %w", name, commit, err)
+	}
+	return fmt.Errorf("loading service %s at commit %.12s: %w", name, commit, err)
+}
+
+// Problems converts DSL problems to their wire form.
+func Problems(ps dsl.Problems) []apiclient.Problem {
+	out := make([]apiclient.Problem, len(ps))
+	for i, p := range ps {
+		out[i] = apiclient.Problem{
+			File: p.Pos.File, Line: p.Pos.Line, Col: p.Pos.Col,
+			Key: p.Key, Message: p.Message, Text: p.String(),
+		}
+	}
+	return out
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
