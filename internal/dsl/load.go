@@ -170,8 +170,11 @@ func (p *parser) manifest(fsys fs.FS, svc *Service) {
 		p.add(Pos{File: file}, "", "service.yml is missing: every service repository needs one with at least name:")
 		return
 	}
-	root := p.parseYAML(file, data)
 	svc.Manifest.Pos = Pos{File: file, Line: 1, Col: 1}
+	root, ok := p.parseYAML(file, data)
+	if !ok {
+		return
+	}
 	ents, ok := p.mapping(file, root, "service.yml")
 	if !ok {
 		return
@@ -206,7 +209,8 @@ func (p *parser) manifest(fsys fs.FS, svc *Service) {
 		}
 		sch, err := compileSchema(m)
 		if err != nil {
-			p.add(posOf(file, schemaNode), "state_schema", "state_schema is not a valid JSON Schema: "+err.Error())
+			msg, loc := schemaErrorLeaves(err)
+			p.add(posOf(file, nodeAt(schemaNode, loc)), "state_schema", "state_schema is not a valid JSON Schema: "+msg)
 			return
 		}
 		svc.Manifest.StateSchema = m
@@ -256,7 +260,10 @@ func (p *parser) essence(fsys fs.FS, svc *Service) {
 			p.add(Pos{File: file}, "", fmt.Sprintf("cannot read: %v", err))
 			continue
 		}
-		root := p.parseYAML(file, data)
+		root, ok := p.parseYAML(file, data)
+		if !ok {
+			continue
+		}
 		if root == nil {
 			svc.Essences[base] = map[string]any{}
 			continue

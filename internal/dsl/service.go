@@ -3,8 +3,10 @@ package dsl
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -65,7 +67,8 @@ func (s *Service) ValidateState(state map[string]any) error {
 		return fmt.Errorf("state is not JSON-representable: %w", err)
 	}
 	if err := s.stateSchema.Validate(doc); err != nil {
-		return &domain.Error{Code: domain.CodeInvalid, Message: "state violates service.yml state_schema", Err: err}
+		msg, _ := schemaErrorLeaves(err)
+		return &domain.Error{Code: domain.CodeInvalid, Message: "state violates service.yml state_schema", Err: errors.New(msg)}
 	}
 	return nil
 }
@@ -118,4 +121,35 @@ func (s *Service) Counts() Counts {
 		walk(d.Tasks)
 	}
 	return c
+}
+
+// schemaErrorLeaves flattens a jsonschema error into its leaf messages
+// ("at '/properties/version/type': value must be one of …") and the
+// instance location of the first leaf.
+func schemaErrorLeaves(err error) (string, []string) {
+	var sve *jsonschema.SchemaValidationError
+	if errors.As(err, &sve) {
+		err = sve.Err
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return err.Error(), nil
+	}
+	var leaves []string
+	var first []string
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			if first == nil {
+				first = e.InstanceLocation
+			}
+			leaves = append(leaves, e.Error())
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return strings.Join(leaves, "; "), first
 }

@@ -62,7 +62,9 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 	}
 	t := &Task{Pos: posOf(file, deref(n)), KeyPos: map[string]Pos{}}
 	v := map[string]*yaml.Node{}
+	present := map[string]bool{}
 	for _, e := range ents {
+		present[e.key] = true
 		switch {
 		case slices.Contains(commonTaskKeys, e.key):
 		case slices.Contains(scenarioTaskKeys, e.key):
@@ -80,7 +82,7 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 	if nn, ok := v["name"]; ok {
 		t.Name, _ = p.str(file, nn, "name")
 	}
-	p.taskAction(u, file, t, v)
+	p.taskAction(u, file, t, v, present)
 
 	// Keys evaluated before the task runs see earlier registers only.
 	before := templateOpts{}
@@ -146,6 +148,14 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 	return []*Task{t}
 }
 
+// keyPos is the position of key k on t, or of t when k was not recorded.
+func keyPos(t *Task, k string) Pos {
+	if p, ok := t.KeyPos[k]; ok {
+		return p
+	}
+	return t.Pos
+}
+
 func onlyKeys(v map[string]*yaml.Node, keys ...string) bool {
 	for k := range v {
 		if !slices.Contains(keys, k) {
@@ -167,10 +177,12 @@ func scenarioOnlyMessage(key string) string {
 
 // taskAction checks that exactly one of module/apply/block/include is
 // given.
-func (p *parser) taskAction(u *unit, file string, t *Task, v map[string]*yaml.Node) {
+// present holds every key given, including ones already reported as not
+// allowed here, so a destiny task with apply: is not also "doing nothing".
+func (p *parser) taskAction(u *unit, file string, t *Task, v map[string]*yaml.Node, present map[string]bool) {
 	var given []string
 	for _, k := range actionKeys {
-		if _, ok := v[k]; ok {
+		if present[k] {
 			given = append(given, k)
 		}
 	}
@@ -186,9 +198,9 @@ func (p *parser) taskAction(u *unit, file string, t *Task, v map[string]*yaml.No
 		}
 		p.add(t.Pos, "", fmt.Sprintf("%s does nothing: give it exactly one of %s", what, keys))
 	case slices.Contains(given, "apply") && slices.Contains(given, "module"):
-		p.add(t.KeyPos["apply"], "apply", "apply: and module: are exclusive: a task either calls a module or applies a destiny; split it into two tasks")
+		p.add(keyPos(t, "apply"), "apply", "apply: and module: are exclusive: a task either calls a module or applies a destiny; split it into two tasks")
 	case len(given) > 1:
-		p.add(t.KeyPos[given[1]], given[1], fmt.Sprintf("a task takes exactly one of module:, apply:, block:, include:, but this one has %s: split it into separate tasks", strings.Join(given, " and ")))
+		p.add(keyPos(t, given[1]), given[1], fmt.Sprintf("a task takes exactly one of module:, apply:, block:, include:, but this one has %s: split it into separate tasks", strings.Join(given, " and ")))
 	}
 	if _, ok := v["params"]; ok && !slices.Contains(given, "module") {
 		p.add(t.KeyPos["params"], "params", "params: only goes with module:; apply: takes its values under apply.input")
@@ -250,8 +262,8 @@ func (p *parser) include(u *unit, file string, t *Task, n *yaml.Node) {
 	u.including = append(u.including, name)
 	defer func() { u.including = u.including[:len(u.including)-1] }()
 	nfile := u.file(name)
-	root := p.parseYAML(nfile, data)
-	if root == nil {
+	root, ok := p.parseYAML(nfile, data)
+	if !ok || root == nil {
 		return
 	}
 	if deref(root).Kind != yaml.SequenceNode {

@@ -28,7 +28,10 @@ func (p *parser) scenario(svc *Service, name, dir string, files map[string][]byt
 		s.Vars = p.varsFile(u, vdata)
 	}
 	file := u.file("main.yml")
-	root := p.parseYAML(file, data)
+	root, ok := p.parseYAML(file, data)
+	if !ok {
+		return s
+	}
 	ents, ok := p.mapping(file, root, "scenario main.yml")
 	if !ok {
 		return s
@@ -67,7 +70,10 @@ func (p *parser) destiny(name, dir string, files map[string][]byte) *Destiny {
 		return nil
 	}
 	file := u.file("main.yml")
-	root := p.parseYAML(file, data)
+	root, ok := p.parseYAML(file, data)
+	if !ok {
+		return d
+	}
 	ents, ok := p.mapping(file, root, "destiny main.yml")
 	if !ok {
 		return d
@@ -113,7 +119,10 @@ func newUnit(kind expr.Kind, name, dir string, files map[string][]byte, svc *Ser
 // varsFile parses a scenario's vars.yml.
 func (p *parser) varsFile(u *unit, data []byte) map[string]any {
 	file := u.file("vars.yml")
-	root := p.parseYAML(file, data)
+	root, ok := p.parseYAML(file, data)
+	if !ok {
+		return nil
+	}
 	return p.varsMap(u, file, root, "vars", true)
 }
 

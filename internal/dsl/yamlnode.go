@@ -17,12 +17,12 @@ const maxNodes = 200_000
 var yamlLineRE = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 
 // parseYAML decodes data into its root node. An empty document yields a
-// nil node and no problem.
-func (p *parser) parseYAML(file string, data []byte) (root *yaml.Node) {
+// nil node; ok is false when the YAML is invalid (already reported).
+func (p *parser) parseYAML(file string, data []byte) (root *yaml.Node, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.add(Pos{File: file, Line: 1, Col: 1}, "", fmt.Sprintf("cannot parse YAML: %v", r))
-			root = nil
+			root, ok = nil, false
 		}
 	}()
 	var doc yaml.Node
@@ -34,13 +34,37 @@ func (p *parser) parseYAML(file string, data []byte) (root *yaml.Node) {
 			}
 			msg = m[2]
 		}
-		p.add(Pos{File: file, Line: line, Col: 1}, "", "invalid YAML: "+msg+yamlHint(msg))
-		return nil
+		line, col := problemLine(data, line)
+		p.add(Pos{File: file, Line: line, Col: col}, "", "invalid YAML: "+msg+yamlHint(msg))
+		return nil, false
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return nil
+		return nil, true
 	}
-	return doc.Content[0]
+	return doc.Content[0], true
+}
+
+// maxRescanLines bounds the search for the line a YAML error is on.
+const maxRescanLines = 1000
+
+// problemLine finds the line a YAML error is really on. yaml.v3 reports the
+// line where the enclosing construct started (for an indentation error in
+// a list, the line of the list's key), so the first prefix of the document
+// from that line on that fails to parse marks the offending line. The
+// column is the line's first non-blank character.
+func problemLine(data []byte, reported int) (int, int) {
+	lines := strings.SplitAfter(string(data), "\n")
+	if reported < 1 || reported > len(lines) || len(lines) > maxRescanLines {
+		return max(reported, 1), 1
+	}
+	for n := reported; n <= len(lines); n++ {
+		var doc yaml.Node
+		if yaml.Unmarshal([]byte(strings.Join(lines[:n], "")), &doc) != nil {
+			l := lines[n-1]
+			return n, len(l) - len(strings.TrimLeft(l, " \t")) + 1
+		}
+	}
+	return reported, 1
 }
 
 func yamlHint(msg string) string {
@@ -338,4 +362,34 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// nodeAt follows a JSON pointer's tokens from n (map keys and list
+// indexes), stopping at the deepest node that exists.
+func nodeAt(n *yaml.Node, tokens []string) *yaml.Node {
+	n = deref(n)
+	for _, tok := range tokens {
+		if n == nil {
+			break
+		}
+		var next *yaml.Node
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == tok {
+					next = n.Content[i+1]
+					break
+				}
+			}
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(tok); err == nil && i >= 0 && i < len(n.Content) {
+				next = n.Content[i]
+			}
+		}
+		if next == nil {
+			break
+		}
+		n = deref(next)
+	}
+	return n
 }

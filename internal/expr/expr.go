@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -133,6 +134,14 @@ func ForKind(k Kind) *Env {
 	return shared[k]
 }
 
+// Roots lists the root names expressions of e's kind may use.
+func (e *Env) Roots() []string {
+	if e.kind == KindDestiny {
+		return []string{"input", "essence", "vars", "item", "loop_index", "register", "soulprint"}
+	}
+	return Roots
+}
+
 // Kind returns the kind of e.
 func (e *Env) Kind() Kind { return e.kind }
 
@@ -180,7 +189,7 @@ func (e *Env) compile(src string) (*Program, error) {
 	}
 	parsed, iss := e.cel.Parse(src)
 	if iss.Err() != nil {
-		return nil, issuesError(iss)
+		return nil, issuesError(iss, e.Roots())
 	}
 	refs := collectRefs(parsed.NativeRep())
 	if err := e.checkIsolation(refs); err != nil {
@@ -188,7 +197,7 @@ func (e *Env) compile(src string) (*Program, error) {
 	}
 	checked, iss := e.cel.Check(parsed)
 	if iss.Err() != nil {
-		return nil, issuesError(iss)
+		return nil, issuesError(iss, e.Roots())
 	}
 	prg, err := e.cel.Program(checked,
 		cel.CostLimit(e.costLimit),
@@ -216,17 +225,25 @@ func (p *Program) outType() string {
 	return ast.OutputType().String()
 }
 
+var (
+	expectingRE  = regexp.MustCompile(` expecting (\{[^}]*\}|'[^']*'|[A-Z_]+)`)
+	undeclaredRE = regexp.MustCompile(`^undeclared reference to '([^']*)' \(in container ''\)$`)
+)
+
 // issuesError renders CEL issues compactly: "col 5: undeclared reference to
 // 'foo'; …" (the caller adds file and line).
-func issuesError(iss *cel.Issues) error {
+func issuesError(iss *cel.Issues, roots []string) error {
 	var parts []string
-	for _, e := range iss.Errors() {
-		msg := e.Message
-		if e.Location != nil && e.Location.Line() > 0 {
-			if e.Location.Line() > 1 {
-				msg = fmt.Sprintf("line %d col %d: %s", e.Location.Line(), e.Location.Column()+1, msg)
+	for _, ie := range iss.Errors() {
+		msg := expectingRE.ReplaceAllString(ie.Message, "")
+		if m := undeclaredRE.FindStringSubmatch(msg); m != nil {
+			msg = fmt.Sprintf("unknown name %s (roots are %s)%s", m[1], strings.Join(roots, ", "), closest(m[1], roots))
+		}
+		if loc := ie.Location; loc != nil && loc.Line() > 0 {
+			if loc.Line() > 1 {
+				msg = fmt.Sprintf("line %d col %d: %s", loc.Line(), loc.Column()+1, msg)
 			} else {
-				msg = fmt.Sprintf("col %d: %s", e.Location.Column()+1, msg)
+				msg = fmt.Sprintf("col %d: %s", loc.Column()+1, msg)
 			}
 		}
 		parts = append(parts, msg)

@@ -84,7 +84,7 @@ func (e *Env) predicate(src string) (cel.Program, error) {
 	p, err := func() (cel.Program, error) {
 		ast, iss := e.predicates.Compile(src)
 		if iss.Err() != nil {
-			return nil, fmt.Errorf("where(%q): %w", src, issuesError(iss))
+			return nil, fmt.Errorf("where(%q): %w", src, issuesError(iss, []string{"self"}))
 		}
 		if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
 			return nil, fmt.Errorf("where(%q): the predicate must be boolean, it yields %s", src, t)
