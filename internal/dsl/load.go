@@ -40,10 +40,10 @@ func (p *parser) add(pos Pos, key, msg string) {
 func Load(dir string) (*Service, Problems) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, Problems{{Pos: Pos{File: dir}, Message: fmt.Sprintf("cannot read service repository: %v", err)}}
+		return nil, Problems{{Pos: Pos{File: "."}, Message: fmt.Sprintf("cannot read service repository: %v", err)}}
 	}
 	if !st.IsDir() {
-		return nil, Problems{{Pos: Pos{File: dir}, Message: "service repository must be a directory"}}
+		return nil, Problems{{Pos: Pos{File: "."}, Message: "service repository must be a directory"}}
 	}
 	return LoadFS(os.DirFS(dir))
 }

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"encoding/json"
 	"sort"
 	"strings"
 
@@ -12,6 +13,30 @@ type Problem struct {
 	Pos     Pos    `json:"-"`
 	Key     string `json:"key"`
 	Message string `json:"message"`
+}
+
+// problemJSON is the wire form of a Problem: {file, line, col, key, message}.
+type problemJSON struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	Key     string `json:"key"`
+	Message string `json:"message"`
+}
+
+// MarshalJSON renders the problem flat: {file, line, col, key, message}.
+func (p Problem) MarshalJSON() ([]byte, error) {
+	return json.Marshal(problemJSON{File: p.Pos.File, Line: p.Pos.Line, Col: p.Pos.Col, Key: p.Key, Message: p.Message})
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (p *Problem) UnmarshalJSON(data []byte) error {
+	var j problemJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*p = Problem{Pos: Pos{File: j.File, Line: j.Line, Col: j.Col}, Key: j.Key, Message: j.Message}
+	return nil
 }
 
 // String renders the problem as "file:line:col: message".
