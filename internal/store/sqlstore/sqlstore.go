@@ -14,6 +14,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strconv"
@@ -209,8 +210,11 @@ func (s *Store) wrap(op string, err error) error {
 		// an unavailable database.
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	if errors.Is(err, sql.ErrConnDone) || isClosedDB(err) {
+	if isClosedDB(err) {
 		return &domain.Error{Code: domain.CodeUnavailable, Message: op + ": " + s.d.Name + " store is closed", Err: err}
+	}
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
+		return &domain.Error{Code: domain.CodeUnavailable, Message: op + ": " + s.d.Name + " connection lost", Err: err}
 	}
 	switch s.d.Classify(err) {
 	case ClassUnavailable:
