@@ -28,6 +28,10 @@ type session struct {
 	notify chan struct{}            // cap 1: the queue has messages
 	done   chan struct{}            // closed by close
 
+	// ioMu guards rc: it must not be used once the handler returned.
+	ioMu   sync.Mutex
+	ioDone bool
+
 	lastSeen atomic.Int64 // unix nanos of the last message from the soul
 	touched  int64        // last seen as last written to the store; housekeeping only
 
@@ -56,6 +60,7 @@ func newSession(g *Gateway, sid string, stream *connect.BidiStream[pb.SoulMessag
 // the soul is recorded disconnected.
 func (s *session) serve(ctx context.Context, covens []string, log *slog.Logger) error {
 	g := s.g
+	defer s.endIO()
 	defer g.detach(s)
 	if err := g.attach(ctx, s); err != nil {
 		s.close("could not attach: " + err.Error())
@@ -196,14 +201,24 @@ func (s *session) abort(reason string) {
 	s.unblock()
 }
 
-// unblock makes the stream's pending and future reads and writes fail.
+// unblock makes the stream's pending and future reads and writes fail,
+// unless the handler already returned.
 func (s *session) unblock() {
-	if s.rc == nil {
+	s.ioMu.Lock()
+	defer s.ioMu.Unlock()
+	if s.rc == nil || s.ioDone {
 		return
 	}
 	now := time.Now()
 	_ = s.rc.SetReadDeadline(now)
 	_ = s.rc.SetWriteDeadline(now)
+}
+
+// endIO marks the handler as returning: rc is off limits from now on.
+func (s *session) endIO() {
+	s.ioMu.Lock()
+	s.ioDone = true
+	s.ioMu.Unlock()
 }
 
 // deliver answers the waiter of a result; a result nobody waits for (late,

@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -133,6 +134,11 @@ func NewAgent(cfg Config) (*Agent, error) {
 	a := &Agent{cfg: cfg, log: log.With("sid", cfg.SID), version: cfg.Version, running: make(map[string]context.CancelFunc)}
 	if a.version == "" {
 		a.version = Version
+	}
+	if cfg.Root != "" {
+		if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
+			return nil, fmt.Errorf("soul: creating root: %w", err)
+		}
 	}
 	if a.key, err = LoadOrCreateKey(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("soul: %w", err)

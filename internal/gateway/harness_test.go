@@ -1,0 +1,299 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/dispatch"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/gateway"
+	"github.com/soulstack/soulstack/internal/jointoken"
+	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/store/sqlite"
+	"github.com/soulstack/soulstack/internal/tlsutil"
+)
+
+// soulBin is the soul binary built from ./cmd/soul by TestMain.
+var soulBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gateway-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	soulBin = filepath.Join(dir, "soul")
+	build := exec.Command("go", "build", "-o", soulBin, "github.com/soulstack/soulstack/cmd/soul")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the soul binary:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// syncBuffer collects a process's or a logger's output for failure
+// reports.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// keeper is a minimal keeper assembled from the gateway, a SQLite store and
+// a TLS HTTP/2 server on loopback.
+type keeper struct {
+	t      *testing.T
+	dir    string
+	addr   string
+	url    string
+	fp     string
+	store  *sqlite.Store
+	gw     *gateway.Gateway
+	logs   *syncBuffer
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	srv    *http.Server
+	once   sync.Once
+}
+
+type keeperOpts struct {
+	addr         string        // "" = 127.0.0.1:0
+	heartbeat    time.Duration // 0 = 1s
+	fanOut       int
+	onLateResult func(sid, runID, taskID string, r domain.Result)
+}
+
+// startKeeper starts a keeper whose state (database, TLS material) lives
+// in dir, so a second call on the same dir is the same keeper restarted.
+func startKeeper(t testing.TB, dir string, o keeperOpts) *keeper {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "keeper.db"))
+	if err != nil {
+		t.Fatalf("opening store: %v", err)
+	}
+	mat, err := tlsutil.LoadOrGenerate(filepath.Join(dir, "tls"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, _ := mat.Fingerprint()
+	tlsCfg, err := mat.ServerTLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.addr == "" {
+		o.addr = "127.0.0.1:0"
+	}
+	if o.heartbeat == 0 {
+		o.heartbeat = time.Second
+	}
+	var ln net.Listener
+	for i := 0; ; i++ { // a restarted keeper may wait for its old port
+		if ln, err = net.Listen("tcp", o.addr); err == nil || i == 50 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	k := &keeper{dir: dir, addr: ln.Addr().String(), fp: fp, store: st, logs: logs}
+	k.url = "https://" + k.addr
+	k.gw = gateway.New(gateway.Config{
+		Store: st, KeeperID: "keeper-1", Fingerprint: fp, FanOut: o.fanOut,
+		Logger:            slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		HeartbeatInterval: o.heartbeat,
+		OnLateResult:      o.onLateResult,
+	})
+	mux := http.NewServeMux()
+	pattern, h := k.gw.Handler()
+	mux.Handle(pattern, h)
+	k.srv = &http.Server{Handler: mux, TLSConfig: tlsCfg, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(slog.NewTextHandler(logs, nil), slog.LevelWarn)}
+	runCtx, cancel := context.WithCancel(ctx)
+	k.cancel = cancel
+	k.wg.Add(2)
+	go func() {
+		defer k.wg.Done()
+		if err := k.gw.Run(runCtx); err != nil {
+			fmt.Fprintln(logs, "gateway run:", err)
+		}
+	}()
+	go func() {
+		defer k.wg.Done()
+		if err := k.srv.ServeTLS(ln, "", ""); !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(logs, "serve:", err)
+		}
+	}()
+	t.Cleanup(func() {
+		k.stop()
+		if t.Failed() {
+			t.Logf("keeper %s logs:\n%s", k.addr, logs)
+		}
+	})
+	return k
+}
+
+// stop stops the gateway (closing the streams), the server and the store.
+func (k *keeper) stop() {
+	k.once.Do(func() {
+		k.cancel()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = k.srv.Shutdown(ctx)
+		k.wg.Wait()
+		k.store.Close()
+	})
+}
+
+// joinToken creates a join token with covens and returns its string.
+func (k *keeper) joinToken(t testing.TB, covens ...string) string {
+	t.Helper()
+	secret, err := jointoken.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = k.store.CreateJoinToken(context.Background(), store.JoinToken{
+		ID: fmt.Sprintf("jt-%d", time.Now().UnixNano()), SecretHash: jointoken.Hash(secret), Covens: covens,
+		ExpiresAt: time.Now().Add(time.Hour), CreatedBy: "test",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jointoken.Encode(secret, k.fp)
+}
+
+func (k *keeper) soul(t testing.TB, sid string) store.Soul {
+	t.Helper()
+	s, err := k.store.GetSoul(context.Background(), sid)
+	if err != nil {
+		t.Fatalf("GetSoul(%s): %v", sid, err)
+	}
+	return s
+}
+
+func (k *keeper) waitStatus(t testing.TB, sid, status string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, func() bool {
+		s, err := k.store.GetSoul(context.Background(), sid)
+		return err == nil && s.Status == status
+	}, "soul %s %s", sid, status)
+}
+
+func (k *keeper) waitConnected(t testing.TB, sids ...string) {
+	t.Helper()
+	for _, sid := range sids {
+		waitFor(t, 10*time.Second, func() bool { return k.gw.Connected(sid) }, "soul %s connected", sid)
+		k.waitStatus(t, sid, store.SoulConnected)
+	}
+}
+
+// soulProc is a real soul process.
+type soulProc struct {
+	sid  string
+	dir  string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// startSoul runs `soul run` against k with SID sid and data dir dir (a
+// root for file modules inside it), plus extra flags.
+func startSoul(t testing.TB, k *keeper, sid, dir string, extra ...string) *soulProc {
+	t.Helper()
+	args := []string{"run", "--keeper", k.url, "--sid", sid, "--data-dir", dir, "--root", filepath.Join(dir, "root"),
+		"--reconnect-min", "50ms", "--reconnect-max", "300ms", "--log-level", "debug"}
+	p := &soulProc{sid: sid, dir: dir, out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(soulBin, append(args, extra...)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("soul %s output:\n%s", sid, p.out)
+		}
+	})
+	return p
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *soulProc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// waitExit waits for the process to exit by itself.
+func (p *soulProc) waitExit(t testing.TB, within time.Duration) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(within):
+		t.Fatalf("soul %s still running after %s", p.sid, within)
+	}
+}
+
+func waitFor(t testing.TB, within time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for "+format, append([]any{within}, args...)...)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// call builds a request running module with params on sid.
+func call(sid, taskID, module string, params map[string]any, timeout time.Duration) dispatch.Request {
+	return dispatch.Request{SID: sid, Work: dispatch.Work{
+		RunID: "run-1", TaskID: taskID + "/" + sid, Timeout: timeout,
+		Call: &dispatch.Call{Module: module, Params: params},
+	}}
+}
+
+func calls(sids []string, taskID, module string, params map[string]any, timeout time.Duration) []dispatch.Request {
+	out := make([]dispatch.Request, len(sids))
+	for i, sid := range sids {
+		out[i] = call(sid, taskID, module, params, timeout)
+	}
+	return out
+}
