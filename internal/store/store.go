@@ -380,7 +380,9 @@ type Store interface {
 	// Pending onchanges triggers, unique per (incarnation, scenario, task,
 	// sid); adding an existing one refreshes its RunID and CreatedAt.
 	AddTriggers(ctx context.Context, ts []PendingTrigger) error
-	ListTriggers(ctx context.Context, incarnation, scenario string) ([]PendingTrigger, error) // by task, sid
+	// ListTriggers lists an incarnation's triggers of scenario ("" = every
+	// scenario), by scenario, task, sid.
+	ListTriggers(ctx context.Context, incarnation, scenario string) ([]PendingTrigger, error)
 	ClearTrigger(ctx context.Context, incarnation, scenario, task, sid string) error
 
 	// Checker.
@@ -388,7 +390,7 @@ type Store interface {
 	GetProcedure(ctx context.Context, name string) (Procedure, error)
 	ListProcedures(ctx context.Context) ([]Procedure, error)
 	DeleteProcedure(ctx context.Context, name string) error // conflict while schedules use it
-	CreateCheckerTask(ctx context.Context, t CheckerTask) error
+	CreateCheckerTask(ctx context.Context, t CheckerTask) error // with t.Log; Status "" is PENDING
 	GetCheckerTask(ctx context.Context, id string) (CheckerTask, error) // with its Log
 	// ListCheckerTasks lists tasks of procedure ("" = all), newest first,
 	// without their Log.

@@ -64,11 +64,11 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := sqlstore.Migrate(ctx, db, Dialect, ms); err != nil {
+	if err := sqlstore.Migrate(ctx, db, dialect, ms); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("postgres store %s@%s/%s: %w", cfg.User, cfg.Host, cfg.Database, err)
 	}
-	return &Store{Store: sqlstore.New(db, db, Dialect)}, nil
+	return &Store{Store: sqlstore.New(db, db, dialect)}, nil
 }
 
 func migrations() ([]sqlstore.Migration, error) {
@@ -79,8 +79,8 @@ func migrations() ([]sqlstore.Migration, error) {
 	return sqlstore.LoadMigrations(sub)
 }
 
-// Dialect is PostgreSQL's description for sqlstore.
-var Dialect = sqlstore.Dialect{
+// dialect is PostgreSQL's description for sqlstore.
+var dialect = sqlstore.Dialect{
 	Name:     "postgres",
 	Numbered: true,
 	Time:     func(t time.Time) any { return t },

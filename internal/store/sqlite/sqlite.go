@@ -69,7 +69,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// One writer: SQLite allows one write transaction at a time anyway, and
 	// queueing in database/sql is fair and never returns SQLITE_BUSY.
 	w.SetMaxOpenConns(1)
-	w.SetConnMaxIdleTime(0)
 	r, err := sql.Open("sqlite", dsn(abs, true))
 	if err != nil {
 		w.Close()
@@ -86,12 +85,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	// Migrate through the writer first: it creates the file's WAL before
 	// any read-only connection opens it.
-	if err := sqlstore.Migrate(ctx, w, Dialect, ms); err != nil {
+	if err := sqlstore.Migrate(ctx, w, dialect, ms); err != nil {
 		r.Close()
 		w.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", abs, err)
 	}
-	return &Store{Store: sqlstore.New(r, w, Dialect), path: abs}, nil
+	return &Store{Store: sqlstore.New(r, w, dialect), path: abs}, nil
 }
 
 // Path returns the absolute path of the database file.
@@ -119,7 +118,7 @@ func createFile(path string) error {
 }
 
 // dsn builds the modernc.org/sqlite connection string: WAL, foreign keys,
-// busy timeout on every connection; IMMEDIATE transactions for the writer
+// busy timeout, full sync on every connection; IMMEDIATE transactions for the writer
 // (it takes the write lock at BEGIN, so a transaction never fails half-way
 // on an upgrade from reader to writer); query_only for readers.
 func dsn(path string, readOnly bool) string {
@@ -127,7 +126,9 @@ func dsn(path string, readOnly bool) string {
 	v.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	v.Add("_pragma", "foreign_keys(1)")
 	v.Add("_pragma", "journal_mode(WAL)")
-	v.Add("_pragma", "synchronous(NORMAL)")
+	// FULL: a committed run survives power loss, not just a crash of
+	// the keeper; commits are rare enough for the fsync.
+	v.Add("_pragma", "synchronous(FULL)")
 	if readOnly {
 		v.Add("_pragma", "query_only(1)")
 	} else {
@@ -141,8 +142,8 @@ func unavailable(path string, err error) error {
 	return &domain.Error{Code: domain.CodeUnavailable, Message: "sqlite store " + path + " unavailable", Err: err}
 }
 
-// Dialect is SQLite's description for sqlstore.
-var Dialect = sqlstore.Dialect{
+// dialect is SQLite's description for sqlstore.
+var dialect = sqlstore.Dialect{
 	Name: "sqlite",
 	Time: func(t time.Time) any { return t.Format(sqlstore.TextTimeLayout) },
 	Classify: func(err error) sqlstore.ErrorClass {
