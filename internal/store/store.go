@@ -389,8 +389,8 @@ type Store interface {
 	PutProcedure(ctx context.Context, p Procedure) error // insert or replace the source
 	GetProcedure(ctx context.Context, name string) (Procedure, error)
 	ListProcedures(ctx context.Context) ([]Procedure, error)
-	DeleteProcedure(ctx context.Context, name string) error // conflict while schedules use it
-	CreateCheckerTask(ctx context.Context, t CheckerTask) error // with t.Log; Status "" is PENDING
+	DeleteProcedure(ctx context.Context, name string) error             // conflict while schedules use it
+	CreateCheckerTask(ctx context.Context, t CheckerTask) error         // with t.Log; Status "" is PENDING
 	GetCheckerTask(ctx context.Context, id string) (CheckerTask, error) // with its Log
 	// ListCheckerTasks lists tasks of procedure ("" = all), newest first,
 	// without their Log.
