@@ -1,0 +1,287 @@
+// Package executor holds the per-host semantics of a task (SPEC §5): task
+// vars, when, loop, params rendering, check-mode rules, retry/until,
+// timeout, changed_when/failed_when, requisites and register. The soul runs
+// whole destiny bundles with RunTasks; the run engine runs scenario tasks
+// host by host with Attempt and Finalize, dispatching each module call to
+// the host's soul through its Caller.
+package executor
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/dispatch"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/dsl"
+	"github.com/soulstack/soulstack/internal/expr"
+)
+
+// Caller runs one rendered module call on the host and returns its result.
+// timeout is the task's timeout (0 = none given: the caller's default).
+type Caller func(ctx context.Context, call dispatch.Call, check bool, timeout time.Duration) domain.Result
+
+// Options is what Attempt needs besides the task and its activation.
+type Options struct {
+	Env   *expr.Env
+	Check bool
+	Call  Caller
+	// Files are the scenario's or destiny's files (templates), shipped with
+	// calls that need them.
+	Files map[string][]byte
+	// DefaultTimeout applies to tasks without timeout: (0 = none).
+	DefaultTimeout time.Duration
+	// Sleep waits between retry attempts; nil sleeps for real.
+	Sleep func(context.Context, time.Duration) error
+}
+
+// commandModules do not run in check mode, except as the read-only probe.
+var commandModules = map[string]bool{"core.exec.run": true, "core.cmd.shell": true}
+
+// TaskActivation returns act with the task's vars: rendered and merged over
+// act.Vars (task vars win). Task vars may refer to item when looping, so
+// Attempt calls it per item.
+func TaskActivation(ctx context.Context, t *dsl.Task, act *expr.Activation, env *expr.Env) (*expr.Activation, error) {
+	if len(t.Vars) == 0 {
+		return act, nil
+	}
+	vars, err := env.RenderMap(ctx, t.Vars, act)
+	if err != nil {
+		return nil, fmt.Errorf("vars: %w", err)
+	}
+	c := *act
+	merged := maps.Clone(act.Vars)
+	if merged == nil {
+		merged = map[string]any{}
+	}
+	maps.Copy(merged, vars)
+	c.Vars = merged
+	return &c, nil
+}
+
+// Attempt runs one module task on one host: when (per loop item), loop,
+// params render, check-mode rules, retry/until and the timeout. It does not
+// apply failed_when/changed_when: see Finalize.
+func Attempt(ctx context.Context, t *dsl.Task, act *expr.Activation, o Options) domain.Result {
+	start := time.Now()
+	if t.Loop == nil {
+		r := attemptOne(ctx, t, act, o)
+		if r.DurationMS == 0 {
+			r.DurationMS = time.Since(start).Milliseconds()
+		}
+		return r
+	}
+	items, err := loopItems(ctx, t, act, o.Env)
+	if err != nil {
+		return failed("loop: " + err.Error())
+	}
+	agg := domain.Result{Results: make([]domain.Result, 0, len(items)), Skipped: true}
+	for i, it := range items {
+		c := *act
+		c.Item, c.LoopIndex, c.HasItem = it, i, true
+		r := attemptOne(ctx, t, &c, o)
+		agg.Results = append(agg.Results, r)
+		agg.Changed = agg.Changed || r.Changed
+		agg.Failed = agg.Failed || r.Failed
+		agg.Skipped = agg.Skipped && r.Skipped
+		if r.Failed && agg.Msg == "" {
+			agg.Msg = fmt.Sprintf("item %d: %s", i, r.Msg)
+		}
+		if r.RC != 0 && agg.RC == 0 {
+			agg.RC = r.RC
+		}
+	}
+	if len(items) == 0 {
+		agg.Msg = "loop over an empty list"
+	}
+	agg.DurationMS = time.Since(start).Milliseconds()
+	return agg
+}
+
+func loopItems(ctx context.Context, t *dsl.Task, act *expr.Activation, env *expr.Env) ([]any, error) {
+	v, err := env.Render(ctx, t.Loop, act)
+	if err != nil {
+		return nil, err
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("must yield a list, got %T", v)
+	}
+	return items, nil
+}
+
+func attemptOne(ctx context.Context, t *dsl.Task, act *expr.Activation, o Options) domain.Result {
+	act, err := TaskActivation(ctx, t, act, o.Env)
+	if err != nil {
+		return failed(err.Error())
+	}
+	if t.When != "" {
+		ok, err := evalBool(ctx, o.Env, t.When, act)
+		if err != nil {
+			return failed("when: " + err.Error())
+		}
+		if !ok {
+			return domain.Result{Skipped: true, Msg: "skipped: when is false"}
+		}
+	}
+	params, err := o.Env.RenderMap(ctx, t.Params, act)
+	if err != nil {
+		return failed("params: " + err.Error())
+	}
+	check := o.Check
+	if check && commandModules[t.Module] {
+		if !t.IsProbe() {
+			return domain.Result{Skipped: true, Msg: "not executed in check mode (declare it read-only with changed_when: false to run it as a probe)"}
+		}
+		check = false
+	}
+	call := dispatch.Call{Module: t.Module, Params: params}
+	if t.Module == "core.file.rendered" {
+		call.Files = o.Files
+		call.TemplateData = TemplateData(act)
+	}
+	timeout := t.Timeout
+	if timeout == 0 {
+		timeout = o.DefaultTimeout
+	}
+	attempts, delay := 1, time.Duration(0)
+	if t.Retry != nil {
+		attempts, delay = max(t.Retry.Count, 1), t.Retry.Delay
+	}
+	var r domain.Result
+	for i := 1; i <= attempts; i++ {
+		r = o.Call(ctx, call, check, timeout)
+		done, err := retryDone(ctx, t, act, r, o.Env)
+		if err != nil {
+			r.Failed = true
+			r.Msg = joinMsg(r.Msg, "retry.until: "+err.Error())
+			return r
+		}
+		if done || i == attempts || r.Unreachable {
+			if i > 1 {
+				if r.Data == nil {
+					r.Data = map[string]any{}
+				}
+				r.Data["attempts"] = int64(i)
+			}
+			if !done && t.Retry != nil && t.Retry.Until != "" {
+				r.Msg = joinMsg(r.Msg, fmt.Sprintf("retry.until still false after %d attempts", attempts))
+			}
+			return r
+		}
+		if err := sleep(ctx, o.Sleep, delay); err != nil {
+			r.Failed = true
+			r.Msg = joinMsg(r.Msg, "cancelled while waiting to retry")
+			return r
+		}
+	}
+	return r
+}
+
+// retryDone reports whether the attempt that produced r ends the retries:
+// until is true, or (no until) the module did not fail.
+func retryDone(ctx context.Context, t *dsl.Task, act *expr.Activation, r domain.Result, env *expr.Env) (bool, error) {
+	if t.Retry == nil {
+		return true, nil
+	}
+	if t.Retry.Until == "" {
+		return !r.Failed, nil
+	}
+	return evalBool(ctx, env, t.Retry.Until, act.With(r.Map()))
+}
+
+// Finalize applies changed_when, then failed_when, to r with register.self
+// = r. act must carry the registers as they stand once every host of the
+// step answered (failed_when may read the task's own register across
+// hosts). Skipped and unreachable results are returned unchanged.
+func Finalize(ctx context.Context, t *dsl.Task, act *expr.Activation, r domain.Result, env *expr.Env) domain.Result {
+	if r.Unreachable || (r.Skipped && !r.Failed) {
+		return r
+	}
+	act, err := TaskActivation(ctx, t, act, env)
+	if err != nil {
+		r.Failed = true
+		r.Msg = joinMsg(r.Msg, err.Error())
+		return r
+	}
+	if t.ChangedWhen != "" {
+		v, err := evalBool(ctx, env, t.ChangedWhen, act.With(r.Map()))
+		if err != nil {
+			r.Failed = true
+			r.Msg = joinMsg(r.Msg, "changed_when: "+err.Error())
+			return r
+		}
+		r.Changed = v
+	}
+	if t.FailedWhen != "" {
+		v, err := evalBool(ctx, env, t.FailedWhen, act.With(r.Map()))
+		if err != nil {
+			r.Failed = true
+			r.Msg = joinMsg(r.Msg, "failed_when: "+err.Error())
+			return r
+		}
+		if v && !r.Failed {
+			r.Msg = joinMsg(r.Msg, "failed_when is true: "+t.FailedWhen)
+		}
+		r.Failed = v
+	}
+	return r
+}
+
+// TemplateData is the data core.file.rendered renders with: the task's vars
+// at top level and under .vars, plus .input, .essence and .soulprint.
+func TemplateData(act *expr.Activation) map[string]any {
+	d := make(map[string]any, len(act.Vars)+4)
+	maps.Copy(d, act.Vars)
+	d["vars"] = orEmpty(act.Vars)
+	d["input"] = orEmpty(act.Input)
+	d["essence"] = orEmpty(act.Essence)
+	d["soulprint"] = map[string]any{"self": orEmpty(act.Soulprint.Self)}
+	if act.HasItem {
+		d["item"] = act.Item
+		d["loop_index"] = act.LoopIndex
+	}
+	return d
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func evalBool(ctx context.Context, env *expr.Env, src string, act *expr.Activation) (bool, error) {
+	p, err := env.CompileBool(src)
+	if err != nil {
+		return false, err
+	}
+	return p.EvalBool(ctx, act)
+}
+
+func sleep(ctx context.Context, fn func(context.Context, time.Duration) error, d time.Duration) error {
+	if fn != nil {
+		return fn(ctx, d)
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func failed(msg string) domain.Result { return domain.Result{Failed: true, Msg: msg} }
+
+func joinMsg(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
