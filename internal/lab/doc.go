@@ -1,0 +1,45 @@
+// Package lab builds a test lab of isolated Debian hosts on one machine, for
+// the end-to-end tests (test/e2e) and for demos (labctl).
+//
+// A host is a network namespace with its own address on a private bridge, a
+// PID, mount, UTS and IPC namespace whose PID 1 is tini, and its own root
+// filesystem: an overlay whose lower layer is a cached debootstrap'd Debian
+// (minbase plus a few tools) and whose upper layer is private to the host.
+// Hosts have no route to any registry: they install packages from a local
+// flat apt repository built once from downloaded .debs and mounted read-only
+// at /srv/lab-repo.
+//
+// Choices worth knowing:
+//
+//   - Processes are only ever stopped by PID, or by namespace identity (every
+//     process whose network namespace is the host's), never by name: other
+//     labs and sessions may run on the same machine.
+//   - There is no systemd. Services use the SysV /etc/init.d path. The base
+//     ships a runlevel stub that answers "N 2", so invoke-rc.d behaves as on a
+//     sysvinit host in runlevel 2: a package's postinst starts its service
+//     when the service is enabled (redis-server starts on install, as on a
+//     real Debian host), and "service x start" always works. There is no
+//     policy-rc.d.
+//   - /proc, /sys, /dev, /dev/pts, /dev/shm, /run and the repository are
+//     mounted inside each host's own mount namespace, after pivot_root, so
+//     they vanish with the host's processes and never leak into the machine's
+//     mount table. Only the overlay root (and ip's netns files) live in the
+//     machine's mount namespace.
+//   - Hosts have a default route via the bridge address (.1, where the Keeper
+//     listens), but the bridge carries a policy-routing rule that makes every
+//     routed packet arriving from it unreachable: traffic never leaves the
+//     machine even where IP forwarding is on, and no NAT is set up.
+//   - /proc/sys is read-only inside a host except net.*, which belongs to
+//     the host's network namespace: a host cannot retune the machine's
+//     kernel. Beyond that the lab isolates for testing, not for security:
+//     hosts run as root with the machine's capabilities.
+//   - Everything a lab creates is recorded in a state file under
+//     /run/soulstack-lab before it is created, so Cleanup can remove the
+//     leftovers of a crashed run.
+//
+// Caches live under $SOULSTACK_LAB_CACHE (default /var/cache/soulstack-lab):
+// the base root filesystem, the downloaded .debs, a private apt state used to
+// resolve dependencies against the base, and one repository per package set.
+// The Debian mirror is taken from the machine's apt sources unless
+// $SOULSTACK_LAB_MIRROR names one.
+package lab

@@ -1,0 +1,85 @@
+package soulcmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+type applyOut struct {
+	Tasks []struct {
+		Name    string `json:"name"`
+		Status  string `json:"status"`
+		Changed bool   `json:"changed"`
+	} `json:"tasks"`
+	Output map[string]any `json:"output"`
+	Failed bool           `json:"failed"`
+}
+
+func runApply(t *testing.T, args ...string) (applyOut, int, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), append([]string{"apply"}, args...), &stdout, &stderr)
+	var out applyOut
+	if stdout.Len() > 0 {
+		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+			t.Fatalf("stdout is not JSON: %v\n%s", err, stdout.String())
+		}
+	}
+	return out, code, stderr.String()
+}
+
+func TestApplyLocalTwiceSecondUnchanged(t *testing.T) {
+	root := t.TempDir()
+	dir := "../executor/testdata/site"
+	first, code, stderr := runApply(t, "--local", dir, "--root", root, "--sid", "h1", "-o", "json", "--input", `{"title":"Hi"}`)
+	if code != 0 || first.Failed {
+		t.Fatalf("first apply: exit %d, stderr %s", code, stderr)
+	}
+	changed := 0
+	for _, tk := range first.Tasks {
+		if tk.Changed {
+			changed++
+		}
+	}
+	if changed != 3 {
+		t.Fatalf("first apply changed %d tasks, want 3: %+v", changed, first.Tasks)
+	}
+	if _, err := os.Stat(filepath.Join(root, "srv/site/index.html")); err != nil {
+		t.Fatalf("index.html not written under --root: %v", err)
+	}
+	second, code, stderr := runApply(t, "--local", dir, "--root", root, "--sid", "h1", "-o", "json", "--input", `{"title":"Hi"}`)
+	if code != 0 {
+		t.Fatalf("second apply: exit %d, stderr %s", code, stderr)
+	}
+	for _, tk := range second.Tasks {
+		if tk.Changed {
+			t.Errorf("second apply changed %q", tk.Name)
+		}
+	}
+	if second.Output["index_changed"] != false {
+		t.Errorf("output.index_changed = %v, want false", second.Output["index_changed"])
+	}
+}
+
+func TestApplyLocalFailureExitsOne(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.yml"), []byte("tasks:\n  - {name: boom, module: core.test.fail, params: {message: nope}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code, _ := runApply(t, "--local", dir, "--root", t.TempDir(), "-o", "json")
+	if code != 1 || !out.Failed || out.Tasks[0].Status != "failed" {
+		t.Fatalf("exit %d, out %+v", code, out)
+	}
+	// An invalid destiny is a failed apply with the validator's message.
+	if err := os.WriteFile(filepath.Join(dir, "main.yml"), []byte("tasks:\n  - {name: x, module: core.test.ping, onchange: [y]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, code, stderr := runApply(t, "--local", dir, "--root", t.TempDir(), "-o", "json")
+	if code != 1 || !bytes.Contains([]byte(stderr), []byte("onchange")) {
+		t.Fatalf("invalid destiny: exit %d, stderr %s", code, stderr)
+	}
+}
