@@ -1,0 +1,210 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/robfig/cron/v3"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// AddSchedule validates and stores a schedule: the procedure must exist,
+// the vars must be a valid launch (public, typed; fan-out allowed) and the
+// cron expression a standard 5-field one (or a descriptor like @hourly).
+func (c *Checker) AddSchedule(ctx context.Context, procedure string, vars map[string]any, cronExpr string) (store.Schedule, error) {
+	if _, err := cron.ParseStandard(cronExpr); err != nil {
+		return store.Schedule{}, domain.Errorf(domain.CodeInvalid, "invalid cron expression %q: %v", cronExpr, err)
+	}
+	proc, err := c.LoadProcedure(ctx, procedure)
+	if err != nil {
+		return store.Schedule{}, err
+	}
+	if _, err := launchVars(proc, vars); err != nil {
+		return store.Schedule{}, err
+	}
+	sc := store.Schedule{ID: uuid.NewString(), Procedure: procedure, Vars: vars, Cron: cronExpr, CreatedAt: c.clock.Now()}
+	if err := c.store.CreateSchedule(ctx, sc); err != nil {
+		return store.Schedule{}, fmt.Errorf("creating schedule of %s: %w", procedure, err)
+	}
+	return sc, nil
+}
+
+// SchedulerConfig tunes a Scheduler.
+type SchedulerConfig struct {
+	// Grace is how late a tick may still start (a keeper that becomes the
+	// leader, or restarts, right after a tick still runs it — once, thanks
+	// to the store's tick claim). Older ticks are logged as missed and not
+	// replayed. 0 = 1 minute.
+	Grace time.Duration
+	// Reload is the longest the Scheduler sleeps before re-reading the
+	// schedules (new ones, deletions, leadership). 0 = 30 s.
+	Reload time.Duration
+	Logger *slog.Logger // nil = the Checker's
+}
+
+// Scheduler starts the tasks of cron schedules on the leader keeper. Each
+// tick is claimed in the store before it starts, so it runs at most once
+// even across restarts and leader changes; ticks missed while no leader
+// ran are logged and not replayed; a tick that comes while the previous
+// run of the same schedule is still going is skipped and logged.
+type Scheduler struct {
+	c       *Checker
+	grace   time.Duration
+	reload  time.Duration
+	log     *slog.Logger
+	last    map[string]time.Time // per schedule: ticks up to here were handled
+	running map[string][]string  // per schedule: task ids of its latest run
+}
+
+// NewScheduler returns a Scheduler launching through c (with c's store,
+// clock and leader check).
+func NewScheduler(c *Checker, cfg SchedulerConfig) *Scheduler {
+	s := &Scheduler{c: c, grace: cfg.Grace, reload: cfg.Reload, log: cfg.Logger,
+		last: map[string]time.Time{}, running: map[string][]string{}}
+	if s.grace <= 0 {
+		s.grace = time.Minute
+	}
+	if s.reload <= 0 {
+		s.reload = 30 * time.Second
+	}
+	if s.log == nil {
+		s.log = c.log
+	}
+	return s
+}
+
+// Run checks the schedules at every tick (and at least every Reload) until
+// ctx is done.
+func (s *Scheduler) Run(ctx context.Context) error {
+	for {
+		now := s.c.clock.Now()
+		next := s.check(ctx, now)
+		if err := s.c.clock.Sleep(ctx, next.Sub(now)); err != nil {
+			return nil
+		}
+	}
+}
+
+// check starts the due ticks at now and returns when to check next.
+func (s *Scheduler) check(ctx context.Context, now time.Time) time.Time {
+	wake := now.Add(s.reload)
+	if !s.c.isLeader() {
+		// Ticks pass without us; when we lead, only Grace is looked back.
+		clear(s.last)
+		return wake
+	}
+	schedules, err := s.c.store.ListSchedules(ctx)
+	if err != nil {
+		s.log.Error("checker scheduler: listing schedules", "err", err)
+		return wake
+	}
+	live := map[string]bool{}
+	for _, sc := range schedules {
+		live[sc.ID] = true
+		spec, err := cron.ParseStandard(sc.Cron)
+		if err != nil {
+			s.log.Error("checker scheduler: invalid cron expression", "schedule", sc.ID, "cron", sc.Cron, "err", err)
+			continue
+		}
+		s.tick(ctx, sc, spec, now)
+		if n := spec.Next(now); n.Before(wake) {
+			wake = n
+		}
+	}
+	for id := range s.last {
+		if !live[id] {
+			delete(s.last, id)
+			delete(s.running, id)
+		}
+	}
+	return wake
+}
+
+// tick handles schedule sc at now: it starts its latest due tick, if any.
+func (s *Scheduler) tick(ctx context.Context, sc store.Schedule, spec cron.Schedule, now time.Time) {
+	last, seen := s.last[sc.ID]
+	if !seen {
+		last = now.Add(-s.grace)
+		if created := sc.CreatedAt.Truncate(time.Second); created.After(last) {
+			last = created // cron.Next is after last: no tick before the schedule existed
+		}
+		s.logMissedWhileDown(ctx, sc, spec, last)
+	}
+	s.last[sc.ID] = now
+	var due []time.Time
+	for t := spec.Next(last); !t.After(now) && len(due) < 1000; t = spec.Next(t) {
+		due = append(due, t)
+	}
+	if len(due) == 0 {
+		return
+	}
+	latest := due[len(due)-1]
+	if len(due) > 1 {
+		s.log.Warn("checker scheduler: ticks missed, not replayed", "schedule", sc.ID, "procedure", sc.Procedure,
+			"missed", len(due)-1, "first", due[0], "running", latest)
+	}
+	if now.Sub(latest) > s.grace {
+		s.log.Warn("checker scheduler: tick missed, not replayed", "schedule", sc.ID, "procedure", sc.Procedure, "tick", latest)
+		return
+	}
+	for _, id := range s.running[sc.ID] {
+		if s.c.doneChan(id) != nil {
+			s.log.Warn("checker scheduler: previous run still going; tick skipped", "schedule", sc.ID,
+				"procedure", sc.Procedure, "tick", latest, "task", id)
+			return
+		}
+	}
+	ok, err := s.c.store.ClaimTick(ctx, sc.ID, latest)
+	if err != nil {
+		s.log.Error("checker scheduler: claiming tick", "schedule", sc.ID, "tick", latest, "err", err)
+		return
+	}
+	if !ok {
+		s.log.Info("checker scheduler: tick already claimed; not run again", "schedule", sc.ID, "procedure", sc.Procedure, "tick", latest)
+		return
+	}
+	tasks, err := s.c.Execute(ctx, ExecRequest{Procedure: sc.Procedure, Vars: sc.Vars, ScheduleID: sc.ID})
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
+	}
+	s.running[sc.ID] = ids
+	if err != nil {
+		s.log.Error("checker scheduler: starting scheduled task", "schedule", sc.ID, "procedure", sc.Procedure, "tick", latest, "err", err)
+		return
+	}
+	s.log.Info("checker scheduler: tick started", "schedule", sc.ID, "procedure", sc.Procedure, "tick", latest, "tasks", ids)
+}
+
+// logMissedWhileDown logs the ticks between the schedule's last run (or
+// creation) and since, when no leader was there to run them.
+func (s *Scheduler) logMissedWhileDown(ctx context.Context, sc store.Schedule, spec cron.Schedule, since time.Time) {
+	from := sc.CreatedAt
+	tasks, err := s.c.store.ListCheckerTasks(ctx, sc.Procedure, 200)
+	if err != nil {
+		s.log.Error("checker scheduler: listing tasks", "procedure", sc.Procedure, "err", err)
+		return
+	}
+	for _, t := range tasks { // newest first
+		if t.ScheduleID == sc.ID {
+			from = t.CreatedAt
+			break
+		}
+	}
+	n := 0
+	var first time.Time
+	for t := spec.Next(from); t.Before(since) && n < 100000; t = spec.Next(t) {
+		if n == 0 {
+			first = t
+		}
+		n++
+	}
+	if n > 0 {
+		s.log.Warn("checker scheduler: ticks missed while no leader was running, not replayed", "schedule", sc.ID,
+			"procedure", sc.Procedure, "missed", n, "first", first, "last_run_or_created", from)
+	}
+}

@@ -1,0 +1,247 @@
+package checker
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/checker/checkertest"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+const helloProc = `
+vars:
+  who:
+    type: string
+    visibility: public
+steps:
+  hello:
+    action:
+      log: "hello {{ who }}"
+`
+
+// syncBuffer is a log sink safe for concurrent writers and readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// schedEnv is a Checker on a manual clock with one schedule of helloProc.
+func schedEnv(t *testing.T, cronExpr string, leader func() bool) (*env, *checkertest.FakeClock, store.Schedule, *syncBuffer) {
+	t.Helper()
+	clock := checkertest.NewFakeClock(t0, false)
+	e := newEnv(t, Config{Clock: clock, IsLeader: leader})
+	e.put("hello", helloProc)
+	sc, err := e.c.AddSchedule(context.Background(), "hello", map[string]any{"who": "cron"}, cronExpr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, clock, sc, &syncBuffer{}
+}
+
+func scheduledTasks(t *testing.T, s store.Store, scheduleID string) []store.CheckerTask {
+	t.Helper()
+	all, err := s.ListCheckerTasks(context.Background(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []store.CheckerTask
+	for _, x := range all {
+		if x.ScheduleID == scheduleID {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func TestSchedulerFiresOnTimeAndNotTwiceAfterRestart(t *testing.T) {
+	e, clock, sc, logs := schedEnv(t, "*/5 * * * *", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	s1 := NewScheduler(e.c, SchedulerConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	done := make(chan error, 1)
+	go func() { done <- s1.Run(ctx) }()
+
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 0 {
+		t.Fatalf("%d tasks before the first tick", len(got))
+	}
+	clock.Advance(4*time.Minute + 30*time.Second) // 12:05:00
+	deadline := time.Now().Add(10 * time.Second)
+	var got []store.CheckerTask
+	for len(got) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+		got = scheduledTasks(t, e.store, sc.ID)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d tasks after the 12:05 tick, want 1\n%s", len(got), logs)
+	}
+	if want := time.Date(2025, 3, 1, 12, 5, 0, 0, time.UTC); !got[0].CreatedAt.Equal(want) {
+		t.Errorf("task created at %s, want %s", got[0].CreatedAt, want)
+	}
+	if done, err := e.c.Wait(ctx, got[0].ID); err != nil || done.Status != StatusSuccess || done.Vars["who"] != "cron" {
+		t.Errorf("scheduled task: %+v, %v", done, err)
+	}
+	cancel()
+	<-done
+
+	// A restarted keeper (new Checker and Scheduler on the same store) looks
+	// back over the grace period, sees the 12:05 tick and finds it claimed.
+	c2, err := New(Config{Store: e.store, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	logs2 := &syncBuffer{}
+	s2 := NewScheduler(c2, SchedulerConfig{Logger: slog.New(slog.NewTextHandler(logs2, nil))})
+	s2.check(context.Background(), t0.Add(4*time.Minute+40*time.Second))
+	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 1 {
+		t.Fatalf("%d tasks after the restart, want still 1", len(got))
+	}
+	if !strings.Contains(logs2.String(), "tick already claimed") {
+		t.Errorf("restart log:\n%s", logs2)
+	}
+	// The next tick runs on the new keeper.
+	s2.check(context.Background(), t0.Add(9*time.Minute+30*time.Second))
+	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 2 {
+		t.Errorf("%d tasks after 12:10, want 2", len(got))
+	}
+}
+
+func TestSchedulerTwoLeadersRunATickOnce(t *testing.T) {
+	e, _, sc, logs := schedEnv(t, "*/5 * * * *", nil)
+	c2, err := New(Config{Store: e.store, Clock: e.c.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	a, b := NewScheduler(e.c, SchedulerConfig{Logger: log}), NewScheduler(c2, SchedulerConfig{Logger: log})
+	at := time.Date(2025, 3, 1, 12, 5, 1, 0, time.UTC)
+	var wg sync.WaitGroup
+	for _, s := range []*Scheduler{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.check(context.Background(), at)
+		}()
+	}
+	wg.Wait()
+	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 1 {
+		t.Errorf("%d tasks, want 1\n%s", len(got), logs)
+	}
+}
+
+func TestSchedulerMissedTicksAreLoggedNotReplayed(t *testing.T) {
+	e, _, sc, logs := schedEnv(t, "*/5 * * * *", nil)
+	s := NewScheduler(e.c, SchedulerConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	// The keeper comes up at 13:00:10: the 12:05 … 12:55 ticks were missed.
+	s.check(context.Background(), time.Date(2025, 3, 1, 13, 0, 10, 0, time.UTC))
+	got := scheduledTasks(t, e.store, sc.ID)
+	if len(got) != 1 {
+		t.Fatalf("%d tasks, want 1 (the 13:00 tick only)", len(got))
+	}
+	if _, err := e.c.Wait(context.Background(), got[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "ticks missed while no leader was running") || !strings.Contains(logs.String(), "missed=11") {
+		t.Errorf("log does not report the 11 missed ticks:\n%s", logs)
+	}
+	// The keeper stalls for 20 minutes: the stale ticks are not replayed.
+	s.check(context.Background(), time.Date(2025, 3, 1, 13, 20, 0, 0, time.UTC))
+	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 2 {
+		t.Errorf("%d tasks, want 2 (13:00 and 13:20)", len(got))
+	}
+	if !strings.Contains(logs.String(), "ticks missed, not replayed") || !strings.Contains(logs.String(), "missed=3") {
+		t.Errorf("log does not report the 3 skipped ticks:\n%s", logs)
+	}
+}
+
+func TestSchedulerSkipsOverlappingRun(t *testing.T) {
+	clock := checkertest.NewFakeClock(t0, false)
+	e := newEnv(t, Config{Clock: clock})
+	e.put("slow", `
+steps:
+  wait:
+    conditions:
+      - const: 1
+        expect:
+          - {filter: "@", op: "==", value: 2}
+        attempts: {max: 100, interval: 60}
+`)
+	sc, err := e.c.AddSchedule(context.Background(), "slow", nil, "* * * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	s := NewScheduler(e.c, SchedulerConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	s.check(context.Background(), time.Date(2025, 3, 1, 12, 1, 0, 0, time.UTC))
+	// The task sleeps on the manual clock between attempts: still running.
+	if err := clock.BlockUntil(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	s.check(context.Background(), time.Date(2025, 3, 1, 12, 2, 0, 0, time.UTC))
+	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 1 {
+		t.Fatalf("%d tasks, want 1", len(got))
+	}
+	if !strings.Contains(logs.String(), "previous run still going; tick skipped") {
+		t.Errorf("log:\n%s", logs)
+	}
+}
+
+func TestSchedulerRunsOnlyOnTheLeader(t *testing.T) {
+	leader := false
+	e, _, sc, logs := schedEnv(t, "*/5 * * * *", func() bool { return leader })
+	s := NewScheduler(e.c, SchedulerConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	s.check(context.Background(), time.Date(2025, 3, 1, 12, 5, 0, 0, time.UTC))
+	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 0 {
+		t.Fatalf("a follower started %d tasks", len(got))
+	}
+	leader = true
+	s.check(context.Background(), time.Date(2025, 3, 1, 12, 10, 0, 0, time.UTC))
+	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 1 {
+		t.Errorf("%d tasks once leader, want 1", len(got))
+	}
+}
+
+func TestAddScheduleValidates(t *testing.T) {
+	e := newEnv(t, Config{})
+	e.put("hello", helloProc)
+	e.put("secret", "vars:\n  key:\n    type: string\nsteps:\n  s:\n    action:\n      log: \"{{ key }}\"\n")
+	tests := []struct {
+		name, proc, cron string
+		vars             map[string]any
+		want             domain.Code
+	}{
+		{"bad cron", "hello", "every five minutes", map[string]any{"who": "x"}, domain.CodeInvalid},
+		{"unknown procedure", "nope", "*/5 * * * *", nil, domain.CodeNotFound},
+		{"private var", "secret", "*/5 * * * *", map[string]any{"key": "x"}, domain.CodeInvalid},
+		{"missing public var", "hello", "*/5 * * * *", nil, domain.CodeInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.c.AddSchedule(context.Background(), tt.proc, tt.vars, tt.cron)
+			if got := domain.ErrorCode(err); got != tt.want {
+				t.Errorf("code %s (%v), want %s", got, err, tt.want)
+			}
+		})
+	}
+}
