@@ -1,0 +1,137 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/domain"
+)
+
+// maxBody bounds every request body.
+const maxBody = 4 << 20
+
+// httpStatus is the one mapping of domain codes to HTTP statuses.
+func httpStatus(c domain.Code) int {
+	switch c {
+	case domain.CodeInvalid:
+		return http.StatusBadRequest
+	case domain.CodeUnauthorized:
+		return http.StatusUnauthorized
+	case domain.CodeForbidden:
+		return http.StatusForbidden
+	case domain.CodeNotFound:
+		return http.StatusNotFound
+	case domain.CodeConflict:
+		return http.StatusConflict
+	case domain.CodeUnprocessable:
+		return http.StatusUnprocessableEntity
+	case domain.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// writeError renders err as {"error": {code, message, details}} with the
+// status of its code. Client errors (4xx) show the error's message with the
+// context callers wrapped around it; server errors show a fixed message
+// and are logged, so internals never reach the client.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := domain.ErrorCode(err)
+	status := httpStatus(code)
+	body := apiclient.ErrorDetail{Code: string(code), Message: clientMessage(err)}
+	var de *domain.Error
+	if errors.As(err, &de) {
+		body.Details = de.Details
+	}
+	switch {
+	case code == domain.CodeUnavailable:
+		s.log.WarnContext(r.Context(), "store unavailable", "route", r.Pattern, "err", err)
+		if body.Message == "" {
+			body.Message = "the store is unavailable"
+		}
+	case status >= 500:
+		s.log.ErrorContext(r.Context(), "request failed", "route", r.Pattern, "method", r.Method, "err", err)
+		body.Message = "internal error"
+		body.Details = nil
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="soulstack"`)
+	}
+	writeJSON(w, status, apiclient.ErrorBody{Error: body})
+}
+
+// clientMessage is err's text without the cause under its *domain.Error
+// (which may be long, like every problem of a service, or internal).
+func clientMessage(err error) string {
+	msg := err.Error()
+	var de *domain.Error
+	if errors.As(err, &de) && de.Err != nil {
+		msg = strings.TrimSuffix(msg, ": "+de.Err.Error())
+	}
+	return msg
+}
+
+// writeJSON writes v as the JSON response body with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, `{"error":{"code":"internal","message":"encoding response"}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// decode reads the request body strictly into v: unknown fields, trailing
+// data and a missing body are 400s that say what is wrong.
+func decode(r *http.Request, v any) error {
+	if r.Body == nil {
+		return invalidf("request body required: send a JSON object")
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF):
+			return invalidf("request body required: send a JSON object")
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return invalidf("request body is not valid JSON: it ends early")
+		case errors.As(err, &mbe):
+			return invalidf("request body larger than %d bytes", mbe.Limit)
+		case errors.As(err, &se):
+			return invalidf("request body is not valid JSON at offset %d: %v", se.Offset, err)
+		case errors.As(err, &te):
+			return invalidf("request field %q must be %s, not %s", te.Field, te.Type, te.Value)
+		default:
+			return invalidf("request body: %v", strings.TrimPrefix(err.Error(), "json: "))
+		}
+	}
+	if dec.More() {
+		return invalidf("request body has data after the JSON object")
+	}
+	return nil
+}
+
+func invalidf(format string, args ...any) error {
+	return domain.Errorf(domain.CodeInvalid, format, args...)
+}
+
+func notFoundf(format string, args ...any) error {
+	return domain.Errorf(domain.CodeNotFound, format, args...)
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

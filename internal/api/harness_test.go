@@ -1,0 +1,171 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/soulstack/soulstack/internal/api"
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/catalog"
+	_ "github.com/soulstack/soulstack/internal/module/core" // modules the DSL validates against
+	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/store/sqlite"
+)
+
+// fingerprint stands in for the keeper CA fingerprint in join tokens.
+const fingerprint = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// env is a real Operator API on a real SQLite store, served on loopback,
+// with one Archon of each role.
+type env struct {
+	t        *testing.T
+	st       *sqlite.Store
+	auth     *auth.Authority
+	api      *api.Server
+	srv      *httptest.Server
+	reg      *prometheus.Registry
+	tokens   map[auth.Role]string
+	archons  map[auth.Role]store.Archon
+	expired  string // a valid signature whose time is over
+	revoked  string // a revoked admin token
+	services string // catalog directory
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "keeper.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := auth.Init(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.New(catalog.Config{Dir: filepath.Join(dir, "services"), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	s, err := api.New(api.Config{Store: st, Auth: a, Catalog: cat, Fingerprint: fingerprint, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	e := &env{t: t, st: st, auth: a, api: s, srv: srv, reg: reg, services: filepath.Join(dir, "services"),
+		tokens: map[auth.Role]string{}, archons: map[auth.Role]store.Archon{}}
+	for _, r := range auth.Roles {
+		ar, err := a.CreateArchon(ctx, string(r)+"-archon", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := a.IssueToken(ctx, ar, time.Hour, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.tokens[r], e.archons[r] = tok.Token, ar
+	}
+	past, err := auth.New(ctx, st, auth.WithClock(func() time.Time { return time.Now().Add(-2 * time.Hour) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := past.IssueToken(ctx, e.archons[auth.RoleAdmin], time.Hour, "expired")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.expired = old.Token
+	rv, err := a.IssueToken(ctx, e.archons[auth.RoleAdmin], time.Hour, "to revoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RevokeToken(ctx, rv.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.revoked = rv.Token
+	return e
+}
+
+// client is an apiclient for role.
+func (e *env) client(r auth.Role) *apiclient.Client {
+	e.t.Helper()
+	c, err := apiclient.New(e.srv.URL, e.tokens[r])
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// do sends a raw request and returns the status and the body.
+func (e *env) do(method, path, token, body string) (int, []byte) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// wantError checks an error answer: status and the JSON error body's code.
+func (e *env) wantError(method, path string, status int, code string, b []byte, gotStatus int) apiclient.ErrorDetail {
+	e.t.Helper()
+	var eb struct {
+		Error apiclient.ErrorDetail `json:"error"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&eb); err != nil {
+		e.t.Fatalf("%s %s: body %q is not a JSON error: %v", method, path, b, err)
+	}
+	if gotStatus != status || eb.Error.Code != code || eb.Error.Message == "" {
+		e.t.Fatalf("%s %s: %d %s %q, want %d %s with a message", method, path, gotStatus, eb.Error.Code, eb.Error.Message, status, code)
+	}
+	return eb.Error
+}
+
+// concrete fills a route pattern's wildcards.
+func concrete(pattern string) (method, path string) {
+	method, path, _ = strings.Cut(pattern, " ")
+	var out []string
+	for _, seg := range strings.Split(path, "/") {
+		if strings.HasPrefix(seg, "{") {
+			seg = "x"
+		}
+		out = append(out, seg)
+	}
+	return method, strings.Join(out, "/")
+}

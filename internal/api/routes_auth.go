@@ -1,0 +1,135 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+func init() { routeGroups = append(routeGroups, (*Server).routesAuth) }
+
+// routesAuth serves Archons, their tokens and the audit log.
+func (s *Server) routesAuth(rt *Router) {
+	rt.Handle("POST /v1/archons", auth.RoleAdmin, s.createArchon)
+	rt.Handle("GET /v1/archons", auth.RoleAdmin, s.listArchons)
+	rt.Handle("POST /v1/tokens", auth.RoleOperator, s.createToken)
+	rt.Handle("DELETE /v1/tokens/{id}", auth.RoleOperator, s.revokeToken)
+	rt.Handle("GET /v1/audit", auth.RoleAdmin, s.listAudit)
+	rt.Handle("GET /v1/whoami", auth.RoleViewer, s.whoami)
+}
+
+func (s *Server) createArchon(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	var req apiclient.CreateArchonRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	role, err := auth.ParseRole(req.Role)
+	if err != nil {
+		return err
+	}
+	ar, err := s.auth.CreateArchon(r.Context(), req.Name, role)
+	if err != nil {
+		return err
+	}
+	SetAuditTarget(r, ar.ID)
+	tok, err := s.auth.IssueToken(r.Context(), ar, time.Duration(req.TTL), "first token of "+ar.Name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, apiclient.CreatedArchon{Archon: ar, Token: issued(tok)})
+	return nil
+}
+
+func (s *Server) listArchons(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	as, err := s.auth.Archons(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, nonNil(as))
+	return nil
+}
+
+// createToken issues a token for the caller, or (admin only) for another
+// archon.
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	var req apiclient.CreateTokenRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	id := req.ArchonID
+	if id == "" {
+		id = p.ArchonID
+	}
+	if id != p.ArchonID {
+		if err := auth.Require(p, auth.RoleAdmin); err != nil {
+			return err
+		}
+	}
+	if req.TTL < 0 {
+		return invalidf("ttl must be positive")
+	}
+	ar, err := s.auth.Archon(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	tok, err := s.auth.IssueToken(r.Context(), ar, time.Duration(req.TTL), req.Description)
+	if err != nil {
+		return err
+	}
+	SetAuditTarget(r, tok.ID)
+	writeJSON(w, http.StatusCreated, issued(tok))
+	return nil
+}
+
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	if err := s.auth.RevokeToken(r.Context(), p, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	q := r.URL.Query()
+	f := store.AuditFilter{ArchonID: q.Get("archon_id"), Action: q.Get("action")}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 10000 {
+			return invalidf("limit must be an integer in 1..10000, not %q", l)
+		}
+		f.Limit = n
+	}
+	es, err := s.auth.Audit(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, nonNil(es))
+	return nil
+}
+
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	ar, err := s.auth.Archon(r.Context(), p.ArchonID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apiclient.Whoami{
+		ArchonID: p.ArchonID, Name: ar.Name, Role: string(p.Role), TokenID: p.TokenID, ExpiresAt: p.ExpiresAt,
+	})
+	return nil
+}
+
+func issued(t auth.Issued) apiclient.IssuedToken {
+	return apiclient.IssuedToken{ID: t.ID, Token: t.Token, ExpiresAt: t.ExpiresAt}
+}
+
+// nonNil makes an empty list render as [] rather than null.
+func nonNil[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
+}

@@ -1,0 +1,87 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+func init() { routeGroups = append(routeGroups, (*Server).routesServices) }
+
+// routesServices serves the service catalog. Registering, moving and
+// deleting services decides which code the fleet runs: admin only.
+func (s *Server) routesServices(rt *Router) {
+	if s.cfg.Catalog == nil {
+		return
+	}
+	rt.Handle("POST /v1/services", auth.RoleAdmin, s.registerService)
+	rt.Handle("GET /v1/services", auth.RoleViewer, s.listServices)
+	rt.Handle("GET /v1/services/{name}", auth.RoleViewer, s.getService)
+	rt.Handle("PATCH /v1/services/{name}", auth.RoleAdmin, s.updateService)
+	rt.Handle("DELETE /v1/services/{name}", auth.RoleAdmin, s.deleteService)
+}
+
+func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	var req apiclient.RegisterServiceRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	SetAuditTarget(r, req.Name)
+	svc, err := s.cfg.Catalog.Register(r.Context(), req.Name, req.Git, req.Ref)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, redactService(svc))
+	return nil
+}
+
+func (s *Server) listServices(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	ss, err := s.cfg.Catalog.List(r.Context())
+	if err != nil {
+		return err
+	}
+	for i := range ss {
+		ss[i] = redactService(ss[i])
+	}
+	writeJSON(w, http.StatusOK, nonNil(ss))
+	return nil
+}
+
+func (s *Server) getService(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	svc, err := s.cfg.Catalog.Get(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, redactService(svc))
+	return nil
+}
+
+func (s *Server) updateService(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	var req apiclient.UpdateServiceRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	svc, err := s.cfg.Catalog.Update(r.Context(), r.PathValue("name"), req.Ref, req.Git)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, redactService(svc))
+	return nil
+}
+
+func (s *Server) deleteService(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	if err := s.cfg.Catalog.Delete(r.Context(), r.PathValue("name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// redactService hides a password in the service's git URL: the catalog
+// needs it, readers of the API do not.
+func redactService(svc store.Service) store.Service {
+	svc.Git = auth.RedactURL(svc.Git)
+	return svc
+}

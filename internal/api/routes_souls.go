@@ -1,0 +1,229 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/jointoken"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// DefaultJoinTokenTTL is the lifetime of a join token when none is asked for.
+const DefaultJoinTokenTTL = 24 * time.Hour
+
+// SoulAdmin is the soul gateway's part in soul administration: accepting a
+// pending soul lets its waiting stream in, rejecting one closes it. Both
+// return the soul as stored afterwards.
+type SoulAdmin interface {
+	AcceptSoul(ctx context.Context, sid string, covens []string) (store.Soul, error)
+	RejectSoul(ctx context.Context, sid string) (store.Soul, error)
+}
+
+func init() { routeGroups = append(routeGroups, (*Server).routesSouls) }
+
+// routesSouls serves the soul registry and join tokens.
+func (s *Server) routesSouls(rt *Router) {
+	rt.Handle("GET /v1/souls", auth.RoleViewer, s.listSouls)
+	rt.Handle("GET /v1/souls/{sid}", auth.RoleViewer, s.getSoul)
+	rt.Handle("POST /v1/souls/{sid}/accept", auth.RoleAdmin, s.acceptSoul)
+	rt.Handle("POST /v1/souls/{sid}/reject", auth.RoleAdmin, s.rejectSoul)
+	rt.Handle("PUT /v1/souls/{sid}/covens", auth.RoleAdmin, s.setCovens)
+	if s.cfg.Fingerprint != "" {
+		rt.Handle("POST /v1/join-tokens", auth.RoleAdmin, s.createJoinToken)
+	}
+}
+
+func (s *Server) soulAdmin() SoulAdmin {
+	if s.cfg.Souls != nil {
+		return s.cfg.Souls
+	}
+	return StoreSouls{Store: s.store}
+}
+
+func (s *Server) listSouls(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	q := r.URL.Query()
+	f := store.SoulFilter{Status: q.Get("status"), Covens: q["coven"]}
+	switch f.Status {
+	case "", store.SoulPending, store.SoulConnected, store.SoulDisconnected, store.SoulRejected:
+	default:
+		return invalidf("unknown soul status %q: use pending, connected, disconnected or rejected", f.Status)
+	}
+	souls, err := s.store.ListSouls(r.Context(), f)
+	if err != nil {
+		return fmt.Errorf("listing souls: %w", err)
+	}
+	writeJSON(w, http.StatusOK, nonNil(souls))
+	return nil
+}
+
+func (s *Server) getSoul(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	sid := r.PathValue("sid")
+	soul, err := s.store.GetSoul(r.Context(), sid)
+	if err != nil {
+		return fmt.Errorf("soul %s: %w", sid, err)
+	}
+	writeJSON(w, http.StatusOK, soul)
+	return nil
+}
+
+func (s *Server) acceptSoul(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	var req apiclient.CovensRequest
+	if err := decodeOptional(r, &req); err != nil {
+		return err
+	}
+	covens, err := cleanCovens(req.Covens)
+	if err != nil {
+		return err
+	}
+	soul, err := s.soulAdmin().AcceptSoul(r.Context(), r.PathValue("sid"), covens)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, soul)
+	return nil
+}
+
+func (s *Server) rejectSoul(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	soul, err := s.soulAdmin().RejectSoul(r.Context(), r.PathValue("sid"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, soul)
+	return nil
+}
+
+func (s *Server) setCovens(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	var req apiclient.CovensRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	covens, err := cleanCovens(req.Covens)
+	if err != nil {
+		return err
+	}
+	sid := r.PathValue("sid")
+	if err := s.store.SetSoulCovens(r.Context(), sid, covens); err != nil {
+		return fmt.Errorf("soul %s: %w", sid, err)
+	}
+	soul, err := s.store.GetSoul(r.Context(), sid)
+	if err != nil {
+		return fmt.Errorf("soul %s: %w", sid, err)
+	}
+	writeJSON(w, http.StatusOK, soul)
+	return nil
+}
+
+func (s *Server) createJoinToken(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	var req apiclient.CreateJoinTokenRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	covens, err := cleanCovens(req.Covens)
+	if err != nil {
+		return err
+	}
+	ttl := time.Duration(req.TTL)
+	switch {
+	case ttl == 0:
+		ttl = DefaultJoinTokenTTL
+	case ttl < 0:
+		return invalidf("ttl must be positive")
+	}
+	secret, err := jointoken.NewSecret()
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	jt := store.JoinToken{
+		ID:         uuid.NewString(),
+		SecretHash: jointoken.Hash(secret),
+		Covens:     covens,
+		ExpiresAt:  now.Add(ttl),
+		CreatedBy:  p.ArchonID,
+		CreatedAt:  now,
+	}
+	if err := s.store.CreateJoinToken(r.Context(), jt); err != nil {
+		return fmt.Errorf("creating join token: %w", err)
+	}
+	SetAuditTarget(r, jt.ID)
+	writeJSON(w, http.StatusCreated, apiclient.CreatedJoinToken{
+		ID: jt.ID, Token: jointoken.Encode(secret, s.cfg.Fingerprint), Covens: covens, ExpiresAt: jt.ExpiresAt,
+	})
+	return nil
+}
+
+var covenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$`)
+
+// cleanCovens validates coven names and returns them sorted without
+// duplicates (never nil).
+func cleanCovens(in []string) ([]string, error) {
+	out := make([]string, 0, len(in))
+	for _, c := range in {
+		if !covenName.MatchString(c) {
+			return nil, invalidf("coven %q is invalid: use 1-63 letters, digits, '_', '.', ':' or '-', starting with a letter or digit", c)
+		}
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// decodeOptional is decode for bodies that may be absent or empty.
+func decodeOptional(r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	return decode(r, v)
+}
+
+// StoreSouls administers souls through the store, which is what the soul
+// gateway reads when a soul (re)connects: a pending soul retries with
+// backoff and is let in once accepted. Disconnect, when set (the gateway's
+// Disconnect), closes the stream of a soul being rejected right away.
+type StoreSouls struct {
+	Store      store.Store
+	Disconnect func(sid, reason string) bool
+}
+
+// AcceptSoul accepts a pending or rejected soul into covens. It is then
+// disconnected until its next connection attempt.
+func (ss StoreSouls) AcceptSoul(ctx context.Context, sid string, covens []string) (store.Soul, error) {
+	soul, err := ss.Store.GetSoul(ctx, sid)
+	if err != nil {
+		return store.Soul{}, fmt.Errorf("soul %s: %w", sid, err)
+	}
+	if soul.Status != store.SoulPending && soul.Status != store.SoulRejected {
+		return store.Soul{}, domain.Errorf(domain.CodeConflict, "soul %s is already accepted (status %s): use PUT /v1/souls/%s/covens to change its covens", sid, soul.Status, sid)
+	}
+	if err := ss.Store.SetSoulCovens(ctx, sid, covens); err != nil {
+		return store.Soul{}, fmt.Errorf("soul %s: %w", sid, err)
+	}
+	if err := ss.Store.SetSoulStatus(ctx, sid, store.SoulDisconnected, "", time.Now().UTC()); err != nil {
+		return store.Soul{}, fmt.Errorf("soul %s: %w", sid, err)
+	}
+	return ss.Store.GetSoul(ctx, sid)
+}
+
+// RejectSoul marks a soul rejected and closes its stream: it is refused
+// until an Archon accepts it again.
+func (ss StoreSouls) RejectSoul(ctx context.Context, sid string) (store.Soul, error) {
+	if _, err := ss.Store.GetSoul(ctx, sid); err != nil {
+		return store.Soul{}, fmt.Errorf("soul %s: %w", sid, err)
+	}
+	if err := ss.Store.SetSoulStatus(ctx, sid, store.SoulRejected, "", time.Now().UTC()); err != nil {
+		return store.Soul{}, fmt.Errorf("soul %s: %w", sid, err)
+	}
+	if ss.Disconnect != nil {
+		ss.Disconnect(sid, "rejected by an Archon")
+	}
+	return ss.Store.GetSoul(ctx, sid)
+}

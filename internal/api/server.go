@@ -1,0 +1,156 @@
+// Package api is the Operator API of the Keeper: JSON over HTTP, every /v1
+// call authenticated with an Archon's bearer JWT, authorised by role, and
+// (when it mutates) written to the audit log. It is the one place that maps
+// domain error codes to HTTP statuses (errors.go).
+//
+// # Adding routes
+//
+// A route group is one file, routes_<group>.go, holding a method
+//
+//	func (s *Server) routesSouls(rt *Router) { rt.Handle("GET /v1/souls", auth.RoleViewer, s.listSouls) … }
+//
+// that registers itself in the file's init():
+//
+//	func init() { routeGroups = append(routeGroups, (*Server).routesSouls) }
+//
+// New has no list to edit. A group's dependencies are fields of Config (add
+// yours next to the others); a group whose dependency is nil registers
+// nothing, so partial keepers and tests stay possible. Handlers have the
+// HandlerFunc signature: they return an error instead of writing one, and
+// the Router authenticates, authorises, audits mutating calls, measures
+// latency and renders errors for them. Every route must also be described
+// in openapi.json (a test checks it).
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/catalog"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// routeGroups are the route registration methods, each appended by its own
+// file's init().
+var routeGroups []func(*Server, *Router)
+
+// Config holds the dependencies of the Operator API.
+type Config struct {
+	Store store.Store     // required
+	Auth  *auth.Authority // required
+	// Catalog serves /v1/services; nil leaves them out.
+	Catalog *catalog.Catalog
+	// Souls admits and rejects souls; nil means StoreSouls without
+	// Disconnect.
+	Souls SoulAdmin
+	// Fingerprint is the SHA-256 fingerprint of the Keeper's CA, put into
+	// every join token for the soul to pin; "" leaves POST /v1/join-tokens
+	// out.
+	Fingerprint string
+	// Registry receives the API's metrics and is served at /metrics; nil
+	// creates a private one.
+	Registry *prometheus.Registry
+	Logger   *slog.Logger // nil discards
+}
+
+// Server is the Operator API. Create it with New and serve Handler().
+type Server struct {
+	cfg     Config
+	store   store.Store
+	auth    *auth.Authority
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	metrics *metrics
+	mux     *http.ServeMux
+	routes  []Route
+}
+
+// New builds the Server and registers every route group.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil || cfg.Auth == nil {
+		return nil, errorf("api.New: Store and Auth are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{
+		cfg:   cfg,
+		store: cfg.Store,
+		auth:  cfg.Auth,
+		log:   cfg.Logger,
+		reg:   cfg.Registry,
+		mux:   http.NewServeMux(),
+	}
+	m, err := newMetrics(cfg.Registry, cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	rt := &Router{s: s}
+	for _, g := range routeGroups {
+		g(s, rt)
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, notFoundf("no route for %s %s", r.Method, r.URL.Path))
+	})
+	return s, nil
+}
+
+// Handler returns the HTTP handler of every route of the API.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Registry returns the Prometheus registry served at /metrics, for other
+// components to register their collectors in.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Routes lists the registered routes (pattern and role), for documentation
+// and tests.
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
+
+// Mount serves h under pattern on the API's mux without authentication
+// (the keeper mounts the UI and the soul stream this way, which do their
+// own). It is measured like every other route.
+func (s *Server) Mount(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, s.measure(h, false))
+}
+
+// Route is one registered route.
+type Route struct {
+	Pattern string    // "POST /v1/souls/{sid}/accept"
+	Role    auth.Role // "" for public routes
+}
+
+// HandlerFunc is an authenticated route handler. It writes the success
+// response itself and returns an error for any failure, which the Router
+// renders; p is the calling Archon.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request, p auth.Principal) error
+
+// Router registers routes on a Server.
+type Router struct{ s *Server }
+
+// Handle registers an authenticated route open to need and every role
+// above it.
+func (rt *Router) Handle(pattern string, need auth.Role, h HandlerFunc) {
+	rt.s.routes = append(rt.s.routes, Route{Pattern: pattern, Role: need})
+	rt.s.mux.Handle(pattern, rt.s.measure(rt.s.authenticated(need, h), false))
+}
+
+// Public registers a route without authentication (health, metrics, the
+// OpenAPI document). Use it for nothing that reveals or changes fleet data.
+func (rt *Router) Public(pattern string, h http.Handler) {
+	rt.s.routes = append(rt.s.routes, Route{Pattern: pattern})
+	rt.s.mux.Handle(pattern, rt.s.measure(h, true))
+}
+
+// Server returns the Server the router registers on.
+func (rt *Router) Server() *Server { return rt.s }
+
+// ping checks the store with the request's context.
+func (s *Server) ping(ctx context.Context) error { return s.store.Ping(ctx) }

@@ -1,0 +1,140 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/jointoken"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+func (e *env) addSoul(sid, status string, covens ...string) {
+	e.t.Helper()
+	now := time.Now().UTC()
+	if covens == nil {
+		covens = []string{}
+	}
+	err := e.st.UpsertSoul(context.Background(), store.Soul{
+		SID: sid, PublicKey: []byte("key-" + sid), Status: status, Covens: covens,
+		Soulprint: map[string]any{"sid": sid, "os": map[string]any{"family": "debian"}}, LastSeen: now, CreatedAt: now,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func TestSouls(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.addSoul("h1", store.SoulPending)
+	e.addSoul("h2", store.SoulConnected, "prod", "web")
+	e.addSoul("h3", store.SoulDisconnected, "prod")
+	admin, viewer := e.client(auth.RoleAdmin), e.client(auth.RoleViewer)
+
+	all, err := viewer.ListSouls(ctx, apiclient.SoulQuery{})
+	if err != nil || len(all) != 3 || all[0].SID != "h1" || all[1].Soulprint["sid"] != "h2" {
+		t.Fatalf("souls %+v, %v", all, err)
+	}
+	prod, err := viewer.ListSouls(ctx, apiclient.SoulQuery{Covens: []string{"prod"}})
+	if err != nil || len(prod) != 2 {
+		t.Fatalf("prod souls %+v, %v", prod, err)
+	}
+	pending, err := viewer.ListSouls(ctx, apiclient.SoulQuery{Status: store.SoulPending})
+	if err != nil || len(pending) != 1 || pending[0].SID != "h1" {
+		t.Fatalf("pending souls %+v, %v", pending, err)
+	}
+	_, err = viewer.ListSouls(ctx, apiclient.SoulQuery{Status: "asleep"})
+	wantAPI(t, err, http.StatusBadRequest, domain.CodeInvalid)
+	_, err = viewer.GetSoul(ctx, "nope")
+	wantAPI(t, err, http.StatusNotFound, domain.CodeNotFound)
+
+	// Accept the pending soul into covens (deduplicated, sorted).
+	s, err := admin.AcceptSoul(ctx, "h1", []string{"prod", "db", "prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != store.SoulDisconnected || !slices.Equal(s.Covens, []string{"db", "prod"}) {
+		t.Fatalf("accepted soul %+v", s)
+	}
+	_, err = admin.AcceptSoul(ctx, "h1", nil)
+	wantAPI(t, err, http.StatusConflict, domain.CodeConflict)
+	_, err = admin.AcceptSoul(ctx, "h1", []string{"bad coven!"})
+	wantAPI(t, err, http.StatusBadRequest, domain.CodeInvalid)
+	_, err = admin.AcceptSoul(ctx, "nope", nil)
+	wantAPI(t, err, http.StatusNotFound, domain.CodeNotFound)
+
+	s, err = admin.SetSoulCovens(ctx, "h2", []string{"staging"})
+	if err != nil || !slices.Equal(s.Covens, []string{"staging"}) {
+		t.Fatalf("covens %+v, %v", s, err)
+	}
+	s, err = admin.RejectSoul(ctx, "h3")
+	if err != nil || s.Status != store.SoulRejected {
+		t.Fatalf("rejected %+v, %v", s, err)
+	}
+	// A rejected soul may be accepted again.
+	if s, err = admin.AcceptSoul(ctx, "h3", []string{"prod"}); err != nil || s.Status != store.SoulDisconnected {
+		t.Fatalf("re-accepted %+v, %v", s, err)
+	}
+	// Accept with no body at all.
+	e.addSoul("h4", store.SoulPending)
+	st, b := e.do("POST", "/v1/souls/h4/accept", e.tokens[auth.RoleAdmin], "")
+	if st != http.StatusOK {
+		t.Fatalf("accept without a body: %d %s", st, b)
+	}
+
+	entries, err := admin.ListAudit(ctx, apiclient.AuditQuery{Action: "POST /v1/souls/{sid}/accept"})
+	if err != nil || len(entries) != 6 || entries[len(entries)-1].Target != "h1" {
+		t.Fatalf("accept audit %+v, %v", entries, err)
+	}
+}
+
+func TestJoinTokens(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	admin := e.client(auth.RoleAdmin)
+	jt, err := admin.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"web", "prod"}, TTL: apiclient.Duration(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, fp, err := jointoken.Decode(jt.Token)
+	if err != nil || fp != fingerprint {
+		t.Fatalf("token %q: fingerprint %q, %v", jt.Token, fp, err)
+	}
+	if !slices.Equal(jt.Covens, []string{"prod", "web"}) || time.Until(jt.ExpiresAt) > time.Hour {
+		t.Fatalf("join token %+v", jt)
+	}
+	// The store keeps the hash only, and the gateway redeems by it.
+	used, err := e.st.UseJoinToken(ctx, jointoken.Hash(secret), time.Now())
+	if err != nil || used.ID != jt.ID || !slices.Equal(used.Covens, []string{"prod", "web"}) || used.CreatedBy != e.archons[auth.RoleAdmin].ID {
+		t.Fatalf("redeemed %+v, %v", used, err)
+	}
+	// Default TTL and the 30d form.
+	jt, err = admin.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"x"}})
+	if err != nil || time.Until(jt.ExpiresAt) < 23*time.Hour {
+		t.Fatalf("default ttl %+v, %v", jt, err)
+	}
+	st, b := e.do("POST", "/v1/join-tokens", e.tokens[auth.RoleAdmin], `{"covens":[],"ttl":"30d"}`)
+	if st != http.StatusCreated {
+		t.Fatalf("ttl 30d: %d %s", st, b)
+	}
+	st, b = e.do("POST", "/v1/join-tokens", e.tokens[auth.RoleAdmin], `{"covens":[],"ttl":"soon"}`)
+	e.wantError("POST", "/v1/join-tokens", http.StatusBadRequest, "invalid", b, st)
+	// The audit entry never holds the token.
+	entries, err := admin.ListAudit(ctx, apiclient.AuditQuery{Action: "POST /v1/join-tokens"})
+	if err != nil || len(entries) != 4 {
+		t.Fatalf("audit %+v, %v", entries, err)
+	}
+	for _, en := range entries {
+		for k, v := range en.Summary {
+			if s, ok := v.(string); ok && len(s) > 20 {
+				t.Errorf("audit summary %s = %q looks like a secret", k, s)
+			}
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package apiclient
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// Health calls /healthz: nil when the keeper process is up.
+func (c *Client) Health(ctx context.Context) error {
+	return c.Do(ctx, http.MethodGet, "/healthz", nil, nil, nil)
+}
+
+// Ready calls /readyz: nil when the keeper's store answers.
+func (c *Client) Ready(ctx context.Context) error {
+	return c.Do(ctx, http.MethodGet, "/readyz", nil, nil, nil)
+}
+
+// OpenAPI returns the OpenAPI document of the API.
+func (c *Client) OpenAPI(ctx context.Context) (json.RawMessage, error) {
+	var doc json.RawMessage
+	return doc, c.Do(ctx, http.MethodGet, "/v1/openapi.json", nil, nil, &doc)
+}
+
+// Whoami returns the calling Archon.
+func (c *Client) Whoami(ctx context.Context) (Whoami, error) {
+	var w Whoami
+	return w, c.Do(ctx, http.MethodGet, "/v1/whoami", nil, nil, &w)
+}
+
+// CreateArchon creates an Archon and issues its first token (admin).
+func (c *Client) CreateArchon(ctx context.Context, req CreateArchonRequest) (CreatedArchon, error) {
+	var out CreatedArchon
+	return out, c.Do(ctx, http.MethodPost, "/v1/archons", nil, req, &out)
+}
+
+// ListArchons lists the Archons (admin).
+func (c *Client) ListArchons(ctx context.Context) ([]store.Archon, error) {
+	var out []store.Archon
+	return out, c.Do(ctx, http.MethodGet, "/v1/archons", nil, nil, &out)
+}
+
+// CreateToken issues a token for the caller or (admin) another Archon.
+func (c *Client) CreateToken(ctx context.Context, req CreateTokenRequest) (IssuedToken, error) {
+	var out IssuedToken
+	return out, c.Do(ctx, http.MethodPost, "/v1/tokens", nil, req, &out)
+}
+
+// RevokeToken revokes a token by id.
+func (c *Client) RevokeToken(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/v1/tokens/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// ListAudit returns audit entries, newest first (admin).
+func (c *Client) ListAudit(ctx context.Context, q AuditQuery) ([]store.AuditEntry, error) {
+	v := url.Values{}
+	if q.ArchonID != "" {
+		v.Set("archon_id", q.ArchonID)
+	}
+	if q.Action != "" {
+		v.Set("action", q.Action)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var out []store.AuditEntry
+	return out, c.Do(ctx, http.MethodGet, "/v1/audit", v, nil, &out)
+}

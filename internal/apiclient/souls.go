@@ -1,0 +1,59 @@
+package apiclient
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// ListSouls lists souls, sorted by SID.
+func (c *Client) ListSouls(ctx context.Context, q SoulQuery) ([]store.Soul, error) {
+	v := url.Values{}
+	if q.Status != "" {
+		v.Set("status", q.Status)
+	}
+	for _, cv := range q.Covens {
+		v.Add("coven", cv)
+	}
+	var out []store.Soul
+	return out, c.Do(ctx, http.MethodGet, "/v1/souls", v, nil, &out)
+}
+
+// GetSoul returns one soul.
+func (c *Client) GetSoul(ctx context.Context, sid string) (store.Soul, error) {
+	var out store.Soul
+	return out, c.Do(ctx, http.MethodGet, "/v1/souls/"+url.PathEscape(sid), nil, nil, &out)
+}
+
+// AcceptSoul accepts a pending soul into covens (admin).
+func (c *Client) AcceptSoul(ctx context.Context, sid string, covens []string) (store.Soul, error) {
+	var out store.Soul
+	return out, c.Do(ctx, http.MethodPost, "/v1/souls/"+url.PathEscape(sid)+"/accept", nil, CovensRequest{Covens: nonNil(covens)}, &out)
+}
+
+// RejectSoul rejects a soul (admin).
+func (c *Client) RejectSoul(ctx context.Context, sid string) (store.Soul, error) {
+	var out store.Soul
+	return out, c.Do(ctx, http.MethodPost, "/v1/souls/"+url.PathEscape(sid)+"/reject", nil, nil, &out)
+}
+
+// SetSoulCovens replaces a soul's covens (admin).
+func (c *Client) SetSoulCovens(ctx context.Context, sid string, covens []string) (store.Soul, error) {
+	var out store.Soul
+	return out, c.Do(ctx, http.MethodPut, "/v1/souls/"+url.PathEscape(sid)+"/covens", nil, CovensRequest{Covens: nonNil(covens)}, &out)
+}
+
+// CreateJoinToken creates a join token (admin).
+func (c *Client) CreateJoinToken(ctx context.Context, req CreateJoinTokenRequest) (CreatedJoinToken, error) {
+	var out CreatedJoinToken
+	return out, c.Do(ctx, http.MethodPost, "/v1/join-tokens", nil, req, &out)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
