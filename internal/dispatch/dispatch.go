@@ -33,8 +33,11 @@ type Bundle struct {
 
 // Work is what one host is asked to do. Exactly one of Call and Bundle is set.
 type Work struct {
-	RunID   string        `json:"run_id"`
-	TaskID  string        `json:"task_id"` // unique per run, task, host and attempt: results are idempotent by it
+	RunID  string `json:"run_id"`
+	TaskID string `json:"task_id"` // unique per run, task, host and attempt: results are idempotent by it
+	// Task is the name of the scenario task the work comes from (for logs
+	// and for the stubs of the simulated transport); "" when unknown.
+	Task    string        `json:"task,omitempty"`
 	Check   bool          `json:"check"`
 	Timeout time.Duration `json:"timeout"`
 	Call    *Call         `json:"call,omitempty"`
