@@ -53,12 +53,16 @@ func (s *Store) insertRun(ctx context.Context, tx q, r store.Run) error {
 
 // StartRun takes the incarnation's run slot for run and inserts it.
 func (s *Store) StartRun(ctx context.Context, r store.Run) error {
-	return s.inTx(ctx, "starting run on "+r.Incarnation, func(tx q) error {
-		set := `active_run = ?, status = ?, updated_at = ?`
-		args := []any{r.ID, store.IncarnationApplying, s.ts(s.now())}
+	op := "starting run on " + r.Incarnation
+	if r.ID == "" {
+		return s.wrap(op, invalid("run id is empty"))
+	}
+	return s.inTx(ctx, op, func(tx q) error {
+		now := s.ts(s.now())
+		// A check run changes nothing, so it leaves the status alone.
+		set, args := `active_run = ?, status = ?, updated_at = ?`, []any{r.ID, store.IncarnationApplying, now}
 		if r.Check {
-			set = `active_run = ?, updated_at = ?`
-			args = slices.Delete(args, 1, 2)
+			set, args = `active_run = ?, updated_at = ?`, []any{r.ID, now}
 		}
 		args = append(args, r.Incarnation, store.IncarnationErrorLocked)
 		n, err := tx.affected(ctx, `UPDATE incarnations SET `+set+`
