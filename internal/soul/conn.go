@@ -42,6 +42,13 @@ func (c *conn) send(m *pb.SoulMessage) error {
 	return c.stream.Send(m)
 }
 
+// closeRequest ends the soul's side of the stream.
+func (c *conn) closeRequest() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_ = c.stream.CloseRequest()
+}
+
 // session dials the keeper, runs the handshake and, once welcomed, serves
 // the stream until it breaks. welcomed reports whether the keeper accepted
 // the soul (the reconnect backoff then starts over).
@@ -49,13 +56,20 @@ func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream := a.client.Connect(sctx)
+	c := &conn{stream: stream}
+	// Cancelling the request context does not interrupt a Receive once the
+	// response started; ending our side of the stream makes the keeper end
+	// its side, which does.
+	stopClose := context.AfterFunc(sctx, c.closeRequest)
 	defer func() {
-		_ = stream.CloseRequest()
+		stopClose()
+		cancel()
+		c.closeRequest() // after a running AfterFunc's, through c.mu
 		_ = stream.CloseResponse()
 	}()
 
 	hs := time.AfterFunc(handshakeTimeout, cancel)
-	welcome, err := a.handshake(stream)
+	welcome, err := a.handshake(c)
 	hs.Stop()
 	if err != nil {
 		return false, err
@@ -70,7 +84,6 @@ func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
 	}
 	a.secret = nil
 
-	c := &conn{stream: stream}
 	a.mu.Lock()
 	a.conn = c
 	a.mu.Unlock()
@@ -106,7 +119,8 @@ func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
 }
 
 // handshake sends hello, answers the challenge and reads the verdict.
-func (a *Agent) handshake(stream *clientStream) (*pb.Welcome, error) {
+func (a *Agent) handshake(c *conn) (*pb.Welcome, error) {
+	stream := c.stream
 	hello := &pb.SoulMessage{Msg: &pb.SoulMessage_Hello{Hello: &pb.Hello{
 		Sid:        a.cfg.SID,
 		PublicKey:  a.PublicKey(),
@@ -114,7 +128,7 @@ func (a *Agent) handshake(stream *clientStream) (*pb.Welcome, error) {
 		Soulprint:  a.soulprintJSON(),
 		JoinSecret: a.secret,
 	}}}
-	if err := a.sendOrCause(stream, hello); err != nil {
+	if err := sendOrCause(c, hello); err != nil {
 		return nil, fmt.Errorf("sending hello: %w", err)
 	}
 	m, err := stream.Receive()
@@ -129,7 +143,7 @@ func (a *Agent) handshake(stream *clientStream) (*pb.Welcome, error) {
 		return nil, fmt.Errorf("keeper sent %T instead of a challenge", m.Msg)
 	}
 	sig := ed25519.Sign(a.key, pb.ProofPayload(ch.Nonce, a.cfg.SID, a.trust.fingerprint))
-	if err := a.sendOrCause(stream, &pb.SoulMessage{Msg: &pb.SoulMessage_Proof{Proof: &pb.Proof{Signature: sig}}}); err != nil {
+	if err := sendOrCause(c, &pb.SoulMessage{Msg: &pb.SoulMessage_Proof{Proof: &pb.Proof{Signature: sig}}}); err != nil {
 		return nil, fmt.Errorf("sending proof: %w", err)
 	}
 	if m, err = stream.Receive(); err != nil {
@@ -149,10 +163,10 @@ func (a *Agent) handshake(stream *clientStream) (*pb.Welcome, error) {
 
 // sendOrCause sends m; when the keeper already ended the stream (io.EOF)
 // the keeper's error is read and returned instead.
-func (a *Agent) sendOrCause(stream *clientStream, m *pb.SoulMessage) error {
-	err := stream.Send(m)
+func sendOrCause(c *conn, m *pb.SoulMessage) error {
+	err := c.send(m)
 	if errors.Is(err, io.EOF) {
-		if _, rerr := stream.Receive(); rerr != nil {
+		if _, rerr := c.stream.Receive(); rerr != nil {
 			return rerr
 		}
 	}

@@ -1,0 +1,108 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/dispatch"
+	"github.com/soulstack/soulstack/internal/soul"
+)
+
+// benchSouls is the fleet size of the dispatch benchmarks
+// ($SOULSTACK_BENCH_SOULS, default 1000).
+func benchSouls(b *testing.B) int {
+	n := 1000
+	if v := os.Getenv("SOULSTACK_BENCH_SOULS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("SOULSTACK_BENCH_SOULS=%q", v)
+		}
+	}
+	return n
+}
+
+func pingAll(b *testing.B, d dispatch.Dispatcher, sids []string, round int) {
+	reqs := calls(sids, fmt.Sprint("ping-", round), "core.test.ping", nil, 30*time.Second)
+	res := d.Dispatch(context.Background(), reqs, nil)
+	for _, sid := range sids {
+		if r := res[sid]; r.Failed || r.Unreachable || r.Stdout != "pong" {
+			b.Fatalf("ping %s = %+v", sid, r)
+		}
+	}
+}
+
+// BenchmarkDispatchPing dispatches one core.test.ping to N in-process
+// agents (each its own TLS connection, real module code) and waits for
+// every result: one op is one fan-out over the whole fleet (SPEC §15).
+func BenchmarkDispatchPing(b *testing.B) {
+	n := benchSouls(b)
+	dir := b.TempDir()
+	k := startKeeper(b, filepath.Join(dir, "keeper"), keeperOpts{heartbeat: 10 * time.Second, fanOut: n})
+	tok := k.joinToken(b)
+	sids := make([]string, n)
+	for i := range sids {
+		sids[i] = fmt.Sprintf("bench-%05d", i)
+		runAgent(b, soul.Config{KeeperURL: k.url, SID: sids[i], DataDir: filepath.Join(dir, sids[i]), JoinToken: tok,
+			MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second})
+	}
+	waitFor(b, time.Minute, func() bool { return len(k.gw.ConnectedSIDs()) == n }, "%d souls connected", n)
+	pingAll(b, k.gw, sids, -1) // warm up
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		pingAll(b, k.gw, sids, i)
+	}
+	b.ReportMetric(float64(n), "souls")
+}
+
+// BenchmarkDispatchPingSwarm is BenchmarkDispatchPing against a real
+// `soul swarm` process, so the test process holds only the keeper side:
+// it also reports the keeper's heap and stack bytes per connected soul.
+func BenchmarkDispatchPingSwarm(b *testing.B) {
+	n := benchSouls(b)
+	dir := b.TempDir()
+	k := startKeeper(b, filepath.Join(dir, "keeper"), keeperOpts{heartbeat: 10 * time.Second, fanOut: n})
+	before := liveBytes()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, soulBin, "swarm", "--keeper", k.url, "--count", strconv.Itoa(n),
+		"--data-dir", filepath.Join(dir, "swarm"), "--sid-prefix", "swarm", "--reconnect-min", "100ms", "--reconnect-max", "2s")
+	cmd.Env = append(os.Environ(), "SOUL_JOIN_TOKEN="+k.joinToken(b))
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if b.Failed() {
+			b.Logf("swarm output:\n%s", out)
+		}
+	})
+	waitFor(b, 2*time.Minute, func() bool { return len(k.gw.ConnectedSIDs()) == n }, "%d souls connected", n)
+	sids := k.gw.ConnectedSIDs()
+	pingAll(b, k.gw, sids, -1)
+	perSoul := float64(liveBytes()-before) / float64(n)
+
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		pingAll(b, k.gw, sids, i)
+	}
+	b.ReportMetric(float64(n), "souls")
+	b.ReportMetric(perSoul, "keeper-B/soul")
+}
+
+// liveBytes is the heap in use plus goroutine stacks after a collection.
+func liveBytes() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse + m.StackInuse)
+}
