@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -58,6 +59,7 @@ type Env struct {
 	programs  sync.Map // source → *compiled
 	templates sync.Map // source → *templateEntry
 	predCache sync.Map // where("…") predicate source → compiled program
+	cached    atomic.Int64
 	// predicates compiles the string arguments of where("…") with self.
 	predicates *cel.Env
 }
@@ -166,9 +168,17 @@ func (e *Env) Compile(src string) (*Program, error) {
 		return c.(*compiled).p, c.(*compiled).err
 	}
 	p, err := e.compile(src)
+	if e.cached.Add(1) > maxCached {
+		return p, err // a full cache stops growing; programs still work
+	}
 	c, _ := e.programs.LoadOrStore(src, &compiled{p: p, err: err})
 	return c.(*compiled).p, c.(*compiled).err
 }
+
+// maxCached bounds the number of cached programs and templates per Env, so
+// a long-running Keeper that sees many repository versions cannot grow the
+// caches without limit.
+const maxCached = 100_000
 
 // CompileBool is Compile for predicates: the result type must be bool (or
 // dyn, then checked at evaluation).

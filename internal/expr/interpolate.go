@@ -43,6 +43,9 @@ func (e *Env) ParseTemplate(s string) (*Template, error) {
 		return v.(*templateEntry).t, v.(*templateEntry).err
 	}
 	t, err := e.parseTemplate(s)
+	if e.cached.Add(1) > maxCached {
+		return t, err
+	}
 	v, _ := e.templates.LoadOrStore(s, &templateEntry{t, err})
 	return v.(*templateEntry).t, v.(*templateEntry).err
 }

@@ -91,6 +91,9 @@ func (e *Env) predicate(src string) (cel.Program, error) {
 		}
 		return e.predicates.Program(ast, cel.CostLimit(e.costLimit))
 	}()
+	if e.cached.Add(1) > maxCached {
+		return p, err
+	}
 	v, _ := e.predCache.LoadOrStore(src, entry{p, err})
 	return v.(entry).p, v.(entry).err
 }
