@@ -1,0 +1,46 @@
+package core
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/soulstack/soulstack/internal/module"
+)
+
+// TestRegistry pins the module list of SPEC §9 and the schema flags the
+// DSL validator and the soul's confinement rely on.
+func TestRegistry(t *testing.T) {
+	want := []string{
+		"core.cloud.created", "core.cmd.shell", "core.exec.run",
+		"core.file.absent", "core.file.directory", "core.file.present", "core.file.rendered",
+		"core.group.present", "core.http.request", "core.pkg.installed", "core.pkg.removed",
+		"core.service.enabled", "core.service.reloaded", "core.service.restarted", "core.service.running", "core.service.stopped",
+		"core.sysctl.present",
+		"core.test.echo", "core.test.fail", "core.test.ping", "core.test.sleep",
+		"core.user.present",
+	}
+	if diff := cmp.Diff(want, module.Names()); diff != "" {
+		t.Fatalf("registered modules (-want +got):\n%s", diff)
+	}
+	unconfinable := []string{"core.group.present", "core.pkg.installed", "core.pkg.removed",
+		"core.service.enabled", "core.service.reloaded", "core.service.restarted", "core.service.running", "core.service.stopped",
+		"core.sysctl.present", "core.user.present"}
+	readOnly := []string{"core.test.echo", "core.test.ping", "core.test.sleep"}
+	for _, name := range want {
+		m, _ := module.Lookup(name)
+		s := m.Schema()
+		if s.Unconfinable != slices.Contains(unconfinable, name) {
+			t.Errorf("%s: Unconfinable = %v", name, s.Unconfinable)
+		}
+		if s.ReadOnly != slices.Contains(readOnly, name) {
+			t.Errorf("%s: ReadOnly = %v", name, s.ReadOnly)
+		}
+		for p, spec := range s.Params {
+			if spec.Description == "" || spec.Type == "" {
+				t.Errorf("%s: param %s lacks a type or description", name, p)
+			}
+		}
+	}
+}
