@@ -1,0 +1,239 @@
+// Package keeper is the composition root of the Keeper process: from a
+// Config it opens the store, loads the TLS material, and builds auth, the
+// service catalog, the soul gateway and the Operator API (later the run
+// engine, the Checker and the UI hang off the same Keeper), then serves
+// them all on one listener.
+//
+// The listener sniffs the first byte of each connection: a TLS ClientHello
+// goes to TLS (HTTP/2 and HTTP/1.1 by ALPN) — the only place the soul
+// stream is served — and anything else to plain HTTP/1.1 or h2c, where the
+// Operator API, UI, metrics and health answer, so `curl
+// http://keeper:8080/v1/...` works as the seeds show. Plain HTTP sends
+// Archon tokens in clear: in production put TLS in front of the keeper, or
+// call it with https:// (the same port) pinning its CA.
+package keeper
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/soulstack/soulstack/internal/api"
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/catalog"
+	"github.com/soulstack/soulstack/internal/config"
+	"github.com/soulstack/soulstack/internal/gateway"
+	_ "github.com/soulstack/soulstack/internal/module/core" // the modules services are validated against
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// Config configures a Keeper: the operator-facing settings plus what only
+// code can give.
+type Config struct {
+	config.Keeper
+	// Logger receives the keeper's logs; nil builds one from LogFormat and
+	// LogLevel on stderr.
+	Logger *slog.Logger
+}
+
+// Keeper is one running Keeper process's components.
+type Keeper struct {
+	cfg Config
+	log *slog.Logger
+	id  string
+
+	store    store.Store
+	auth     *auth.Authority
+	catalog  *catalog.Catalog
+	gateway  *gateway.Gateway
+	api      *api.Server
+	registry *prometheus.Registry
+	tls      *tls.Config
+	fp       string
+	handler  http.Handler
+}
+
+// New opens the store and builds every component. The keeper must have
+// been initialized (Init). Close releases what New opened.
+func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("keeper config: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		if log, err = cfg.Keeper.Logger(os.Stderr); err != nil {
+			return nil, err
+		}
+	}
+	k = &Keeper{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			k.Close()
+		}
+	}()
+	if k.id, err = keeperID(cfg.Keeper); err != nil {
+		return nil, err
+	}
+	if k.tls, k.fp, err = loadTLS(cfg.Keeper); err != nil {
+		return nil, err
+	}
+	if k.store, err = openStore(ctx, cfg.Keeper); err != nil {
+		return nil, err
+	}
+	if k.auth, err = auth.New(ctx, k.store); err != nil {
+		return nil, err
+	}
+	k.catalog, err = catalog.New(catalog.Config{
+		Dir: cfg.ServicesDir(), Store: k.store, SSHKeyFile: cfg.Git.SSHKeyFile, Logger: log.With("component", "catalog"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	k.gateway = gateway.New(gateway.Config{
+		Store:             k.store,
+		KeeperID:          k.id,
+		Fingerprint:       k.fp,
+		Logger:            log,
+		FanOut:            cfg.FanOut,
+		DefaultTimeout:    cfg.TaskTimeout.D(),
+		HeartbeatInterval: cfg.HeartbeatInterval.D(),
+	})
+	k.registry = prometheus.NewRegistry()
+	k.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	k.api, err = api.New(api.Config{
+		Store:       k.store,
+		Auth:        k.auth,
+		Catalog:     k.catalog,
+		Souls:       api.StoreSouls{Store: k.store, Disconnect: k.gateway.Disconnect},
+		Fingerprint: k.fp,
+		Registry:    k.registry,
+		Logger:      log.With("component", "api"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	pattern, stream := k.gateway.Handler()
+	mux.Handle(pattern, stream)
+	mux.Handle("/", k.api.Handler())
+	k.handler = mux
+	return k, nil
+}
+
+// Run listens on the configured address and serves until ctx ends, then
+// shuts down gracefully and closes the store.
+func (k *Keeper) Run(ctx context.Context) error {
+	defer k.Close()
+	ln, err := net.Listen("tcp", k.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", k.cfg.Listen, err)
+	}
+	return k.Serve(ctx, ln)
+}
+
+// Serve serves on ln (plain and TLS connections alike) until ctx ends, then
+// shuts down: the gateway closes the soul streams, the HTTP server drains
+// in-flight requests (up to ShutdownTimeout). It closes ln but not the
+// store.
+func (k *Keeper) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           k.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(k.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetHTTP2(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
+
+	gwCtx, stopGateway := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopGateway()
+	gwDone := make(chan error, 1)
+	go func() { gwDone <- k.gateway.Run(gwCtx) }()
+
+	sl := newSniffListener(ln, k.tls)
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Serve(sl) }()
+	k.log.InfoContext(ctx, "keeper serving", "addr", ln.Addr().String(), "keeper_id", k.id, "ca_fingerprint", k.fp)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-gwDone:
+		gwDone <- err
+		runErr = fmt.Errorf("soul gateway stopped: %w", err)
+	case err := <-srvDone:
+		srvDone <- err
+		runErr = fmt.Errorf("http server stopped: %w", err)
+	}
+
+	k.log.Info("keeper shutting down")
+	stopGateway()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), k.cfg.ShutdownTimeout.D())
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		k.log.Warn("graceful shutdown timed out; closing connections", "err", err)
+		_ = srv.Close()
+	}
+	if err := <-srvDone; err != nil && !errors.Is(err, http.ErrServerClosed) && runErr == nil {
+		runErr = fmt.Errorf("http server: %w", err)
+	}
+	if err := <-gwDone; err != nil && runErr == nil {
+		runErr = err
+	}
+	k.log.Info("keeper stopped")
+	return runErr
+}
+
+// Close releases the store. It is safe to call more than once.
+func (k *Keeper) Close() error {
+	if k.store == nil {
+		return nil
+	}
+	st := k.store
+	k.store = nil
+	if err := st.Close(); err != nil {
+		return fmt.Errorf("closing store: %w", err)
+	}
+	return nil
+}
+
+// ID is this keeper's id among keepers sharing a database.
+func (k *Keeper) ID() string { return k.id }
+
+// Store returns the keeper's store.
+func (k *Keeper) Store() store.Store { return k.store }
+
+// Auth returns the Archon authority.
+func (k *Keeper) Auth() *auth.Authority { return k.auth }
+
+// Catalog returns the service catalog.
+func (k *Keeper) Catalog() *catalog.Catalog { return k.catalog }
+
+// Gateway returns the soul gateway, the engine's Dispatcher for souls.
+func (k *Keeper) Gateway() *gateway.Gateway { return k.gateway }
+
+// API returns the Operator API server (to mount more handlers on).
+func (k *Keeper) API() *api.Server { return k.api }
+
+// Registry returns the Prometheus registry served at /metrics.
+func (k *Keeper) Registry() *prometheus.Registry { return k.registry }
+
+// Fingerprint is the SHA-256 fingerprint of the keeper's CA, which souls
+// and https clients pin.
+func (k *Keeper) Fingerprint() string { return k.fp }
+
+// Handler serves everything the keeper serves (tests mount it on their own
+// listeners).
+func (k *Keeper) Handler() http.Handler { return k.handler }

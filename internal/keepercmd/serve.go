@@ -1,0 +1,58 @@
+package keepercmd
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/soulstack/soulstack/internal/cmdutil"
+	"github.com/soulstack/soulstack/internal/config"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/keeper"
+)
+
+func init() { subcommands = append(subcommands, serveCmd) }
+
+// serveCmd is `keeper serve`: it runs until SIGTERM or SIGINT (the
+// context main hands down), then shuts down gracefully.
+func serveCmd() *cobra.Command {
+	var cfgFile string
+	c := &cobra.Command{
+		Use:   "serve --data-dir DIR [--listen ADDR]",
+		Short: "Serve the Operator API, the soul stream, metrics and health on one listener",
+		Long: `Serve the keeper initialized in --data-dir: the Operator API (/v1/...), the
+soul stream, /metrics, /healthz and /readyz on one listener. Each connection is
+sniffed: TLS connections get HTTP/2 or HTTP/1.1 over TLS (the only place souls
+connect), plain ones HTTP/1.1 or h2c. Plain HTTP carries Archon tokens in
+clear: in production, call the keeper with https:// or put TLS in front.
+SIGTERM drains in-flight requests, closes the soul streams and the store.`,
+		Args: cobra.NoArgs,
+	}
+	fl := config.BindFlags(c.Flags(), "data-dir", "listen", "database-url", "keeper-id", "log-format", "log-level",
+		"tls-cert", "tls-key", "git-ssh-key", "task-timeout", "shutdown-timeout", "fan-out")
+	c.Flags().StringVar(&cfgFile, "config", "", "YAML configuration file (flags override it)")
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := config.Load(cfgFile)
+		if err != nil {
+			return cmdutil.Usage(err)
+		}
+		fl.Apply(&cfg)
+		if err := cfg.Validate(); err != nil {
+			return cmdutil.Usage(err)
+		}
+		log, err := cfg.Logger(cmd.ErrOrStderr())
+		if err != nil {
+			return cmdutil.Usage(err)
+		}
+		k, err := keeper.New(cmd.Context(), keeper.Config{Keeper: cfg, Logger: log})
+		if err != nil {
+			if domain.ErrorCode(err) == domain.CodeInvalid {
+				return cmdutil.Usage(err)
+			}
+			return cmdutil.Failed(err)
+		}
+		if err := k.Run(cmd.Context()); err != nil {
+			return cmdutil.Failed(err)
+		}
+		return nil
+	}
+	return c
+}
