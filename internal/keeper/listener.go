@@ -27,9 +27,9 @@ type sniffListener struct {
 	inner net.Listener
 	tls   *tls.Config
 
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
+	conns    chan net.Conn
+	done     chan struct{}
+	once     sync.Once
 	mu       sync.Mutex
 	err      error                 // why accepting stopped
 	sniffing map[net.Conn]struct{} // connections whose first byte is awaited
