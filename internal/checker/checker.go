@@ -295,6 +295,11 @@ func (c *Checker) Execute(ctx context.Context, req ExecRequest) ([]store.Checker
 			return tasks, fmt.Errorf("creating task of %s: %w", proc.Name, err)
 		}
 		if err := c.start(proc, t); err != nil {
+			now := c.clock.Now()
+			t.Status, t.RunError, t.FinishedAt = StatusFailure, err.Error(), &now
+			if uerr := c.store.UpdateCheckerTask(context.WithoutCancel(ctx), t); uerr != nil {
+				c.log.Error("checker: failing a task that could not start", "task", t.ID, "err", uerr)
+			}
 			return tasks, err
 		}
 		tasks = append(tasks, t)
