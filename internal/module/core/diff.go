@@ -10,7 +10,7 @@ import (
 // Limits that keep a diff cheap to compute and small enough for a run result.
 const (
 	diffContext   = 3
-	diffMaxEdits  = 2000      // Myers D bound; beyond it the middle is one replace hunk
+	diffMaxEdits  = 1000      // Myers D bound; beyond it the middle is one replace hunk
 	diffMaxOutput = 256 << 10 // bytes of diff text kept in a result
 	diffMaxInput  = 8 << 20   // larger inputs get a summary instead of a diff
 )

@@ -114,6 +114,7 @@ func TestExecRunUnderRoot(t *testing.T) {
 // TestExecTimeoutKillsProcessGroup runs a shell whose background grandchild
 // ignores SIGTERM; when the deadline passes the whole group must die.
 func TestExecTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	m, _ := module.Lookup("core.exec.run")
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -165,6 +166,7 @@ func TestExecOutputCapped(t *testing.T) {
 }
 
 func TestExecBackgroundChildHoldingOutput(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	res := run(t, "core.exec.run", map[string]any{"command": "sleep 30 & echo done"}, nil)
 	if res.Failed || res.Stdout != "done\n" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,6 +15,10 @@ import (
 // testPkg is a tiny Debian package with no dependencies beyond libc and
 // ncurses, which nothing else on a test host needs.
 const testPkg = "sl"
+
+// pkgMu serializes the tests that install or remove testPkg, so they can
+// run in parallel with the rest of the suite but not with each other.
+var pkgMu sync.Mutex
 
 func needAPT(t *testing.T) {
 	t.Helper()
@@ -60,6 +65,9 @@ func restorePkg(t *testing.T) {
 
 func TestPkgInstallAndRemove(t *testing.T) {
 	needAPT(t)
+	t.Parallel()
+	pkgMu.Lock()
+	defer pkgMu.Unlock()
 	restorePkg(t)
 	env := &module.Env{Facts: map[string]any{"os": map[string]any{"family": "debian"}}}
 	checkEnv := &module.Env{Check: true, Facts: env.Facts}
@@ -125,6 +133,9 @@ func TestPkgInstallAndRemove(t *testing.T) {
 
 func TestPkgErrors(t *testing.T) {
 	needAPT(t)
+	t.Parallel()
+	pkgMu.Lock()
+	defer pkgMu.Unlock()
 	tests := []struct {
 		name   string
 		params map[string]any

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,9 @@ const (
 	testSvcScript  = "/etc/init.d/" + testSvc
 	testSvcPidfile = "/run/" + testSvc + ".pid"
 )
+
+// svcMu serializes the tests that install the test service.
+var svcMu sync.Mutex
 
 // testSvcInit is an LSB init script around a shell loop daemon, started by
 // start-stop-daemon with a pidfile; it logs "ready" once its SIGHUP trap is
@@ -105,6 +109,9 @@ func TestServiceSysV(t *testing.T) {
 	if systemdBooted() {
 		t.Skip("PID 1 is systemd here; the SysV path runs on hosts without systemd (CI)")
 	}
+	t.Parallel()
+	svcMu.Lock()
+	defer svcMu.Unlock()
 	log := installTestService(t)
 
 	if changed, data := svc(t, "stopped", false); changed || data["state"] != "stopped" || data["manager"] != "sysv" {
@@ -183,6 +190,9 @@ func TestServiceFailingStart(t *testing.T) {
 	if systemdBooted() {
 		t.Skip("PID 1 is systemd here; the SysV path runs on hosts without systemd (CI)")
 	}
+	t.Parallel()
+	svcMu.Lock()
+	defer svcMu.Unlock()
 	installTestService(t)
 	bad := "#!/bin/sh\ncase \"$1\" in status) exit 3;; *) echo 'cannot start: port in use' >&2; exit 1;; esac\n"
 	if err := os.WriteFile(testSvcScript, []byte(bad), 0o755); err != nil {
