@@ -108,7 +108,7 @@ func (m aptManager) install(ctx context.Context, specs []pkgSpec) error {
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		r, err := runCmd(ctx, aptEnv, argv...)
+		r, err := runPkgCmd(ctx, aptEnv, argv...)
 		if err != nil {
 			return fmt.Errorf("installing %s: %w", specList(specs), err)
 		}
@@ -123,7 +123,7 @@ func (m aptManager) install(ctx context.Context, specs []pkgSpec) error {
 			return fmt.Errorf("%s not found in the configured apt sources (after apt-get update)", missing)
 		}
 		up := append([]string{"apt-get", "update"}, aptOpts...)
-		if r, err := runCmd(ctx, aptEnv, up...); err != nil || r.rc != 0 {
+		if r, err := runPkgCmd(ctx, aptEnv, up...); err != nil || r.rc != 0 {
 			if err == nil {
 				err = cmdError(up, r)
 			}
@@ -138,7 +138,7 @@ func (aptManager) remove(ctx context.Context, names []string, purge bool) error 
 		verb = "purge"
 	}
 	argv := append(append([]string{"apt-get", verb}, aptOpts...), names...)
-	r, err := runCmd(ctx, aptEnv, argv...)
+	r, err := runPkgCmd(ctx, aptEnv, argv...)
 	if err != nil {
 		return fmt.Errorf("removing %s: %w", strings.Join(names, ", "), err)
 	}

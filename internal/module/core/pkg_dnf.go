@@ -63,7 +63,7 @@ func (m dnfManager) install(ctx context.Context, specs []pkgSpec) error {
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		r, err := runCmd(ctx, nil, argv...)
+		r, err := runPkgCmd(ctx, nil, argv...)
 		if err != nil {
 			return fmt.Errorf("installing %s: %w", specList(specs), err)
 		}

@@ -28,6 +28,9 @@ type procSpec struct {
 	env   map[string]string // added to the base environment
 	dir   string
 	stdin *string
+	// grace replaces killGrace: package managers get longer, because
+	// killing dpkg mid-install leaves the package database half done.
+	grace time.Duration
 }
 
 // procResult is what a process did. rc is -1 when it was killed by a
@@ -56,12 +59,17 @@ func baseEnv() map[string]string {
 }
 
 // runProc runs spec in its own process group. When ctx ends the whole group
-// gets SIGTERM, then SIGKILL after killGrace, so a grandchild that ignores
+// gets SIGTERM, then SIGKILL after the grace (killGrace unless the spec
+// says otherwise), so a grandchild that ignores
 // SIGTERM dies too. Output beyond outputCap is dropped and noted. A
 // non-zero exit is not an error; failing to start is (with rc -1).
 func runProc(ctx context.Context, spec procSpec) (procResult, error) {
 	if len(spec.argv) == 0 || spec.argv[0] == "" {
 		return procResult{rc: -1}, errors.New("empty command")
+	}
+	grace := killGrace
+	if spec.grace > 0 {
+		grace = spec.grace
 	}
 	env := baseEnv()
 	for k, v := range spec.env {
@@ -91,7 +99,7 @@ func runProc(ctx context.Context, spec procSpec) (procResult, error) {
 	}
 	// After the context ends (or the process exits while a background
 	// child still holds its output pipes), Wait gives up after WaitDelay.
-	cmd.WaitDelay = killGrace
+	cmd.WaitDelay = grace
 
 	if err := cmd.Start(); err != nil {
 		rc := -1
@@ -107,7 +115,7 @@ func runProc(ctx context.Context, spec procSpec) (procResult, error) {
 	res := procResult{stdout: stdout.String(), stderr: stderr.String(), truncated: stdout.truncated || stderr.truncated}
 	if t := cancelledAt.Load(); t != 0 {
 		res.killed = true
-		killGroup(pgid, time.Unix(0, t).Add(killGrace))
+		killGroup(pgid, time.Unix(0, t).Add(grace))
 	}
 	res.rc = -1
 	if ps := cmd.ProcessState; ps != nil {
@@ -118,7 +126,7 @@ func runProc(ctx context.Context, spec procSpec) (procResult, error) {
 		}
 	}
 	if errors.Is(waitErr, exec.ErrWaitDelay) && !res.killed {
-		res.note = "output was closed after " + killGrace.String() + " because a background process kept it open"
+		res.note = "output was closed after " + grace.String() + " because a background process kept it open"
 	}
 	return res, nil
 }
@@ -185,6 +193,15 @@ func (w *capWriter) String() string { return string(w.buf) }
 // environment and returns its result; it fails on a start error only.
 func runCmd(ctx context.Context, env map[string]string, argv ...string) (procResult, error) {
 	return runProc(ctx, procSpec{argv: argv, env: env})
+}
+
+// pkgGrace is the SIGTERM-to-SIGKILL grace of package manager runs.
+const pkgGrace = 60 * time.Second
+
+// runPkgCmd runs a package manager, which gets pkgGrace to stop cleanly
+// when the context ends.
+func runPkgCmd(ctx context.Context, env map[string]string, argv ...string) (procResult, error) {
+	return runProc(ctx, procSpec{argv: argv, env: env, grace: pkgGrace})
 }
 
 // cmdError describes a helper program that exited non-zero.
