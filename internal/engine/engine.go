@@ -1,0 +1,261 @@
+// Package engine is the run engine of the Keeper (SPEC §8): it creates
+// incarnations, starts scenario runs, walks their tasks (targeting with
+// on → where → run_once/serial, rolling waves, per-task barriers,
+// requisites, fail-fast with onfail handlers, pending onchanges triggers)
+// and ends every run at the commit barrier: the state is committed in one
+// transaction only when every task finished on every host without failure,
+// otherwise the incarnation is error_locked.
+//
+// The engine sees only the Dispatcher and Store interfaces: the soul
+// gateway, the keeper-local runner and the simulated transport of scenario
+// tests are interchangeable. Per-host task semantics (when, loop, vars,
+// render, retry, check mode, changed_when/failed_when) come from package
+// executor, shared with the souls' destiny runner.
+//
+// Runs execute asynchronously in goroutines owned by the Engine; Close
+// waits for them.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/soulstack/soulstack/internal/dispatch"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/dsl"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// ServiceLoader opens a validated service at a pinned commit (the catalog
+// implements it).
+type ServiceLoader interface {
+	Open(ctx context.Context, name, commit string) (*dsl.Service, error)
+}
+
+// Defaults of Config.
+const (
+	DefaultTaskTimeout = 10 * time.Minute
+	DefaultOutputCap   = 64 << 10
+	DefaultFanOut      = 512
+)
+
+// Config holds the engine's dependencies and limits.
+type Config struct {
+	Store      store.Store         // required
+	Dispatcher dispatch.Dispatcher // required: the souls
+	// Local runs on: keeper tasks; nil fails them.
+	Local    dispatch.Dispatcher
+	Services ServiceLoader // required
+	// KeeperID owns the runs this engine starts (crash recovery aborts
+	// the runs of this keeper only).
+	KeeperID string
+	Logger   *slog.Logger // nil discards
+	// DefaultTimeout applies to tasks without timeout: (DefaultTaskTimeout
+	// when zero).
+	DefaultTimeout time.Duration
+	// OutputCap bounds stdout, stderr, msg and diff of each stored host
+	// result, in bytes (DefaultOutputCap when zero).
+	OutputCap int
+	// FanOut bounds the hosts of one wave worked on at once
+	// (DefaultFanOut when zero).
+	FanOut int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Sleep waits between retry attempts (a real timer when nil).
+	Sleep func(context.Context, time.Duration) error
+	// NewID makes apply ids (random UUIDs when nil).
+	NewID func() string
+}
+
+// Engine creates incarnations and runs scenarios. It is safe for concurrent
+// use.
+type Engine struct {
+	cfg Config
+	log *slog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	runs   map[string]*liveRun
+	wg     sync.WaitGroup
+}
+
+// New returns an Engine.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil || cfg.Dispatcher == nil || cfg.Services == nil {
+		return nil, errors.New("engine.New: Store, Dispatcher and Services are required")
+	}
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = DefaultTaskTimeout
+	}
+	if cfg.OutputCap <= 0 {
+		cfg.OutputCap = DefaultOutputCap
+	}
+	if cfg.FanOut <= 0 {
+		cfg.FanOut = DefaultFanOut
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = uuid.NewString
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{cfg: cfg, log: log, runs: map[string]*liveRun{}}, nil
+}
+
+func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
+
+// Recover is called once at keeper start, before runs are accepted (SPEC
+// §8.5): every unfinished run this keeper owned is marked aborted and its
+// incarnation error_locked, nothing committed. It returns those runs.
+func (e *Engine) Recover(ctx context.Context) ([]store.Run, error) {
+	runs, err := e.cfg.Store.AbortRuns(ctx, e.cfg.KeeperID, e.now())
+	if err != nil {
+		return nil, fmt.Errorf("aborting the runs of keeper %q: %w", e.cfg.KeeperID, err)
+	}
+	for _, r := range runs {
+		e.log.WarnContext(ctx, "run aborted: the keeper stopped while it was running",
+			"apply_id", r.ID, "incarnation", r.Incarnation, "scenario", r.Scenario)
+	}
+	return runs, nil
+}
+
+// errShutdown is the cancellation cause of runs still going when Close
+// gives up waiting.
+var errShutdown = errors.New("the keeper is shutting down")
+
+// errCancelled is the cancellation cause of Cancel.
+var errCancelled = errors.New("cancelled by an Archon")
+
+// Close stops accepting runs and waits for the running ones. When ctx ends
+// first, the remaining runs are cancelled (they end cancelled, their
+// incarnations error_locked) and Close waits for them to record that.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		e.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	e.mu.Lock()
+	for _, lr := range e.runs {
+		lr.cancel(errShutdown)
+	}
+	e.mu.Unlock()
+	<-done
+	return nil
+}
+
+// reserve accounts for a run about to start; the caller must call
+// release or launch. It fails once Close was called.
+func (e *Engine) reserve() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return domain.Errorf(domain.CodeUnavailable, "the keeper is shutting down: no new runs")
+	}
+	e.wg.Add(1)
+	return nil
+}
+
+func (e *Engine) release() { e.wg.Done() }
+
+// Cancel cancels a run of this keeper. The run ends cancelled and (unless
+// it is a check run) its incarnation error_locked, since hosts may be
+// half-done. A finished run is a conflict; a run of another keeper cannot
+// be cancelled from here.
+func (e *Engine) Cancel(ctx context.Context, applyID string) error {
+	e.mu.Lock()
+	lr := e.runs[applyID]
+	e.mu.Unlock()
+	if lr != nil {
+		lr.cancel(errCancelled)
+		return nil
+	}
+	run, err := e.cfg.Store.GetRun(ctx, applyID)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", applyID, err)
+	}
+	if run.FinishedAt != nil {
+		return &domain.Error{Code: domain.CodeConflict, Message: fmt.Sprintf("run %s has already finished (%s)", applyID, run.Status), Details: run.Status}
+	}
+	return domain.Errorf(domain.CodeConflict, "run %s is executed by keeper %q, not this one (%q): cancel it there", applyID, run.KeeperID, e.cfg.KeeperID)
+}
+
+// Wait blocks until the run finished (or ctx ended) and returns its record.
+func (e *Engine) Wait(ctx context.Context, applyID string) (store.Run, error) {
+	e.mu.Lock()
+	lr := e.runs[applyID]
+	e.mu.Unlock()
+	if lr != nil {
+		select {
+		case <-lr.done:
+		case <-ctx.Done():
+			return store.Run{}, ctx.Err()
+		}
+	}
+	run, err := e.cfg.Store.GetRun(ctx, applyID)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("run %s: %w", applyID, err)
+	}
+	return run, nil
+}
+
+// Subscribe streams the live events of a run executing on this engine. The
+// channel ends after the final "done" event; it is closed at once when the
+// run is not live here (finished, unknown, or on another keeper: read its
+// record from the store instead), and early when the subscriber lags too
+// far behind. stop unsubscribes; call it when done reading.
+func (e *Engine) Subscribe(applyID string) (events <-chan Event, stop func()) {
+	e.mu.Lock()
+	lr := e.runs[applyID]
+	e.mu.Unlock()
+	if lr == nil {
+		ch := make(chan Event)
+		close(ch)
+		return ch, func() {}
+	}
+	return lr.subscribe()
+}
+
+// Live reports whether the run is executing on this engine.
+func (e *Engine) Live(applyID string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.runs[applyID] != nil
+}
+
+// launch starts r in a goroutine owned by the engine (reserve was called).
+func (e *Engine) launch(r *runner) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	lr := newLiveRun(r.run.ID, cancel)
+	r.live = lr
+	e.mu.Lock()
+	e.runs[r.run.ID] = lr
+	e.mu.Unlock()
+	go func() {
+		defer e.wg.Done()
+		defer cancel(nil)
+		final := r.execute(ctx)
+		e.mu.Lock()
+		delete(e.runs, r.run.ID)
+		e.mu.Unlock()
+		lr.finish(final)
+	}()
+}

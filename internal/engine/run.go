@@ -1,0 +1,353 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/dsl"
+	"github.com/soulstack/soulstack/internal/executor"
+	"github.com/soulstack/soulstack/internal/expr"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// host is what the run knows of one member.
+type host struct {
+	sid    string
+	covens []string
+	facts  map[string]any
+}
+
+// runner executes one run. Its mutable state is guarded by mu: the hosts of
+// a wave are worked on concurrently.
+type runner struct {
+	e     *Engine
+	run   store.Run
+	inc   store.Incarnation
+	svc   *dsl.Service
+	sc    *dsl.Scenario
+	env   *expr.Env
+	live  *liveRun
+	input map[string]any
+
+	members []string // sorted SIDs
+	hosts   map[string]*host
+	base    expr.Activation
+	seq     map[*dsl.Task]int
+	keys    map[*dsl.Task]string // pending-trigger key of each onchanges task
+
+	mu          sync.Mutex
+	secrets     []string
+	results     map[*dsl.Task]map[string]domain.Result
+	unreachable map[string]string // sid → first task it was lost in
+	failure     string            // first failure; "" while nothing failed
+	pending     map[string]map[string]bool
+}
+
+func (e *Engine) newRunner(run store.Run, inc store.Incarnation, svc *dsl.Service, sc *dsl.Scenario, input map[string]any) *runner {
+	r := &runner{
+		e: e, run: run, inc: inc, svc: svc, sc: sc, input: input,
+		env:         expr.ForKind(expr.KindScenario),
+		secrets:     secretValues(sc, input),
+		results:     map[*dsl.Task]map[string]domain.Result{},
+		unreachable: map[string]string{},
+		pending:     map[string]map[string]bool{},
+		seq:         map[*dsl.Task]int{},
+		keys:        map[*dsl.Task]string{},
+	}
+	r.indexTasks()
+	return r
+}
+
+// indexTasks numbers the tasks in pre-order (the Seq of their results) and
+// names the onchanges handlers for pending triggers: by name when the name
+// is unique in the scenario (stable across commits), else by path.
+func (r *runner) indexTasks() {
+	names := map[string]int{}
+	var all []*dsl.Task
+	var walk func([]*dsl.Task)
+	walk = func(ts []*dsl.Task) {
+		for _, t := range ts {
+			r.seq[t] = len(all)
+			all = append(all, t)
+			if t.Name != "" {
+				names[t.Name]++
+			}
+			walk(t.Block)
+		}
+	}
+	walk(r.sc.Tasks)
+	for _, t := range all {
+		if len(t.Onchanges) == 0 {
+			continue
+		}
+		if t.Name != "" && names[t.Name] == 1 {
+			r.keys[t] = t.Name
+		} else {
+			r.keys[t] = t.Path
+		}
+	}
+}
+
+// execute runs the scenario and ends the run; it returns the final event.
+func (r *runner) execute(ctx context.Context) Event {
+	// Finishing writes must happen even when the run was cancelled.
+	bg := context.WithoutCancel(ctx)
+	log := r.e.log.With("apply_id", r.run.ID, "incarnation", r.inc.Name, "scenario", r.sc.Name)
+	if err := r.e.cfg.Store.SetRunStatus(ctx, r.run.ID, store.RunRunning, r.e.now()); err != nil {
+		// Aborted meanwhile (another keeper's recovery) or the store is
+		// down: nothing ran, so there is nothing to lock further.
+		log.ErrorContext(bg, "run could not start", "err", err)
+		return r.end(bg, store.RunFailed, "the run could not start: "+err.Error(), false)
+	}
+	r.emit(Event{Type: EventRun, Status: store.RunRunning})
+	if err := r.prepare(ctx); err != nil {
+		return r.end(bg, store.RunFailed, err.Error(), true)
+	}
+	r.walk(ctx, r.sc.Tasks, r.topScope())
+
+	status, msg := store.RunSucceeded, ""
+	switch {
+	case ctx.Err() != nil:
+		status, msg = store.RunCancelled, r.cancelMessage(ctx)
+	case r.failed():
+		status, msg = store.RunFailed, r.failureMessage()
+	case len(r.unreachable) > 0:
+		status, msg = store.RunFailed, r.unreachableMessage()
+	}
+	if !r.run.Check {
+		r.settleTriggers(bg, status != store.RunSucceeded)
+	}
+	if status == store.RunSucceeded && !r.run.Check {
+		if err := r.commit(bg); err != nil {
+			status, msg = store.RunFailed, err.Error()
+		} else {
+			log.InfoContext(bg, "run succeeded and committed")
+			return r.final(store.RunSucceeded, "")
+		}
+	}
+	if status != store.RunSucceeded {
+		log.WarnContext(bg, "run did not succeed", "status", status, "error", msg)
+	}
+	return r.end(bg, status, msg, true)
+}
+
+// end finishes the run without commit (a check run that succeeded, or a
+// failure: the incarnation becomes error_locked).
+func (r *runner) end(ctx context.Context, status, msg string, write bool) Event {
+	msg = executor.MaskString(msg, r.secrets)
+	if write {
+		if err := r.e.cfg.Store.FinishRun(ctx, r.run.ID, status, msg, r.e.now()); err != nil {
+			r.e.log.ErrorContext(ctx, "recording the end of the run failed", "apply_id", r.run.ID, "err", err)
+		}
+	}
+	return r.final(status, msg)
+}
+
+func (r *runner) final(status, msg string) Event {
+	return Event{Type: EventDone, RunID: r.run.ID, Time: r.e.now(), Status: status, Error: msg}
+}
+
+func (r *runner) cancelMessage(ctx context.Context) string {
+	why := context.Cause(ctx).Error()
+	if r.run.Check {
+		return why + " (check run: nothing was changed or committed)"
+	}
+	return why + ": hosts may be half-done, so the incarnation is error_locked and nothing was committed; check the hosts, then unlock it"
+}
+
+func (r *runner) failureMessage() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	msg := r.failure
+	if len(r.unreachable) > 0 {
+		msg += "; " + r.unreachableLocked()
+	}
+	return msg + "; nothing was committed"
+}
+
+func (r *runner) unreachableMessage() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unreachableLocked() + "; the run cannot commit: nothing was committed"
+}
+
+func (r *runner) unreachableLocked() string {
+	sids := slices.Sorted(maps.Keys(r.unreachable))
+	parts := make([]string, len(sids))
+	for i, s := range sids {
+		parts[i] = fmt.Sprintf("%s (in %q)", s, r.unreachable[s])
+	}
+	return "unreachable: " + strings.Join(parts, ", ")
+}
+
+// prepare loads the members' facts and the pending triggers and builds the
+// base activation.
+func (r *runner) prepare(ctx context.Context) error {
+	souls, err := r.e.cfg.Store.ListSouls(ctx, store.SoulFilter{})
+	if err != nil {
+		return fmt.Errorf("reading the members' soulprints: %w", err)
+	}
+	bySID := make(map[string]store.Soul, len(souls))
+	for _, s := range souls {
+		bySID[s.SID] = s
+	}
+	r.members = slices.Sorted(slices.Values(r.inc.Members))
+	r.hosts = make(map[string]*host, len(r.members))
+	sps := make([]map[string]any, 0, len(r.members))
+	for _, sid := range r.members {
+		s := bySID[sid]
+		facts := maps.Clone(s.Soulprint)
+		if facts == nil {
+			facts = map[string]any{}
+		}
+		facts["sid"] = sid
+		covens := make([]any, len(s.Covens))
+		for i, c := range s.Covens {
+			covens[i] = c
+		}
+		facts["covens"] = covens
+		r.hosts[sid] = &host{sid: sid, covens: s.Covens, facts: facts}
+		sps = append(sps, facts)
+	}
+	// Pending triggers fire in check runs too (reporting what the handler
+	// would do); only normal runs add or clear them.
+	ts, err := r.e.cfg.Store.ListTriggers(ctx, r.inc.Name, r.sc.Name)
+	if err != nil {
+		return fmt.Errorf("reading pending triggers: %w", err)
+	}
+	for _, t := range ts {
+		if r.pending[t.Task] == nil {
+			r.pending[t.Task] = map[string]bool{}
+		}
+		r.pending[t.Task][t.SID] = true
+	}
+	covens := make([]any, len(r.inc.Covens))
+	for i, c := range r.inc.Covens {
+		covens[i] = c
+	}
+	members := make([]any, len(r.members))
+	for i, m := range r.members {
+		members[i] = m
+	}
+	r.base = expr.Activation{
+		Input:     r.input,
+		Essence:   r.svc.Essence(r.inc.Covens, r.inc.Name, r.inc.Essence),
+		Registers: expr.NewRegisters(),
+		Soulprint: expr.Soulprint{Hosts: sps, Members: sps},
+		Incarnation: map[string]any{
+			"name": r.inc.Name, "host_count": int64(len(r.members)), "covens": covens,
+			"status": r.inc.Status, "members": members,
+		},
+		State: r.inc.State,
+		Run:   map[string]any{"id": r.run.ID, "scenario": r.sc.Name, "check_mode": r.run.Check},
+	}
+	return nil
+}
+
+// emit publishes a live event of this run.
+func (r *runner) emit(ev Event) {
+	if r.live == nil {
+		return
+	}
+	ev.RunID = r.run.ID
+	ev.Time = r.e.now()
+	r.live.publish(ev)
+}
+
+// fail records the run's first failure (fail-fast: nothing further starts
+// but onfail handlers).
+func (r *runner) fail(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failure == "" {
+		r.failure = msg
+	}
+}
+
+func (r *runner) failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failure != ""
+}
+
+func (r *runner) addSecrets(vals ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range vals {
+		if v != "" && !slices.Contains(r.secrets, v) {
+			r.secrets = append(r.secrets, v)
+		}
+	}
+}
+
+func (r *runner) secretList() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.secrets)
+}
+
+// isUnreachable reports whether sid was lost earlier in this run.
+func (r *runner) isUnreachable(sid string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.unreachable[sid]
+	return ok
+}
+
+// setResult keeps a host's final result of a task (requisites, triggers,
+// block aggregates and the history summary read it).
+func (r *runner) setResult(t *dsl.Task, sid string, res domain.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.results[t] == nil {
+		r.results[t] = map[string]domain.Result{}
+	}
+	r.results[t][sid] = res
+	if res.Unreachable {
+		if _, ok := r.unreachable[sid]; !ok {
+			r.unreachable[sid] = executor.TaskName(t)
+		}
+	}
+}
+
+func (r *runner) result(t *dsl.Task, sid string) (domain.Result, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res, ok := r.results[t][sid]
+	return res, ok
+}
+
+// summary is the per-host outcome summary of the history snapshot: for each
+// host, how many task results were ok, changed, failed, skipped.
+func (r *runner) summary() map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	counts := map[string]map[string]int{}
+	for t, hosts := range r.results {
+		if t.Block != nil {
+			continue // blocks aggregate their children, counted already
+		}
+		for sid, res := range hosts {
+			c := counts[sid]
+			if c == nil {
+				c = map[string]int{"ok": 0, "changed": 0, "failed": 0, "skipped": 0}
+				counts[sid] = c
+			}
+			c[string(res.Status())]++
+		}
+	}
+	out := make(map[string]any, len(counts))
+	for sid, c := range counts {
+		m := make(map[string]any, len(c))
+		for k, v := range c {
+			m[k] = v
+		}
+		out[sid] = m
+	}
+	return out
+}

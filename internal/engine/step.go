@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/dispatch"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/dsl"
+	"github.com/soulstack/soulstack/internal/executor"
+	"github.com/soulstack/soulstack/internal/expr"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// hostRun is one host's part of a step.
+type hostRun struct {
+	sid        string
+	act        *expr.Activation
+	res        domain.Result
+	start, end time.Time
+}
+
+// step runs a module or apply task on the hosts of one wave in parallel
+// (at most FanOut at once) and waits for all of them: the per-task
+// barrier. Only then are changed_when and failed_when applied, because
+// failed_when may read the task's own register across hosts (the probe's
+// completeness check).
+func (r *runner) step(ctx context.Context, t *dsl.Task, hosts []string, wave int, sc scope, count int) {
+	regs := r.base.Registers
+	if t.Register != "" {
+		regs.Declare(t.Register)
+	}
+	runs := make([]hostRun, len(hosts))
+	sem := make(chan struct{}, r.e.cfg.FanOut)
+	var wg sync.WaitGroup
+	for i, sid := range hosts {
+		h := &runs[i]
+		h.sid, h.act = sid, r.activation(ctx, sc, sid, count)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			h.start = r.e.now()
+			h.res = r.attempt(ctx, t, h.sid, h.act)
+			h.end = r.e.now()
+			if t.Register != "" && !h.res.Unreachable {
+				regs.Set(t.Register, h.sid, h.res)
+			}
+		})
+	}
+	wg.Wait()
+
+	for i := range runs {
+		h := &runs[i]
+		h.res = executor.Finalize(ctx, t, h.act, h.res, r.env)
+	}
+	rows := make([]store.HostResult, 0, len(runs))
+	var failedOn []string
+	firstMsg := ""
+	for i := range runs {
+		h := &runs[i]
+		if t.Register != "" && !h.res.Unreachable {
+			regs.Set(t.Register, h.sid, h.res)
+		}
+		r.setResult(t, h.sid, h.res)
+		if h.res.Failed && !h.res.Unreachable {
+			failedOn = append(failedOn, h.sid)
+			if firstMsg == "" {
+				firstMsg = h.res.Msg
+			}
+		}
+		rows = append(rows, r.row(t, h.sid, wave, h.res, h.start, h.end))
+	}
+	r.record(ctx, rows)
+	if len(failedOn) > 0 {
+		r.fail(fmt.Sprintf("task %q failed on %s: %s", executor.TaskName(t), strings.Join(failedOn, ", "), firstMsg))
+	}
+}
+
+// attempt runs t on one host: requisites, then the module (through the
+// executor) or the destiny.
+func (r *runner) attempt(ctx context.Context, t *dsl.Task, sid string, act *expr.Activation) domain.Result {
+	if reason, ok := r.gate(t, sid); !ok {
+		return domain.Result{Skipped: true, Msg: reason}
+	}
+	if t.Apply != nil {
+		return r.apply(ctx, t, sid, act)
+	}
+	return executor.Attempt(ctx, t, act, executor.Options{
+		Env:            r.env,
+		Check:          r.run.Check,
+		Call:           r.caller(t, sid),
+		Files:          r.sc.Files,
+		DefaultTimeout: r.e.cfg.DefaultTimeout,
+		Sleep:          r.e.cfg.Sleep,
+	})
+}
+
+// gate applies t's requisites on host sid against this run's results of
+// the named registered tasks on that host (SPEC §5): onfail runs only after
+// one of them failed there, require only after all succeeded there,
+// onchanges only after one of them changed there — or when a pending
+// trigger from an earlier failed run owes the handler to the host (SPEC
+// §8.3).
+func (r *runner) gate(t *dsl.Task, sid string) (string, bool) {
+	regs := r.base.Registers
+	if len(t.Onfail) > 0 {
+		for _, n := range t.Onfail {
+			if m, ok := regs.Get(n, sid); ok && m["failed"] == true {
+				return "", true
+			}
+		}
+		return "skipped: onfail: none of " + strings.Join(t.Onfail, ", ") + " failed on this host", false
+	}
+	for _, n := range t.Require {
+		if m, ok := regs.Get(n, sid); !ok || m["failed"] == true {
+			return "skipped: require: " + n + " did not succeed on this host", false
+		}
+	}
+	if len(t.Onchanges) == 0 {
+		return "", true
+	}
+	for _, n := range t.Onchanges {
+		if m, ok := regs.Get(n, sid); ok && m["changed"] == true {
+			return "", true
+		}
+	}
+	if r.owed(t, sid) {
+		return "", true
+	}
+	return "skipped: onchanges: no change in " + strings.Join(t.Onchanges, ", ") + " on this host", false
+}
+
+// owed reports whether a pending trigger owes handler t to host sid.
+func (r *runner) owed(t *dsl.Task, sid string) bool {
+	key, ok := r.keys[t]
+	if !ok {
+		return false
+	}
+	return r.pending[key][sid]
+}
+
+// caller dispatches the module calls of t on host sid, one Work per call
+// (loop items and retries get their own task ids).
+func (r *runner) caller(t *dsl.Task, sid string) executor.Caller {
+	var n atomic.Int64
+	return func(ctx context.Context, call dispatch.Call, check bool, timeout time.Duration) domain.Result {
+		return r.dispatch(ctx, t, sid, dispatch.Work{Check: check, Timeout: timeout, Call: &call}, n.Add(1))
+	}
+}
+
+// dispatch sends one Work to host sid (or to the keeper-local runner) and
+// returns its result.
+func (r *runner) dispatch(ctx context.Context, t *dsl.Task, sid string, w dispatch.Work, attempt int64) domain.Result {
+	w.RunID = r.run.ID
+	w.TaskID = fmt.Sprintf("%s/%s/%s/%d", r.run.ID, t.Path, sid, attempt)
+	w.Task = executor.TaskName(t)
+	d := r.e.cfg.Dispatcher
+	if sid == dispatch.KeeperSID {
+		d = r.e.cfg.Local
+		if d == nil {
+			return domain.Result{Failed: true, RC: -1, Msg: "this keeper has no keeper-side runner for on: keeper tasks"}
+		}
+	}
+	res, ok := d.Dispatch(ctx, []dispatch.Request{{SID: sid, Work: w}}, nil)[sid]
+	if !ok {
+		return domain.Result{Failed: true, RC: -1, Msg: "the dispatcher returned no result for " + sid}
+	}
+	return res
+}
+
+// record stores rows (as they arrive: per wave) and streams them.
+func (r *runner) record(ctx context.Context, rows []store.HostResult) {
+	if len(rows) == 0 {
+		return
+	}
+	if err := r.e.cfg.Store.RecordResults(context.WithoutCancel(ctx), rows); err != nil {
+		r.e.log.ErrorContext(ctx, "recording host results failed", "apply_id", r.run.ID, "err", err)
+	}
+	for i := range rows {
+		r.emit(Event{Type: EventHost, Path: rows[i].Path, Task: rows[i].TaskName, Wave: rows[i].Wave, Result: &rows[i]})
+	}
+}

@@ -1,0 +1,215 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/dispatch"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/dsl"
+	"github.com/soulstack/soulstack/internal/executor"
+	"github.com/soulstack/soulstack/internal/expr"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// scope is where a task list runs: the candidate hosts (the incarnation's
+// members at the top, the hosts of a block's wave inside it), the per-host
+// activations carrying the enclosing blocks' vars, and the enclosing wave.
+type scope struct {
+	hosts []string
+	acts  map[string]*expr.Activation
+	wave  int
+	// handler is set inside a block that runs as an onfail handler after
+	// the run failed: its tasks run normally.
+	handler bool
+}
+
+func (r *runner) topScope() scope { return scope{hosts: r.members} }
+
+// walk runs tasks in order. Once the run failed (fail-fast), only onfail
+// handlers (and blocks holding some) still start.
+func (r *runner) walk(ctx context.Context, tasks []*dsl.Task, sc scope) {
+	for _, t := range tasks {
+		if ctx.Err() != nil {
+			return
+		}
+		if r.failed() && !sc.handler && !holdsHandler(t) {
+			continue
+		}
+		r.task(ctx, t, sc)
+	}
+}
+
+// holdsHandler reports whether t is an onfail handler or a block holding
+// one.
+func holdsHandler(t *dsl.Task) bool {
+	if len(t.Onfail) > 0 {
+		return true
+	}
+	return slices.ContainsFunc(t.Block, holdsHandler)
+}
+
+// task resolves t's target and runs it wave by wave: waves strictly one
+// after another, and a failure stops the rollout (later waves never start).
+func (r *runner) task(ctx context.Context, t *dsl.Task, sc scope) {
+	afterFailure := r.failed() && !sc.handler
+	tg := r.target(ctx, t, sc)
+	name := executor.TaskName(t)
+	r.emit(Event{Type: EventTask, Path: t.Path, Task: name, Hosts: tg.hosts})
+	if len(tg.errs) > 0 {
+		// where: could not be evaluated: the task fails on those hosts
+		// before anything is dispatched anywhere.
+		rows := make([]store.HostResult, 0, len(tg.errs))
+		sids := slices.Sorted(maps.Keys(tg.errs))
+		now := r.e.now()
+		for _, sid := range sids {
+			res := domain.Result{Failed: true, Msg: "where: " + tg.errs[sid]}
+			r.setResult(t, sid, res)
+			rows = append(rows, r.row(t, sid, max(sc.wave, 1), res, now, now))
+		}
+		r.record(ctx, rows)
+		r.fail(fmt.Sprintf("task %q: where: could not be evaluated on %s: %s", name, strings.Join(sids, ", "), tg.errs[sids[0]]))
+		return
+	}
+	if len(tg.hosts) == 0 {
+		return
+	}
+	serial := t.Serial != nil && !afterFailure
+	waves := [][]string{tg.hosts}
+	if serial {
+		waves = dsl.Waves(t.Serial, tg.hosts)
+	}
+	for i, hosts := range waves {
+		if ctx.Err() != nil || (i > 0 && r.failed()) {
+			return
+		}
+		wave := max(sc.wave, 1)
+		if serial {
+			wave = i + 1
+			r.emit(Event{Type: EventWave, Path: t.Path, Task: name, Wave: wave, Hosts: hosts})
+		}
+		if t.Block != nil {
+			r.block(ctx, t, hosts, wave, sc, tg.count)
+		} else {
+			r.step(ctx, t, hosts, wave, sc, tg.count)
+		}
+	}
+}
+
+// target is a task's resolved target.
+type target struct {
+	hosts []string // sorted by SID
+	count int      // incarnation.host_count: after on:, before where:
+	errs  map[string]string
+}
+
+// target resolves on → where → run_once (SPEC §6). on: narrows the scope's
+// hosts (never anything outside the incarnation's members) or names the
+// keeper; hosts lost earlier in the run are gone; where: filters per host
+// with live data; run_once keeps the first SID.
+func (r *runner) target(ctx context.Context, t *dsl.Task, sc scope) target {
+	var base []string
+	switch {
+	case t.On != nil && t.On.Keeper:
+		base = []string{dispatch.KeeperSID}
+	case t.On != nil:
+		for _, sid := range sc.hosts {
+			if h := r.hosts[sid]; h != nil && hasAll(h.covens, t.On.Covens) {
+				base = append(base, sid)
+			}
+		}
+	default:
+		base = sc.hosts
+	}
+	tg := target{count: len(base)}
+	for _, sid := range base {
+		if !r.isUnreachable(sid) {
+			tg.hosts = append(tg.hosts, sid)
+		}
+	}
+	if t.Where != "" && len(tg.hosts) > 0 {
+		prog, cerr := r.env.CompileBool(t.Where)
+		var kept []string
+		for _, sid := range tg.hosts {
+			ok, err := false, cerr
+			if err == nil {
+				ok, err = prog.EvalBool(ctx, r.activation(ctx, sc, sid, tg.count))
+			}
+			switch {
+			case err != nil:
+				if tg.errs == nil {
+					tg.errs = map[string]string{}
+				}
+				tg.errs[sid] = err.Error()
+			case ok:
+				kept = append(kept, sid)
+			}
+		}
+		tg.hosts = kept
+	}
+	if t.RunOnce && len(tg.hosts) > 1 {
+		tg.hosts = tg.hosts[:1]
+	}
+	return tg
+}
+
+func hasAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// activation is host sid's activation for a task whose step targets count
+// hosts: the scope's (enclosing block vars included) or the run's base
+// with the scenario's vars.yml rendered for the host.
+func (r *runner) activation(ctx context.Context, sc scope, sid string, count int) *expr.Activation {
+	var a expr.Activation
+	if p := sc.acts[sid]; p != nil {
+		a = *p
+	} else {
+		a = *r.hostActivation(ctx, sid)
+	}
+	inc := maps.Clone(a.Incarnation)
+	inc["host_count"] = int64(count)
+	a.Incarnation = inc
+	return &a
+}
+
+// hostActivation is the base activation for one host: soulprint.self and
+// the current SID (none for the keeper: register then resolves only when a
+// single host has a result) and vars.yml.
+func (r *runner) hostActivation(ctx context.Context, sid string) *expr.Activation {
+	a := r.base
+	if h := r.hosts[sid]; h != nil {
+		a.CurrentSID = sid
+		a.Soulprint.Self = h.facts
+	} else {
+		a.Soulprint.Self = map[string]any{}
+	}
+	a.Vars = r.scenarioVars(ctx, &a)
+	return &a
+}
+
+// scenarioVars renders vars.yml for one host. vars.yml may read registers
+// of any task, so an entry that cannot be rendered yet is left out (an
+// expression using it then fails naming it).
+func (r *runner) scenarioVars(ctx context.Context, a *expr.Activation) map[string]any {
+	if len(r.sc.Vars) == 0 {
+		return nil
+	}
+	c := *a
+	c.Vars = nil
+	out := make(map[string]any, len(r.sc.Vars))
+	for k, v := range r.sc.Vars {
+		if rv, err := r.env.Render(ctx, v, &c); err == nil {
+			out[k] = rv
+		}
+	}
+	return out
+}
