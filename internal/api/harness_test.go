@@ -18,6 +18,7 @@ import (
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog"
+	"github.com/soulstack/soulstack/internal/checker"
 	_ "github.com/soulstack/soulstack/internal/module/core" // modules the DSL validates against
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/store/sqlite"
@@ -62,8 +63,13 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ck, err := checker.New(checker.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
 	reg := prometheus.NewRegistry()
-	s, err := api.New(api.Config{Store: st, Auth: a, Catalog: cat, Fingerprint: fingerprint, Registry: reg})
+	s, err := api.New(api.Config{Store: st, Auth: a, Catalog: cat, Checker: ck, Fingerprint: fingerprint, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog"
+	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -47,6 +48,9 @@ type Config struct {
 	// Souls admits and rejects souls; nil means StoreSouls without
 	// Disconnect.
 	Souls SoulAdmin
+	// Checker serves procedures, Checker tasks and schedules; nil leaves
+	// them out.
+	Checker *checker.Checker
 	// Fingerprint is the SHA-256 fingerprint of the Keeper's CA, put into
 	// every join token for the soul to pin; "" leaves POST /v1/join-tokens
 	// out.
