@@ -1,36 +1,80 @@
 // Package cli is the soulctl command tree (cobra), one file per verb. The
-// same tree is the Checker's apicall language, run in-process.
+// same tree is the Checker's apicall language, run in-process (Exec).
+//
+// # Writing a verb
+//
+// A verb file appends its constructor to subcommands in init(). A command
+// that talks to the Keeper gets its client from g.Client(ctx) and prints
+// its result with g.Emit(cmd, value, table): value is what -o json|yaml
+// prints (and what Exec returns), table renders the human form. Errors
+// from the API go up unchanged; Main renders them (validation problems as
+// file:line:col lines) and maps them to exit codes (400/422 → 2).
 package cli
 
 import (
 	"context"
 	"io"
+	"os"
 
-	"github.com/soulstack/soulstack/internal/cmdutil"
 	"github.com/spf13/cobra"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/cmdutil"
 )
 
 // subcommands are added by each verb file's init().
 var subcommands []func(*Globals) *cobra.Command
 
-// Globals are the flags every soulctl command shares.
+// Globals are the flags every soulctl command shares, and how the command
+// reaches its environment (so tests and Exec can supply their own).
 type Globals struct {
-	Keeper string
-	Token  string
-	Output string // table|json|yaml
+	Keeper      string
+	Token       string
+	Output      string // table|json|yaml
+	Config      string // config file path; "" means the default
+	Fingerprint string // pin the Keeper's CA (https)
+	CAFile      string // trust this CA file (https)
+
+	// Getenv reads the environment; nil means os.Getenv.
+	Getenv func(string) string
+	// Stdin is where prompts read from; nil means os.Stdin.
+	Stdin io.Reader
+	// Terminal reports whether stdout is an interactive terminal (live
+	// progress redraws lines); nil means a check of os.Stdout.
+	Terminal func() bool
+
+	client  *apiclient.Client // set by Exec: commands use it as is
+	capture bool              // Exec mode: Emit stores instead of printing
+	result  any               // what Emit stored in capture mode
 }
 
 // NewRoot builds the soulctl command tree.
 func NewRoot(g *Globals) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "soulctl",
-		Short:         "Soul Stack command line for Archons",
+		Use:   "soulctl",
+		Short: "Soul Stack command line for Archons",
+		Long: `soulctl drives a Soul Stack Keeper through its Operator API: services,
+incarnations and their runs, souls, tokens and the audit log; and works on
+service repositories offline (scenario validate|test).
+
+The Keeper and the token come from --keeper/--token, else $SOULCTL_KEEPER/
+$SOULCTL_TOKEN, else the config file written by "soulctl login" (or by
+"keeper dev"): $XDG_CONFIG_HOME/soulctl/config.yaml, ~/.config/soulctl/config.yaml
+by default.
+
+Exit codes: 0 success, 1 the operation failed (for example a run that ended
+failed), 2 usage or validation error (including 400/422 from the Keeper).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&g.Keeper, "keeper", "", "Keeper URL (env SOULCTL_KEEPER)")
-	root.PersistentFlags().StringVar(&g.Token, "token", "", "Archon JWT (env SOULCTL_TOKEN)")
-	root.PersistentFlags().StringVarP(&g.Output, "output", "o", "table", "output format: table|json|yaml")
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.Keeper, "keeper", "", "Keeper URL, e.g. https://keeper.example:8080 (env SOULCTL_KEEPER)")
+	pf.StringVar(&g.Token, "token", "", "Archon JWT (env SOULCTL_TOKEN)")
+	pf.StringVarP(&g.Output, "output", "o", "table", "output format: table|json|yaml")
+	pf.StringVar(&g.Config, "config", "", "config file (env SOULCTL_CONFIG; default $XDG_CONFIG_HOME/soulctl/config.yaml)")
+	pf.StringVar(&g.Fingerprint, "fingerprint", "", "pin the Keeper CA by its SHA-256 fingerprint (env SOULCTL_FINGERPRINT)")
+	pf.StringVar(&g.CAFile, "ca-file", "", "trust the Keeper CA in this PEM file (env SOULCTL_CA_FILE)")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	for _, c := range subcommands {
 		root.AddCommand(c(g))
 	}
@@ -39,10 +83,32 @@ func NewRoot(g *Globals) *cobra.Command {
 
 // Main runs soulctl and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	g := &Globals{}
+	return run(ctx, &Globals{}, args, stdout, stderr)
+}
+
+// run executes args with g and maps the outcome to an exit code, printing
+// errors (with API details) to stderr.
+func run(ctx context.Context, g *Globals, args []string, stdout, stderr io.Writer) int {
 	root := NewRoot(g)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	return cmdutil.Code(root.ExecuteContext(ctx), stderr)
+	if g.Stdin != nil {
+		root.SetIn(g.Stdin)
+	}
+	return cmdutil.Code(presentError(root.ExecuteContext(ctx)), stderr)
+}
+
+func (g *Globals) getenv(k string) string {
+	if g.Getenv != nil {
+		return g.Getenv(k)
+	}
+	return os.Getenv(k)
+}
+
+func (g *Globals) stdin() io.Reader {
+	if g.Stdin != nil {
+		return g.Stdin
+	}
+	return os.Stdin
 }

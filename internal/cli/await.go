@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/cmdutil"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// followFlags are --wait and --watch of the commands that start a run.
+type followFlags struct {
+	wait, watch bool
+}
+
+func (f *followFlags) register(c *cobra.Command) {
+	c.Flags().BoolVar(&f.wait, "wait", false, "wait until the run ends; exit 1 unless it succeeded")
+	c.Flags().BoolVar(&f.watch, "watch", false, "show the run's progress live until it ends (implies --wait)")
+}
+
+func (f followFlags) any() bool { return f.wait || f.watch }
+
+// awaitRun follows run id to its end, showing progress when watch is set
+// (on stdout for tables, on stderr when stdout carries JSON or YAML, never
+// in Exec mode), and returns the final run.
+func (g *Globals) awaitRun(cmd *cobra.Command, cl *apiclient.Client, id string, watch bool) (raw[runView], error) {
+	var show func(raw[runView])
+	if watch && !g.capture {
+		w := cmd.OutOrStdout()
+		if f, _ := g.format(); f != FormatTable {
+			w = cmd.ErrOrStderr()
+		}
+		p := newProgress(w, g.isTerminal(w))
+		show = func(r raw[runView]) { p.update(r.View) }
+	}
+	r, err := follow(cmd.Context(), cl, id, show)
+	if err != nil {
+		return r, cmdutil.Failed(fmt.Errorf("following run %s: %w", id, err))
+	}
+	return r, nil
+}
+
+// runOutcome is nil for a run that succeeded and an exit-1 error otherwise,
+// for commands to return after printing their result.
+func runOutcome(r runView) error {
+	if r.Status == store.RunSucceeded {
+		return nil
+	}
+	msg := fmt.Sprintf("run %s %s", r.ApplyID, r.Status)
+	if r.Error != "" {
+		msg += ": " + r.Error
+	}
+	if r.Incarnation != "" && r.Status != store.RunCancelled {
+		msg += fmt.Sprintf(" (incarnation %s is locked until `soulctl incarnation unlock --name %s --reason …`)", r.Incarnation, r.Incarnation)
+	}
+	if r.Check {
+		msg = fmt.Sprintf("check run %s %s", r.ApplyID, r.Status)
+		if r.Error != "" {
+			msg += ": " + r.Error
+		}
+	}
+	return cmdutil.Failed(fmt.Errorf("%s", msg))
+}
+
+// startedLines is the table form of a run that was started and not
+// followed.
+func startedLines(w io.Writer, what, id string) error {
+	_, err := fmt.Fprintf(w, "%s: run %s started\nfollow it with: soulctl run watch %s\n", what, id, id)
+	return err
+}

@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// The incarnation and run routes (SPEC §10.1, issue 5) are called through
+// Client.Do here. Every call keeps the answer's raw JSON, which is what
+// -o json|yaml prints and Exec returns, so fields the engine adds reach
+// users unchanged; the typed views below only feed the tables.
+
+// incarnationView is the table view of GET /v1/incarnations/{name}.
+type incarnationView = store.Incarnation
+
+// snapshotView is one entry of GET /v1/incarnations/{name}/history.
+type snapshotView = store.Snapshot
+
+// runView is the table view of GET /v1/runs/{apply_id}: the run and its
+// tasks × hosts results.
+type runView struct {
+	ApplyID     string     `json:"apply_id"`
+	Incarnation string     `json:"incarnation"`
+	Scenario    string     `json:"scenario"`
+	Check       bool       `json:"check"`
+	Status      string     `json:"status"`
+	Error       string     `json:"error"`
+	CreatedAt   time.Time  `json:"created_at"`
+	StartedAt   *time.Time `json:"started_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
+	Tasks       []taskView `json:"tasks"`
+}
+
+// taskView is one task of a run with its per-host results.
+type taskView struct {
+	Name  string     `json:"name"`
+	Path  string     `json:"path"`
+	Hosts []hostView `json:"hosts"`
+}
+
+// hostView is one host's result of a task.
+type hostView struct {
+	SID        string `json:"sid"`
+	Wave       int    `json:"wave"`
+	Status     string `json:"status"`
+	Changed    bool   `json:"changed"`
+	RC         int    `json:"rc"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	Msg        string `json:"msg"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// terminalRun reports whether a run status is final.
+func terminalRun(status string) bool {
+	switch status {
+	case store.RunSucceeded, store.RunFailed, store.RunAborted, store.RunCancelled:
+		return true
+	}
+	return false
+}
+
+// createIncarnationRequest is the body of POST /v1/incarnations.
+type createIncarnationRequest struct {
+	Name    string         `json:"name"`
+	Service string         `json:"service"`
+	Covens  []string       `json:"covens"`
+	Input   map[string]any `json:"input,omitempty"`
+	Essence map[string]any `json:"essence,omitempty"`
+}
+
+// startRunRequest is the body of POST /v1/incarnations/{name}/runs.
+type startRunRequest struct {
+	Scenario string         `json:"scenario"`
+	Input    map[string]any `json:"input,omitempty"`
+	Check    bool           `json:"check,omitempty"`
+}
+
+// accepted is the 202 answer of a call that starts a run.
+type accepted struct {
+	ApplyID string `json:"apply_id"`
+}
+
+// raw is an API answer kept as JSON with its typed view.
+type raw[T any] struct {
+	JSON json.RawMessage
+	View T
+}
+
+// call performs a request and keeps both forms of the answer.
+func call[T any](ctx context.Context, cl *apiclient.Client, method, path string, q url.Values, in any) (raw[T], error) {
+	var r raw[T]
+	if err := cl.Do(ctx, method, path, q, in, &r.JSON); err != nil {
+		return r, err
+	}
+	if len(r.JSON) == 0 {
+		r.JSON = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(r.JSON, &r.View); err != nil {
+		return r, fmt.Errorf("decoding %s %s answer: %w", method, path, err)
+	}
+	return r, nil
+}
+
+func incPath(name string, rest ...string) string {
+	p := "/v1/incarnations/" + url.PathEscape(name)
+	for _, s := range rest {
+		p += "/" + s
+	}
+	return p
+}
+
+func createIncarnation(ctx context.Context, cl *apiclient.Client, req createIncarnationRequest) (raw[accepted], error) {
+	return call[accepted](ctx, cl, http.MethodPost, "/v1/incarnations", nil, req)
+}
+
+func listIncarnations(ctx context.Context, cl *apiclient.Client) (raw[[]incarnationView], error) {
+	return call[[]incarnationView](ctx, cl, http.MethodGet, "/v1/incarnations", nil, nil)
+}
+
+func getIncarnation(ctx context.Context, cl *apiclient.Client, name string) (raw[incarnationView], error) {
+	return call[incarnationView](ctx, cl, http.MethodGet, incPath(name), nil, nil)
+}
+
+func incarnationHistory(ctx context.Context, cl *apiclient.Client, name string, limit int) (raw[[]snapshotView], error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	return call[[]snapshotView](ctx, cl, http.MethodGet, incPath(name, "history"), q, nil)
+}
+
+func startRun(ctx context.Context, cl *apiclient.Client, name string, req startRunRequest) (raw[accepted], error) {
+	return call[accepted](ctx, cl, http.MethodPost, incPath(name, "runs"), nil, req)
+}
+
+func unlockIncarnation(ctx context.Context, cl *apiclient.Client, name, reason string) (raw[incarnationView], error) {
+	return call[incarnationView](ctx, cl, http.MethodPost, incPath(name, "unlock"), nil, map[string]string{"reason": reason})
+}
+
+func upgradeIncarnation(ctx context.Context, cl *apiclient.Client, name, ref string) (raw[accepted], error) {
+	return call[accepted](ctx, cl, http.MethodPost, incPath(name, "upgrade"), nil, map[string]string{"ref": ref})
+}
+
+func deleteIncarnation(ctx context.Context, cl *apiclient.Client, name string) (raw[map[string]any], error) {
+	return call[map[string]any](ctx, cl, http.MethodDelete, incPath(name), nil, nil)
+}
+
+// changeMembers adds (POST) or removes (DELETE) members by SID.
+func changeMembers(ctx context.Context, cl *apiclient.Client, method, name string, sids []string) (raw[incarnationView], error) {
+	return call[incarnationView](ctx, cl, method, incPath(name, "members"), nil, map[string][]string{"sids": sids})
+}
+
+func getRun(ctx context.Context, cl *apiclient.Client, id string) (raw[runView], error) {
+	return call[runView](ctx, cl, http.MethodGet, "/v1/runs/"+url.PathEscape(id), nil, nil)
+}
+
+func cancelRun(ctx context.Context, cl *apiclient.Client, id string) (raw[map[string]any], error) {
+	return call[map[string]any](ctx, cl, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/cancel", nil, nil)
+}

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/cmdutil"
+	"github.com/soulstack/soulstack/internal/domain"
+)
+
+// presentError makes an error of a command ready for cmdutil.Code: API
+// errors get their details rendered (validation problems one per line as
+// file:line:col: message) and their exit code (400 and 422 → 2, anything
+// else → 1); an unreachable Keeper says so plainly.
+func presentError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *cmdutil.ExitError
+	if errors.As(err, &ee) && !isAPIError(ee.Err) {
+		return err
+	}
+	var ae *apiclient.APIError
+	if errors.As(err, &ae) {
+		code := cmdutil.ExitFailed
+		if ae.Status == http.StatusBadRequest || ae.Status == http.StatusUnprocessableEntity {
+			code = cmdutil.ExitUsage
+		}
+		if ee != nil {
+			code = ee.Code
+		}
+		return &cmdutil.ExitError{Code: code, Err: errors.New(describeAPIError(ae))}
+	}
+	var de *domain.Error
+	if errors.As(err, &de) && de.Code == domain.CodeUnavailable {
+		msg := de.Message
+		if de.Err != nil {
+			msg += " (" + de.Err.Error() + ")"
+		}
+		return cmdutil.Failed(errors.New(msg + "; is it running? check --keeper or soulctl login"))
+	}
+	return err
+}
+
+func isAPIError(err error) bool {
+	var ae *apiclient.APIError
+	return errors.As(err, &ae)
+}
+
+// describeAPIError renders an API error for people: the message, the status
+// in brackets, and the details below it.
+func describeAPIError(ae *apiclient.APIError) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s [%d %s]", ae.Message, ae.Status, ae.Code)
+	if ps := ae.Problems(); len(ps) > 0 {
+		for _, p := range ps {
+			b.WriteString("\n" + problemLine(p))
+		}
+		return b.String()
+	}
+	if d := detailsText(ae.Details); d != "" {
+		b.WriteString("\n" + d)
+	}
+	return b.String()
+}
+
+// problemLine is one validation problem as file:line:col: message.
+func problemLine(p apiclient.Problem) string {
+	if p.Text != "" {
+		return p.Text
+	}
+	pos := p.File
+	if p.Line > 0 {
+		pos += fmt.Sprintf(":%d", p.Line)
+		if p.Col > 0 {
+			pos += fmt.Sprintf(":%d", p.Col)
+		}
+	}
+	if p.Key != "" {
+		return fmt.Sprintf("%s: %s: %s", pos, p.Key, p.Message)
+	}
+	return fmt.Sprintf("%s: %s", pos, p.Message)
+}
+
+// detailsText renders other details: a list of strings one per line, an
+// object as key: value lines, anything else as JSON.
+func detailsText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	switch x := v.(type) {
+	case []any:
+		lines := make([]string, 0, len(x))
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				lines = append(lines, s)
+			} else {
+				lines = append(lines, compactJSON(e))
+			}
+		}
+		return strings.Join(lines, "\n")
+	case map[string]any:
+		lines := make([]string, 0, len(x))
+		for _, k := range sortedKeys(x) {
+			val := x[k]
+			if s, ok := val.(string); ok {
+				lines = append(lines, k+": "+s)
+			} else {
+				lines = append(lines, k+": "+compactJSON(val))
+			}
+		}
+		return strings.Join(lines, "\n")
+	default:
+		return string(raw)
+	}
+}

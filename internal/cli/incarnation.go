@@ -1,0 +1,383 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/soulstack/soulstack/internal/cmdutil"
+)
+
+func init() { subcommands = append(subcommands, newIncarnationCmd) }
+
+// incarnationSubcommands are the verbs of `soulctl incarnation`, each file
+// appending its own.
+var incarnationSubcommands []func(*Globals) *cobra.Command
+
+func init() {
+	incarnationSubcommands = append(incarnationSubcommands,
+		newIncarnationCreateCmd, newIncarnationListCmd, newIncarnationShowCmd, newIncarnationHistoryCmd,
+		newIncarnationUnlockCmd, newIncarnationDeleteCmd, newIncarnationMembersCmd)
+}
+
+// newIncarnationCmd is `soulctl incarnation`: deployments of services.
+func newIncarnationCmd(g *Globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "incarnation",
+		Aliases: []string{"incarnations", "inc"},
+		Short:   "Create incarnations of services, run their scenarios, read their state and history",
+	}
+	for _, sub := range incarnationSubcommands {
+		c.AddCommand(sub(g))
+	}
+	return c
+}
+
+func newIncarnationCreateCmd(g *Globals) *cobra.Command {
+	var (
+		req            createIncarnationRequest
+		covens         []string
+		input, essence string
+		ff             followFlags
+	)
+	c := &cobra.Command{
+		Use:   "create [name] --service S --covens a,b [--input JSON] [--essence JSON] [--wait|--watch]",
+		Short: "Create an incarnation on the souls of some covens (runs scenario create)",
+		Long: `Creates an incarnation of a service: its members are the souls carrying all
+the given covens, and scenario create runs on them. --input and --essence
+take a JSON object or @file. With --wait (or --watch, which shows progress)
+soulctl waits for the run and prints the incarnation with its committed
+state; it exits 1 if the run did not succeed.`,
+		Example: `  soulctl incarnation create --name my-service-prod --service my-service --covens prod \
+    --input '{"banner_text": "Managed by Soul Stack — prod"}' --watch`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := nameArg(args, req.Name, "name")
+			if err != nil {
+				return err
+			}
+			req.Name, req.Covens = name, covensFlag(covens)
+			if req.Input, err = jsonObject("input", input, stdinReader(g)); err != nil {
+				return err
+			}
+			if req.Essence, err = jsonObject("essence", essence, stdinReader(g)); err != nil {
+				return err
+			}
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			acc, err := createIncarnation(cmd.Context(), cl, req)
+			if err != nil {
+				return err
+			}
+			if !ff.any() {
+				return g.Emit(cmd, acc.JSON, func(w io.Writer) error {
+					return startedLines(w, "incarnation "+name+" created", acc.View.ApplyID)
+				})
+			}
+			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch)
+			if err != nil {
+				return err
+			}
+			inc, err := getIncarnation(cmd.Context(), cl, name)
+			if err != nil {
+				return err
+			}
+			if err := g.Emit(cmd, inc.JSON, func(w io.Writer) error { return incarnationDetail(w, inc.View) }); err != nil {
+				return err
+			}
+			return runOutcome(r.View)
+		},
+	}
+	addNameFlag(c, &req.Name, "name", "incarnation name")
+	c.Flags().StringVar(&req.Service, "service", "", "registered service (required)")
+	c.Flags().StringSliceVar(&covens, "covens", nil, "covens selecting the member souls (comma-separated; all must match)")
+	c.Flags().StringVar(&input, "input", "", "input of scenario create: JSON object or @file")
+	c.Flags().StringVar(&essence, "essence", "", "essence overrides: JSON object or @file")
+	ff.register(c)
+	_ = c.MarkFlagRequired("service")
+	return c
+}
+
+func newIncarnationListCmd(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List incarnations",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			incs, err := listIncarnations(cmd.Context(), cl)
+			if err != nil {
+				return err
+			}
+			return g.Emit(cmd, incs.JSON, func(w io.Writer) error {
+				row(w, "NAME", "SERVICE", "REF", "STATUS", "MEMBERS", "COVENS", "UPDATED")
+				for _, i := range incs.View {
+					row(w, i.Name, i.Service, dash(i.Ref), i.Status, fmt.Sprint(len(i.Members)), list(i.Covens), ago(i.UpdatedAt))
+				}
+				return nil
+			})
+		},
+	}
+}
+
+func newIncarnationShowCmd(g *Globals) *cobra.Command {
+	var name string
+	c := &cobra.Command{
+		Use:   "show [name]",
+		Short: "Show an incarnation: status, members, committed state",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := nameArg(args, name, "name")
+			if err != nil {
+				return err
+			}
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			inc, err := getIncarnation(cmd.Context(), cl, n)
+			if err != nil {
+				return err
+			}
+			return g.Emit(cmd, inc.JSON, func(w io.Writer) error { return incarnationDetail(w, inc.View) })
+		},
+	}
+	addNameFlag(c, &name, "name", "incarnation name")
+	return c
+}
+
+func newIncarnationHistoryCmd(g *Globals) *cobra.Command {
+	var (
+		name  string
+		limit int
+	)
+	c := &cobra.Command{
+		Use:   "history [name] [--limit N]",
+		Short: "Show the committed states of an incarnation, newest first",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := nameArg(args, name, "name")
+			if err != nil {
+				return err
+			}
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			h, err := incarnationHistory(cmd.Context(), cl, n, limit)
+			if err != nil {
+				return err
+			}
+			return g.Emit(cmd, h.JSON, func(w io.Writer) error {
+				row(w, "WHEN", "APPLY_ID", "SCENARIO", "HOSTS", "STATE")
+				for _, s := range h.View {
+					row(w, s.CreatedAt.Local().Format("2006-01-02 15:04:05"), s.RunID, s.Scenario, snapshotHosts(s.Summary), clip(compactJSON(s.State), 60))
+				}
+				return nil
+			})
+		},
+	}
+	addNameFlag(c, &name, "name", "incarnation name")
+	c.Flags().IntVar(&limit, "limit", 20, "at most this many snapshots")
+	return c
+}
+
+func newIncarnationUnlockCmd(g *Globals) *cobra.Command {
+	var name, reason string
+	c := &cobra.Command{
+		Use:   "unlock [name] --reason TEXT",
+		Short: "Unlock an error_locked incarnation (audited with the reason)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := nameArg(args, name, "name")
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(reason) == "" {
+				return cmdutil.Usage(errors.New("--reason is required: say why the hosts are fine now"))
+			}
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			inc, err := unlockIncarnation(cmd.Context(), cl, n, reason)
+			if err != nil {
+				return err
+			}
+			return g.Emit(cmd, inc.JSON, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "incarnation %s unlocked: status %s\n", n, dash(inc.View.Status))
+				return err
+			})
+		},
+	}
+	addNameFlag(c, &name, "name", "incarnation name")
+	c.Flags().StringVar(&reason, "reason", "", "why it is safe to unlock (required, audited)")
+	return c
+}
+
+func newIncarnationDeleteCmd(g *Globals) *cobra.Command {
+	var name string
+	c := &cobra.Command{
+		Use:     "delete [name]",
+		Aliases: []string{"rm"},
+		Short:   "Delete an incarnation's record (hosts are left as they are)",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := nameArg(args, name, "name")
+			if err != nil {
+				return err
+			}
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if _, err := deleteIncarnation(cmd.Context(), cl, n); err != nil {
+				return err
+			}
+			return g.Emit(cmd, map[string]any{"name": n, "deleted": true}, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "incarnation %s deleted\n", n)
+				return err
+			})
+		},
+	}
+	addNameFlag(c, &name, "name", "incarnation name")
+	return c
+}
+
+// newIncarnationMembersCmd is `incarnation members add|remove`.
+func newIncarnationMembersCmd(g *Globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "members",
+		Short: "Add souls to an incarnation or remove them",
+	}
+	for _, v := range []struct{ use, method, short string }{
+		{"add", http.MethodPost, "Add souls (by SID) to an incarnation's members"},
+		{"remove", http.MethodDelete, "Remove souls (by SID) from an incarnation's members"},
+	} {
+		var (
+			name string
+			sids []string
+		)
+		sub := &cobra.Command{
+			Use:   v.use + " [name] --sid a,b",
+			Short: v.short,
+			Args:  cobra.MaximumNArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				n, err := nameArg(args, name, "name")
+				if err != nil {
+					return err
+				}
+				ids := covensFlag(sids)
+				if len(ids) == 0 {
+					return cmdutil.Usage(errors.New("--sid is required"))
+				}
+				cl, err := g.Client(cmd.Context())
+				if err != nil {
+					return err
+				}
+				inc, err := changeMembers(cmd.Context(), cl, v.method, n, ids)
+				if err != nil {
+					return err
+				}
+				return g.Emit(cmd, inc.JSON, func(w io.Writer) error {
+					_, err := fmt.Fprintf(w, "incarnation %s members: %s\n", n, list(inc.View.Members))
+					return err
+				})
+			},
+		}
+		addNameFlag(sub, &name, "name", "incarnation name")
+		sub.Flags().StringSliceVar(&sids, "sid", nil, "soul SIDs (comma-separated or repeated)")
+		c.AddCommand(sub)
+	}
+	return c
+}
+
+// incarnationDetail is the table form of one incarnation.
+func incarnationDetail(w io.Writer, i incarnationView) error {
+	row(w, "Name:", i.Name)
+	svc := i.Service
+	if i.Ref != "" {
+		svc += " @ " + i.Ref
+	}
+	if i.Commit != "" {
+		svc += " (commit " + short(i.Commit) + ")"
+	}
+	row(w, "Service:", svc)
+	row(w, "Status:", i.Status)
+	if i.LockReason != "" {
+		row(w, "Locked because:", i.LockReason)
+	}
+	if i.ActiveRun != "" {
+		row(w, "Active run:", i.ActiveRun)
+	}
+	row(w, "Covens:", list(i.Covens))
+	row(w, "Members:", fmt.Sprintf("%s (%d)", strings.Join(i.Members, ", "), len(i.Members)))
+	row(w, "Created:", stamp(i.CreatedAt))
+	row(w, "Updated:", stamp(i.UpdatedAt))
+	fmt.Fprintln(w, "State:")
+	return writeMapYAML(w, "  ", i.State)
+}
+
+// snapshotHosts summarizes a history entry's per-host outcome:
+// "3 hosts: 3 changed".
+func snapshotHosts(summary map[string]any) string {
+	if len(summary) == 0 {
+		return "-"
+	}
+	totals := map[string]int{}
+	for _, v := range summary {
+		m, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		for k, n := range m {
+			if f, ok := n.(float64); ok {
+				totals[k] += int(f)
+			}
+		}
+	}
+	keys := sortedKeys(totals)
+	sort.SliceStable(keys, func(a, b int) bool { return order(keys[a]) < order(keys[b]) })
+	var parts []string
+	for _, k := range keys {
+		if totals[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", totals[k], k))
+		}
+	}
+	s := countOf(len(summary), "host")
+	if len(parts) > 0 {
+		s += ": " + strings.Join(parts, ", ")
+	}
+	return s
+}
+
+// order puts result counters in reading order.
+func order(k string) int {
+	switch k {
+	case "ok":
+		return 0
+	case "changed":
+		return 1
+	case "skipped":
+		return 2
+	case "failed":
+		return 3
+	}
+	return 4
+}
+
+// stdinReader reads all of g's stdin, for @- values.
+func stdinReader(g *Globals) func() ([]byte, error) {
+	return func() ([]byte, error) { return io.ReadAll(g.stdin()) }
+}

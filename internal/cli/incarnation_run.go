@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	incarnationSubcommands = append(incarnationSubcommands, newIncarnationRunCmd, newIncarnationUpgradeCmd)
+}
+
+func newIncarnationRunCmd(g *Globals) *cobra.Command {
+	var (
+		name, input string
+		req         startRunRequest
+		ff          followFlags
+	)
+	c := &cobra.Command{
+		Use:   "run [name] --scenario S [--input JSON] [--check] [--wait|--watch]",
+		Short: "Run a scenario over an incarnation",
+		Long: `Starts a run of a scenario over the incarnation's members. --input takes a
+JSON object or @file. --check asks the modules what they would change and
+changes (and commits) nothing. Without --wait or --watch it prints the run's
+apply_id and returns; --watch shows each task's per-host progress live, and
+both exit 1 unless the run succeeded.`,
+		Example: `  soulctl incarnation run --name hello-dev --scenario greet --input '{"greeting": "hi"}' --watch
+  soulctl incarnation run hello-dev --scenario greet --check --wait`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := nameArg(args, name, "name")
+			if err != nil {
+				return err
+			}
+			if req.Input, err = jsonObject("input", input, stdinReader(g)); err != nil {
+				return err
+			}
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			acc, err := startRun(cmd.Context(), cl, n, req)
+			if err != nil {
+				return err
+			}
+			if !ff.any() {
+				return g.Emit(cmd, acc.JSON, func(w io.Writer) error {
+					return startedLines(w, "scenario "+req.Scenario+" on "+n, acc.View.ApplyID)
+				})
+			}
+			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch)
+			if err != nil {
+				return err
+			}
+			if err := g.emitFollowed(cmd, r, ff.watch); err != nil {
+				return err
+			}
+			return runOutcome(r.View)
+		},
+	}
+	addNameFlag(c, &name, "name", "incarnation name")
+	c.Flags().StringVar(&req.Scenario, "scenario", "", "scenario to run (required)")
+	c.Flags().StringVar(&input, "input", "", "scenario input: JSON object or @file")
+	c.Flags().BoolVar(&req.Check, "check", false, "check mode: report what would change, change nothing")
+	ff.register(c)
+	_ = c.MarkFlagRequired("scenario")
+	return c
+}
+
+func newIncarnationUpgradeCmd(g *Globals) *cobra.Command {
+	var (
+		name, ref string
+		ff        followFlags
+	)
+	c := &cobra.Command{
+		Use:   "upgrade [name] --ref REF [--wait|--watch]",
+		Short: "Move an incarnation to another ref of its service",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := nameArg(args, name, "name")
+			if err != nil {
+				return err
+			}
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			acc, err := upgradeIncarnation(cmd.Context(), cl, n, ref)
+			if err != nil {
+				return err
+			}
+			if acc.View.ApplyID == "" || !ff.any() {
+				return g.Emit(cmd, acc.JSON, func(w io.Writer) error {
+					if acc.View.ApplyID == "" {
+						return incarnationDetailJSON(w, acc.JSON)
+					}
+					return startedLines(w, "incarnation "+n+" upgrading to "+ref, acc.View.ApplyID)
+				})
+			}
+			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch)
+			if err != nil {
+				return err
+			}
+			if err := g.emitFollowed(cmd, r, ff.watch); err != nil {
+				return err
+			}
+			return runOutcome(r.View)
+		},
+	}
+	addNameFlag(c, &name, "name", "incarnation name")
+	c.Flags().StringVar(&ref, "ref", "", "git ref to move to (required)")
+	ff.register(c)
+	_ = c.MarkFlagRequired("ref")
+	return c
+}
+
+// emitFollowed prints a run that was followed: the full run for -o
+// json|yaml (and Exec), the run detail after --wait, nothing more after
+// --watch (its progress ended with the summary).
+func (g *Globals) emitFollowed(cmd *cobra.Command, r raw[runView], watched bool) error {
+	return g.Emit(cmd, r.JSON, func(w io.Writer) error {
+		if watched {
+			return nil
+		}
+		return runDetail(w, r.View)
+	})
+}

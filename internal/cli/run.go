@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/soulstack/soulstack/internal/domain"
+)
+
+func init() { subcommands = append(subcommands, newRunCmd) }
+
+// newRunCmd is `soulctl run`: one execution of a scenario.
+func newRunCmd(g *Globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "run",
+		Aliases: []string{"runs"},
+		Short:   "Show, watch and cancel runs (by apply_id)",
+	}
+	c.AddCommand(newRunShowCmd(g), newRunWatchCmd(g), newRunCancelCmd(g))
+	return c
+}
+
+func newRunShowCmd(g *Globals) *cobra.Command {
+	var id string
+	c := &cobra.Command{
+		Use:   "show [apply-id]",
+		Short: "Show a run: status, timings and every task's result on every host",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rid, err := nameArg(args, id, "id")
+			if err != nil {
+				return err
+			}
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			r, err := getRun(cmd.Context(), cl, rid)
+			if err != nil {
+				return err
+			}
+			return g.Emit(cmd, r.JSON, func(w io.Writer) error { return runDetail(w, r.View) })
+		},
+	}
+	addNameFlag(c, &id, "id", "run apply_id")
+	return c
+}
+
+func newRunWatchCmd(g *Globals) *cobra.Command {
+	var id string
+	c := &cobra.Command{
+		Use:   "watch [apply-id]",
+		Short: "Follow a run live until it ends; exit 1 unless it succeeded",
+		Long: `Shows the run's progress as it happens: a line per task with a per-host
+summary (3/5 ok, 1 changed, 1 running), waves as they start, failed hosts
+with their stderr, and a final summary. On a terminal the task in flight is
+redrawn in place; otherwise (a pipe, a CI log) every line is final.
+With -o json|yaml the progress goes to stderr and the final run to stdout.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rid, err := nameArg(args, id, "id")
+			if err != nil {
+				return err
+			}
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			r, err := g.awaitRun(cmd, cl, rid, true)
+			if err != nil {
+				return err
+			}
+			if err := g.emitFollowed(cmd, r, true); err != nil {
+				return err
+			}
+			return runOutcome(r.View)
+		},
+	}
+	addNameFlag(c, &id, "id", "run apply_id")
+	return c
+}
+
+func newRunCancelCmd(g *Globals) *cobra.Command {
+	var id string
+	c := &cobra.Command{
+		Use:   "cancel [apply-id]",
+		Short: "Cancel a run: no further task or wave starts",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rid, err := nameArg(args, id, "id")
+			if err != nil {
+				return err
+			}
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			r, err := cancelRun(cmd.Context(), cl, rid)
+			if err != nil {
+				return err
+			}
+			return g.Emit(cmd, r.JSON, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "run %s: cancel requested\n", rid)
+				return err
+			})
+		},
+	}
+	addNameFlag(c, &id, "id", "run apply_id")
+	return c
+}
+
+// runDetail is the table form of a run: a header, a task × host table and
+// the output of failed hosts.
+func runDetail(w io.Writer, r runView) error {
+	row(w, "Run:", r.ApplyID)
+	row(w, "Incarnation:", r.Incarnation)
+	row(w, "Scenario:", r.Scenario+checkTag(r.Check))
+	row(w, "Status:", r.Status)
+	if r.Error != "" {
+		row(w, "Error:", r.Error)
+	}
+	row(w, "Started:", stampPtr(r.StartedAt))
+	row(w, "Finished:", stampPtr(r.FinishedAt))
+	if r.StartedAt != nil {
+		end := time.Now()
+		if r.FinishedAt != nil {
+			end = *r.FinishedAt
+		}
+		row(w, "Duration:", human(end.Sub(*r.StartedAt)))
+	}
+	if len(r.Tasks) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	row(w, "TASK", "HOST", "WAVE", "STATUS", "CHANGED", "RC", "DURATION")
+	var failed []string
+	for _, t := range r.Tasks {
+		name := t.Name
+		if name == "" {
+			name = t.Path
+		}
+		for i, h := range t.Hosts {
+			label := name
+			if i > 0 {
+				label = `  "`
+			}
+			row(w, clip(label, 48), h.SID, waveCell(h.Wave), h.Status, yn(h.Changed), fmt.Sprint(h.RC), human(time.Duration(h.DurationMS)*time.Millisecond))
+			switch domain.HostStatus(h.Status) {
+			case domain.StatusFailed, domain.StatusUnreachable:
+				failed = append(failed, failureText(name, h))
+			}
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, strings.Join(failed, "\n"))
+	}
+	return nil
+}
+
+// failureText is what a failed host said.
+func failureText(task string, h hostView) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s on %s: %s", task, h.SID, h.Status)
+	if h.RC != 0 {
+		fmt.Fprintf(&b, " (rc %d)", h.RC)
+	}
+	if m := strings.TrimSpace(h.Msg); m != "" {
+		b.WriteString(": " + firstLine(m))
+	}
+	for _, l := range tailLines(h.Stderr, 20) {
+		b.WriteString("\n  | " + l)
+	}
+	return b.String()
+}
+
+func waveCell(w int) string {
+	if w <= 0 {
+		return "-"
+	}
+	return fmt.Sprint(w)
+}
+
+func yn(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// incarnationDetailJSON renders an answer that is an incarnation.
+func incarnationDetailJSON(w io.Writer, b json.RawMessage) error {
+	var i incarnationView
+	if err := json.Unmarshal(b, &i); err != nil || i.Name == "" {
+		_, err := fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	return incarnationDetail(w, i)
+}

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/cmdutil"
+)
+
+func init() { subcommands = append(subcommands, newTokenCmd) }
+
+// newTokenCmd is `soulctl token`: Archon JWTs.
+func newTokenCmd(g *Globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "token",
+		Aliases: []string{"tokens"},
+		Short:   "Issue and revoke Archon tokens (JWTs)",
+	}
+	c.AddCommand(newTokenCreateCmd(g), newTokenRevokeCmd(g))
+	return c
+}
+
+func newTokenCreateCmd(g *Globals) *cobra.Command {
+	var (
+		req   apiclient.CreateTokenRequest
+		ttl   string
+		quiet bool
+	)
+	c := &cobra.Command{
+		Use:   "create [--ttl 30d] [--archon ID] [--description TEXT]",
+		Short: "Issue a token for yourself, or (admin) for another Archon",
+		Long: `Issues a new token. The token is shown once: keep it (for example with
+soulctl login --token …). -q prints the token alone, for scripts.`,
+		Example: `  soulctl token create --ttl 24h --description ci
+  TOKEN=$(soulctl token create -q --ttl 1h)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if ttl != "" {
+				d, err := apiclient.ParseDuration(ttl)
+				if err != nil {
+					return cmdutil.Usage(fmt.Errorf("--ttl: %w", err))
+				}
+				req.TTL = apiclient.Duration(d)
+			}
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tok, err := cl.CreateToken(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if quiet && !g.capture {
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), tok.Token)
+				return err
+			}
+			return g.Emit(cmd, tok, func(w io.Writer) error { return tokenDetail(w, tok) })
+		},
+	}
+	c.Flags().StringVar(&ttl, "ttl", "", "lifetime: 90m, 24h, 30d (default: the Keeper's, 30d)")
+	c.Flags().StringVar(&req.ArchonID, "archon", "", "issue for this Archon id (admin; default yourself)")
+	c.Flags().StringVar(&req.Description, "description", "", "what the token is for")
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the token")
+	return c
+}
+
+func newTokenRevokeCmd(g *Globals) *cobra.Command {
+	var id string
+	c := &cobra.Command{
+		Use:   "revoke [token-id]",
+		Short: "Revoke a token by id (yours, or any as admin)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tid, err := nameArg(args, id, "id")
+			if err != nil {
+				return err
+			}
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := cl.RevokeToken(cmd.Context(), tid); err != nil {
+				return err
+			}
+			return g.Emit(cmd, map[string]any{"id": tid, "revoked": true}, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "token %s revoked\n", tid)
+				return err
+			})
+		},
+	}
+	addNameFlag(c, &id, "id", "token id")
+	return c
+}
+
+// tokenDetail is the table form of an issued token.
+func tokenDetail(w io.Writer, t apiclient.IssuedToken) error {
+	row(w, "ID:", t.ID)
+	row(w, "Expires:", expires(t.ExpiresAt))
+	row(w, "Token:", t.Token)
+	fmt.Fprintln(w, "(the token is shown once: keep it now)")
+	return nil
+}
+
+// expires renders an expiry time: local time and how far away.
+func expires(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.Local().Format("2006-01-02 15:04:05") + " (" + ago(t) + ")"
+}
