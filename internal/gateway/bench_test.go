@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -67,8 +68,9 @@ func BenchmarkDispatchPing(b *testing.B) {
 func BenchmarkDispatchPingSwarm(b *testing.B) {
 	n := benchSouls(b)
 	dir := b.TempDir()
-	k := startKeeper(b, filepath.Join(dir, "keeper"), keeperOpts{heartbeat: 10 * time.Second, fanOut: n})
-	before := liveBytes()
+	k := startKeeper(b, filepath.Join(dir, "keeper"), keeperOpts{heartbeat: 10 * time.Second, fanOut: n, quiet: true})
+	heap0, stack0 := liveBytes()
+	g0 := runtime.NumGoroutine()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, soulBin, "swarm", "--keeper", k.url, "--count", strconv.Itoa(n),
@@ -89,20 +91,41 @@ func BenchmarkDispatchPingSwarm(b *testing.B) {
 	waitFor(b, 2*time.Minute, func() bool { return len(k.gw.ConnectedSIDs()) == n }, "%d souls connected", n)
 	sids := k.gw.ConnectedSIDs()
 	pingAll(b, k.gw, sids, -1)
-	perSoul := float64(liveBytes()-before) / float64(n)
+	heap1, stack1 := liveBytes()
+	goroutines := float64(runtime.NumGoroutine()-g0) / float64(n)
+	heapPerSoul, stackPerSoul := float64(heap1-heap0)/float64(n), float64(stack1-stack0)/float64(n)
+	if p := os.Getenv("SOULSTACK_BENCH_HEAPPROFILE"); p != "" {
+		writeHeapProfile(b, p)
+	}
 
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		pingAll(b, k.gw, sids, i)
 	}
 	b.ReportMetric(float64(n), "souls")
-	b.ReportMetric(perSoul, "keeper-B/soul")
+	b.ReportMetric(heapPerSoul+stackPerSoul, "keeper-B/soul")
+	b.ReportMetric(stackPerSoul, "keeper-stack-B/soul")
+	b.ReportMetric(goroutines, "keeper-goroutines/soul")
 }
 
-// liveBytes is the heap in use plus goroutine stacks after a collection.
-func liveBytes() int64 {
-	runtime.GC()
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// liveBytes is the heap in use and the goroutine stacks after a few
+// collections.
+func liveBytes() (heap, stack int64) {
+	for range 5 { // stacks shrink by half per collection while mostly unused
+		runtime.GC()
+	}
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return int64(m.HeapInuse + m.StackInuse)
+	return int64(m.HeapInuse), int64(m.StackInuse)
 }

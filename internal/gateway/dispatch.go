@@ -103,8 +103,8 @@ func (g *Gateway) send(req dispatch.Request, answers chan<- answer) (w *waiter, 
 	}
 	s.waiters[work.TaskID] = w
 	s.queue = append(s.queue, msg)
+	s.startDrainLocked()
 	s.mu.Unlock()
-	s.wake()
 	return w, domain.Result{}, true
 }
 

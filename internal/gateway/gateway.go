@@ -6,8 +6,8 @@
 // calls back over the same connection.
 //
 // Per connected soul the gateway keeps one session: the HTTP handler
-// goroutine reads the stream, one writer goroutine sends to it, and a map of
-// the tasks waiting for an answer. Dispatch needs no goroutine per task: a
+// goroutine reads the stream, a writer goroutine exists only while messages
+// are queued for it, and a map holds the tasks waiting for an answer. Dispatch needs no goroutine per task: a
 // waiter is a map entry and a timer, answered by whichever comes first —
 // the soul's result, the timeout, the connection drop or the caller's
 // cancellation.

@@ -88,6 +88,7 @@ type keeperOpts struct {
 	heartbeat    time.Duration // 0 = 1s
 	fanOut       int
 	onLateResult func(sid, runID, taskID string, r domain.Result)
+	quiet        bool // log warnings only (benchmarks)
 }
 
 // startKeeper starts a keeper whose state (database, TLS material) lives
@@ -125,11 +126,15 @@ func startKeeper(t testing.TB, dir string, o keeperOpts) *keeper {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
+	level := slog.LevelDebug
+	if o.quiet {
+		level = slog.LevelWarn
+	}
 	k := &keeper{dir: dir, addr: ln.Addr().String(), fp: fp, store: st, logs: logs}
 	k.url = "https://" + k.addr
 	k.gw = gateway.New(gateway.Config{
 		Store: st, KeeperID: "keeper-1", Fingerprint: fp, FanOut: o.fanOut,
-		Logger:            slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:            slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})),
 		HeartbeatInterval: o.heartbeat,
 		OnLateResult:      o.onLateResult,
 	})

@@ -17,15 +17,15 @@ import (
 	pb "github.com/soulstack/soulstack/proto/soulstack/v1"
 )
 
-// session is one accepted soul's stream. The handler goroutine reads it;
-// writeLoop sends what Dispatch queues. Waiters are the tasks sent to this
-// soul that still wait for an answer.
+// session is one accepted soul's stream. The handler goroutine reads it; a
+// drain goroutine, started only while messages are queued, sends them (an
+// idle soul costs no writer stack). Waiters are the tasks sent to this soul
+// that still wait for an answer.
 type session struct {
 	g      *Gateway
 	sid    string
 	stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage]
 	rc     *http.ResponseController // nil when the server hides it: abort then cannot unblock reads
-	notify chan struct{}            // cap 1: the queue has messages
 	done   chan struct{}            // closed by close
 
 	// ioMu guards rc: it must not be used once the handler returned.
@@ -39,15 +39,17 @@ type session struct {
 	closed  bool
 	reason  string // why the session closed
 	queue   []*pb.KeeperMessage
+	writing bool           // a goroutine owns stream.Send: the handler (welcome) or drain
+	drains  sync.WaitGroup // drain goroutines, waited for by serve
 	waiters map[string]*waiter
 }
 
 func newSession(g *Gateway, sid string, stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], rc *http.ResponseController) *session {
 	s := &session{
 		g: g, sid: sid, stream: stream, rc: rc,
-		notify:  make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		waiters: make(map[string]*waiter),
+		writing: true, // until the welcome is sent
 	}
 	now := time.Now().UnixNano()
 	s.lastSeen.Store(now)
@@ -80,17 +82,15 @@ func (s *session) serve(ctx context.Context, covens []string, log *slog.Logger) 
 		return fmt.Errorf("sending welcome to %s: %w", s.sid, err)
 	}
 	log.Info("soul connected")
+	s.mu.Lock()
+	s.writing = false
+	s.startDrainLocked()
+	s.mu.Unlock()
 
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.writeLoop()
-	}()
 	err := s.readLoop(ctx)
 	s.close("connection closed")
 	s.unblock()
-	wg.Wait()
+	s.drains.Wait()
 	s.mu.Lock()
 	reason := s.reason
 	s.mu.Unlock()
@@ -133,45 +133,53 @@ func (s *session) updateSoulprint(ctx context.Context, b []byte) {
 	}
 }
 
-// writeLoop sends the queued messages until the session closes.
-func (s *session) writeLoop() {
+// startDrainLocked starts a drain goroutine when messages wait and nobody
+// is sending. s.mu must be held.
+func (s *session) startDrainLocked() {
+	if s.writing || s.closed || len(s.queue) == 0 {
+		return
+	}
+	s.writing = true
+	s.drains.Add(1)
+	go s.drain()
+}
+
+// drain sends the queued messages until the queue is empty or the session
+// closed, then gives up the sender role.
+func (s *session) drain() {
+	defer s.drains.Done()
 	for {
-		select {
-		case <-s.notify:
-		case <-s.done:
-			return
-		}
 		s.mu.Lock()
 		batch := s.queue
 		s.queue = nil
+		if len(batch) == 0 || s.closed {
+			s.writing = false
+			s.mu.Unlock()
+			return
+		}
 		s.mu.Unlock()
 		for _, m := range batch {
 			if err := s.stream.Send(m); err != nil {
 				s.abort("sending failed: " + err.Error())
+				s.mu.Lock()
+				s.writing = false
+				s.mu.Unlock()
 				return
 			}
 		}
 	}
 }
 
-// enqueue queues m for the writer; false when the session is closed.
+// enqueue queues m for sending; false when the session is closed.
 func (s *session) enqueue(m *pb.KeeperMessage) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
 		return false
 	}
 	s.queue = append(s.queue, m)
-	s.mu.Unlock()
-	s.wake()
+	s.startDrainLocked()
 	return true
-}
-
-func (s *session) wake() {
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
 }
 
 // close ends the session for Dispatch: no new waiters, every current one
