@@ -59,8 +59,11 @@ type Stub struct {
 	Results []domain.Result
 	// Unreachable: the host drops the connection instead of answering.
 	Unreachable bool
+	// Timeout: the host stays connected but exceeds the task's timeout;
+	// the call fails at once as timed out (simulated time).
+	Timeout bool
 	// Hang: the host never answers; the call ends when its timeout expires
-	// (failed) or the run is cancelled.
+	// (failed) or the run is cancelled (real time).
 	Hang bool
 }
 
@@ -210,6 +213,8 @@ func (s *Sim) call(ctx context.Context, sid, task string, c Call, check bool, ti
 	switch {
 	case st.Unreachable:
 		return unreachableResult(fmt.Sprintf("soul %s dropped the connection", sid))
+	case st.Timeout:
+		return domain.Result{Failed: true, RC: -1, Msg: fmt.Sprintf("timed out after %s", timeout)}
 	case st.Hang:
 		<-ctx.Done()
 		if ctx.Err() == context.DeadlineExceeded {
