@@ -64,33 +64,43 @@ func (e *Engine) newRunner(run store.Run, inc store.Incarnation, svc *dsl.Servic
 }
 
 // indexTasks numbers the tasks in pre-order (the Seq of their results) and
-// names the onchanges handlers for pending triggers: by name when the name
-// is unique in the scenario (stable across commits), else by path.
+// keys the onchanges handlers for pending triggers.
 func (r *runner) indexTasks() {
-	names := map[string]int{}
-	var all []*dsl.Task
 	var walk func([]*dsl.Task)
 	walk = func(ts []*dsl.Task) {
 		for _, t := range ts {
-			r.seq[t] = len(all)
-			all = append(all, t)
-			if t.Name != "" {
-				names[t.Name]++
+			r.seq[t] = len(r.seq)
+			if len(t.Onchanges) > 0 {
+				r.keys[t] = TriggerKey(r.sc, t)
 			}
 			walk(t.Block)
 		}
 	}
 	walk(r.sc.Tasks)
-	for _, t := range all {
-		if len(t.Onchanges) == 0 {
-			continue
-		}
-		if t.Name != "" && names[t.Name] == 1 {
-			r.keys[t] = t.Name
-		} else {
-			r.keys[t] = t.Path
+}
+
+// TriggerKey is the Task of the pending triggers of handler t: its name
+// when the name is unique in the scenario (stable when tasks are added
+// around it by a later commit), else its path.
+func TriggerKey(sc *dsl.Scenario, t *dsl.Task) string {
+	if t.Name == "" {
+		return t.Path
+	}
+	n := 0
+	var walk func([]*dsl.Task)
+	walk = func(ts []*dsl.Task) {
+		for _, x := range ts {
+			if x.Name == t.Name {
+				n++
+			}
+			walk(x.Block)
 		}
 	}
+	walk(sc.Tasks)
+	if n == 1 {
+		return t.Name
+	}
+	return t.Path
 }
 
 // execute runs the scenario and ends the run; it returns the final event.

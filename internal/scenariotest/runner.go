@@ -191,9 +191,9 @@ func (o Outcome) Passed() bool { return o.Err == nil && len(o.Failures) == 0 }
 
 // Run runs one test in a fresh store under dir and checks its
 // expectations.
-func Run(ctx context.Context, dir string, svc *dsl.Service, t *Test) Outcome {
+func Run(ctx context.Context, dir string, svc *dsl.Service, t *Test) (out Outcome) {
 	start := time.Now()
-	out := Outcome{Test: t}
+	out.Test = t
 	defer func() { out.Duration = time.Since(start) }()
 	h, err := NewHarness(ctx, dir, svc, t, Options{})
 	if err != nil {
@@ -235,28 +235,11 @@ func hasAll(have, want []string) bool {
 	return true
 }
 
-// triggerKey is the key the engine stores a pending trigger of handler ref
-// under: its name when unique in the scenario, else its path.
+// triggerKey is the key the engine stores a pending trigger of handler
+// ref (a name or path) under.
 func triggerKey(sc *dsl.Scenario, ref string) string {
-	t := findTask(sc, ref)
-	if t == nil {
-		return ref
+	if t := findTask(sc, ref); t != nil {
+		return engine.TriggerKey(sc, t)
 	}
-	n := 0
-	var walk func([]*dsl.Task)
-	walk = func(ts []*dsl.Task) {
-		for _, x := range ts {
-			if x.Name != "" && x.Name == t.Name {
-				n++
-			}
-			walk(x.Block)
-		}
-	}
-	walk(sc.Tasks)
-	if t.Name != "" && n == 1 {
-		return t.Name
-	}
-	return t.Path
+	return ref
 }
-
-
