@@ -24,7 +24,7 @@ type templateOpts struct {
 // templates compiles every ${ } string under n in the unit's environment
 // and checks its register references.
 func (p *parser) templates(u *unit, file string, n *yaml.Node, key string, opts templateOpts) {
-	walkStrings(file, n, key, func(pos Pos, path, s string) {
+	p.walkStrings(file, n, key, func(pos Pos, path, s string) {
 		if !expr.HasInterpolation(s) {
 			return
 		}

@@ -28,6 +28,8 @@ var unitNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 // parser collects the problems of one repository (or bundle).
 type parser struct {
 	problems Problems
+	// nodes counts YAML nodes visited, against maxNodes.
+	nodes int
 }
 
 func (p *parser) add(pos Pos, key, msg string) {

@@ -277,7 +277,7 @@ func (p *parser) checkApplyInput(u *unit, file string, spec *InputSpec, n *yaml.
 	n = deref(n)
 	pos := posOf(file, n)
 	hasExpr := false
-	walkStrings(file, n, "", func(_ Pos, _, s string) { hasExpr = hasExpr || expr.HasInterpolation(s) })
+	p.walkStrings(file, n, "", func(_ Pos, _, s string) { hasExpr = hasExpr || expr.HasInterpolation(s) })
 	if !hasExpr {
 		if _, err := CoerceInput(spec.Type, p.value(file, n)); err != nil {
 			p.add(pos, key, fmt.Sprintf("input %s of destiny: %v", spec.Name, err))

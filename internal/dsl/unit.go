@@ -203,7 +203,7 @@ func (p *parser) inputs(file string, n *yaml.Node) Inputs {
 func (p *parser) inputDefault(file string, spec *InputSpec, n *yaml.Node) {
 	key := "input." + spec.Name + ".default"
 	found := false
-	walkStrings(file, n, "", func(pos Pos, _, s string) {
+	p.walkStrings(file, n, "", func(pos Pos, _, s string) {
 		if !found && expr.HasInterpolation(s) {
 			found = true
 			p.add(pos, key, fmt.Sprintf("input %s: a default is a literal value; ${ } is not evaluated here (compute it in the task instead)", spec.Name))

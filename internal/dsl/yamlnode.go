@@ -10,9 +10,9 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// maxNodes bounds the values built from one document (alias expansion can
-// otherwise grow exponentially).
-const maxNodes = 200_000
+// maxNodes bounds the YAML nodes visited while loading one repository:
+// alias expansion can otherwise grow exponentially.
+const maxNodes = 2_000_000
 
 var yamlLineRE = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 
@@ -217,19 +217,20 @@ func kindName(n *yaml.Node) string {
 // value converts a node into plain Go values: map[string]any, []any,
 // string, int, float64, bool, nil. Timestamps and other tags stay strings.
 func (p *parser) value(file string, n *yaml.Node) any {
-	budget := maxNodes
-	v, ok := p.valueRec(file, n, &budget, 0)
+	v, ok := p.valueRec(file, n, 0)
 	if !ok {
 		return nil
 	}
 	return v
 }
 
-func (p *parser) valueRec(file string, n *yaml.Node, budget *int, depth int) (any, bool) {
+func (p *parser) valueRec(file string, n *yaml.Node, depth int) (any, bool) {
 	n = deref(n)
-	*budget--
-	if *budget < 0 || depth > 100 {
-		p.add(posOf(file, n), "", "value is too large or too deeply nested (YAML aliases expanded)")
+	if !p.spend(file, n) {
+		return nil, false
+	}
+	if depth > 100 {
+		p.add(posOf(file, n), "", "value is nested more than 100 levels deep")
 		return nil, false
 	}
 	if n == nil {
@@ -243,7 +244,7 @@ func (p *parser) valueRec(file string, n *yaml.Node, budget *int, depth int) (an
 		}
 		m := make(map[string]any, len(ents))
 		for _, e := range ents {
-			v, ok := p.valueRec(file, e.value, budget, depth+1)
+			v, ok := p.valueRec(file, e.value, depth+1)
 			if !ok {
 				return nil, false
 			}
@@ -253,7 +254,7 @@ func (p *parser) valueRec(file string, n *yaml.Node, budget *int, depth int) (an
 	case yaml.SequenceNode:
 		l := make([]any, 0, len(n.Content))
 		for _, c := range n.Content {
-			v, ok := p.valueRec(file, c, budget, depth+1)
+			v, ok := p.valueRec(file, c, depth+1)
 			if !ok {
 				return nil, false
 			}
@@ -280,13 +281,24 @@ func scalarValue(n *yaml.Node) any {
 	return n.Value
 }
 
+// spend takes one node from the repository's budget; once it is exhausted
+// the repository is reported (once) as too large.
+func (p *parser) spend(file string, n *yaml.Node) bool {
+	p.nodes++
+	if p.nodes == maxNodes+1 {
+		p.add(posOf(file, n), "", fmt.Sprintf("the repository expands to more than %d YAML nodes (YAML aliases are expanded): simplify it", maxNodes))
+	}
+	return p.nodes <= maxNodes
+}
+
 // walkStrings calls fn for every string scalar under n with its position
-// and a dotted path below prefix.
-func walkStrings(file string, n *yaml.Node, prefix string, fn func(pos Pos, path, s string)) {
+// and a dotted path below prefix. Like value, it stops after maxNodes nodes
+// (value reports the oversized document).
+func (p *parser) walkStrings(file string, n *yaml.Node, prefix string, fn func(pos Pos, path, s string)) {
 	var rec func(n *yaml.Node, path string, depth int)
 	rec = func(n *yaml.Node, path string, depth int) {
 		n = deref(n)
-		if n == nil || depth > 100 {
+		if n == nil || depth > 100 || !p.spend(file, n) {
 			return
 		}
 		switch n.Kind {
