@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/soulstack/soulstack/internal/executor"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -156,7 +157,9 @@ func NewAgent(cfg Config) (*Agent, error) {
 	}
 	a.runner = cfg.Runner
 	if a.runner == nil {
-		a.runner = &ModuleRunner{Root: cfg.Root, Facts: a.Facts, Logger: a.log}
+		mr := &ModuleRunner{Root: cfg.Root, Facts: a.Facts, Logger: a.log}
+		mr.Bundle = executor.BundleRunner(mr) // destiny bundles run with the same modules and confinement
+		a.runner = mr
 	}
 	protos := new(http.Protocols)
 	protos.SetHTTP2(true)
