@@ -27,16 +27,16 @@ func (f followFlags) any() bool { return f.wait || f.watch }
 // (on stdout for tables, on stderr when stdout carries JSON or YAML, never
 // in Exec mode), and returns the final run.
 func (g *Globals) awaitRun(cmd *cobra.Command, cl *apiclient.Client, id string, watch bool) (raw[runView], error) {
-	var show func(raw[runView])
+	var obs observer
 	if watch && !g.capture {
 		w := cmd.OutOrStdout()
 		if f, _ := g.format(); f != FormatTable {
 			w = cmd.ErrOrStderr()
 		}
 		p := newProgress(w, g.isTerminal(w))
-		show = func(r raw[runView]) { p.update(r.View) }
+		obs = p
 	}
-	r, err := follow(cmd.Context(), cl, id, show)
+	r, err := follow(cmd.Context(), cl, id, obs)
 	if err != nil {
 		return r, cmdutil.Failed(fmt.Errorf("following run %s: %w", id, err))
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -11,24 +10,26 @@ import (
 	"github.com/soulstack/soulstack/internal/store"
 )
 
-// progress renders a run as it advances, from successive fetches of the
-// run record: a header, one line per task (per wave for rolling tasks) with
-// a per-host summary once the task is done there, wave headers as waves
-// start, each failed host with its message and stderr, and a summary at
-// the end. On a terminal (live) the task in flight is shown on a status
-// line redrawn in place; otherwise every line is final, so logs read top
-// to bottom.
+// progress renders a run as it advances, from fetches of the run record
+// and the run's live events: a header, one line per task (per wave for
+// rolling tasks) with a per-host summary once the task is done there, wave
+// headers as waves start, each failed host with its message and stderr,
+// and a summary at the end. On a terminal (live) the task in flight is
+// shown on a status line redrawn in place; otherwise every line is final,
+// so logs read top to bottom.
 type progress struct {
-	w        io.Writer
-	live     bool
-	started  bool
-	printed  map[unitKey]bool
-	lastWave int  // wave of the last printed wave header, 0 when none
-	status   bool // a live status line is on screen
+	w       io.Writer
+	live    bool
+	m       *runModel
+	started bool
+	ended   bool
+	printed map[unitKey]bool
+	headed  map[string]bool // wave headers printed, by serial path and wave
+	status  bool            // a live status line is on screen
 }
 
 func newProgress(w io.Writer, live bool) *progress {
-	return &progress{w: w, live: live, printed: map[unitKey]bool{}}
+	return &progress{w: w, live: live, m: newRunModel(), printed: map[unitKey]bool{}, headed: map[string]bool{}}
 }
 
 // unitKey names a task on a wave: the grain of progress lines.
@@ -40,33 +41,6 @@ type unit struct {
 	name      string
 	hosts     []hostView
 	multiWave bool // the task rolls over several waves
-}
-
-// units splits a run into its units, in task then wave order.
-func units(r runView) []unit {
-	var us []unit
-	for ti, t := range r.Tasks {
-		byWave := map[int][]hostView{}
-		for _, h := range t.Hosts {
-			byWave[h.Wave] = append(byWave[h.Wave], h)
-		}
-		waves := make([]int, 0, len(byWave))
-		for w := range byWave {
-			waves = append(waves, w)
-		}
-		sort.Ints(waves)
-		multi := len(waves) > 1 || (len(waves) == 1 && waves[0] > 1)
-		name := t.Name
-		if name == "" {
-			name = t.Path
-		}
-		for _, w := range waves {
-			hs := byWave[w]
-			sort.Slice(hs, func(i, j int) bool { return hs[i].SID < hs[j].SID })
-			us = append(us, unit{key: unitKey{ti, w}, name: name, hosts: hs, multiWave: multi})
-		}
-	}
-	return us
 }
 
 // hostDone reports whether a host's status for a task is final.
@@ -84,34 +58,56 @@ func (u unit) done() bool {
 			return false
 		}
 	}
-	return true
+	return len(u.hosts) > 0
 }
 
-// update renders what is new in r.
-func (p *progress) update(r runView) {
-	if !p.started {
-		p.started = true
-		p.line(fmt.Sprintf("run %s: scenario %s on incarnation %s%s", r.ApplyID, r.Scenario, r.Incarnation, checkTag(r.Check)))
+// record renders a fetched run record.
+func (p *progress) record(r runView) {
+	p.m.record(r)
+	p.render(terminalRun(r.Status))
+}
+
+// event renders a live event.
+func (p *progress) event(ev runEvent) {
+	p.m.event(ev)
+	p.render(false)
+}
+
+// render prints what became final; final is set once the run record says
+// the run ended.
+func (p *progress) render(final bool) {
+	if p.ended {
+		return
 	}
-	final := terminalRun(r.Status)
-	us := units(r)
+	m := p.m
+	if !p.started && m.run.ApplyID != "" {
+		p.started = true
+		p.line(fmt.Sprintf("run %s: scenario %s on incarnation %s%s", m.run.ApplyID, m.run.Scenario, m.run.Incarnation, checkTag(m.run.Check)))
+	}
 	var inFlight []unit
-	for i, u := range us {
-		if p.printed[u.key] {
+	for i, k := range m.order {
+		t := m.tasks[k.task]
+		if k.wave == 0 || p.printed[k] || m.container(t) {
 			continue
 		}
-		// A unit is reported once its hosts are done and the engine has
-		// moved past it (or the run is over): before that, more hosts may
-		// still join it.
-		if u.done() && (final || i < len(us)-1) {
+		u := m.unitOf(k)
+		if u.multiWave {
+			p.waveHeader(t, u)
+		}
+		// Without the task's target (no events), a unit is final once the
+		// engine moved past it or the run ended: until then more hosts
+		// may join it.
+		known := len(t.target) > 0
+		if final || (u.done() && (known || i < len(m.order)-1)) {
 			p.unitLines(u)
-			p.printed[u.key] = true
+			p.printed[k] = true
 			continue
 		}
 		inFlight = append(inFlight, u)
 	}
 	if final {
-		p.summary(r)
+		p.ended = true
+		p.summary(m.run)
 		return
 	}
 	if p.live && len(inFlight) > 0 {
@@ -125,19 +121,31 @@ func (p *progress) update(r runView) {
 	}
 }
 
-// unitLines prints a finished unit: wave header if it starts a wave, the
-// task line, and its failed hosts.
-func (p *progress) unitLines(u unit) {
-	if u.multiWave && u.key.wave != p.lastWave {
-		sids := make([]string, len(u.hosts))
-		for i, h := range u.hosts {
-			sids[i] = h.SID
+// waveHeader prints "wave N: hosts" once per wave of a rolling task or
+// block, when the wave first shows.
+func (p *progress) waveHeader(t *taskState, u unit) {
+	hosts := p.m.waveHosts(t, u.key.wave)
+	key := t.key
+	for q := t.key; q != ""; q = parentPath(q) {
+		if a := p.m.byKey[q]; a != nil && a.serial {
+			key = q
 		}
-		p.line(fmt.Sprintf("  wave %d: %s", u.key.wave, strings.Join(sids, ", ")))
-		p.lastWave = u.key.wave
-	} else if !u.multiWave {
-		p.lastWave = 0
 	}
+	hk := fmt.Sprintf("%s#%d", key, u.key.wave)
+	if p.headed[hk] {
+		return
+	}
+	p.headed[hk] = true
+	if hosts == nil {
+		for _, h := range u.hosts {
+			hosts = append(hosts, h.SID)
+		}
+	}
+	p.line(fmt.Sprintf("  wave %d: %s", u.key.wave, strings.Join(hosts, ", ")))
+}
+
+// unitLines prints a finished unit: the task line and its failed hosts.
+func (p *progress) unitLines(u unit) {
 	var longest int64
 	bad := false
 	allSkipped := true
