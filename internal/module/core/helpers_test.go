@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +26,15 @@ func needRoot(t *testing.T) {
 		t.Fatal("this test needs root, and CI (CI=true) must run it: run the suite as root")
 	}
 	t.Skip("needs root: it installs packages, manages services, users or sysctl for real (CI runs it as root)")
+}
+
+// lockUntilCleanup holds mu until the test and all its cleanups are done
+// (cleanups registered later run first), so the next test sharing the
+// resource finds it restored.
+func lockUntilCleanup(t *testing.T, mu *sync.Mutex) {
+	t.Helper()
+	mu.Lock()
+	t.Cleanup(mu.Unlock)
 }
 
 // run calls the registered module name and fails the test on an error.

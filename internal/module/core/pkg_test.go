@@ -66,8 +66,7 @@ func restorePkg(t *testing.T) {
 func TestPkgInstallAndRemove(t *testing.T) {
 	needAPT(t)
 	t.Parallel()
-	pkgMu.Lock()
-	defer pkgMu.Unlock()
+	lockUntilCleanup(t, &pkgMu)
 	restorePkg(t)
 	env := &module.Env{Facts: map[string]any{"os": map[string]any{"family": "debian"}}}
 	checkEnv := &module.Env{Check: true, Facts: env.Facts}
@@ -134,8 +133,7 @@ func TestPkgInstallAndRemove(t *testing.T) {
 func TestPkgErrors(t *testing.T) {
 	needAPT(t)
 	t.Parallel()
-	pkgMu.Lock()
-	defer pkgMu.Unlock()
+	lockUntilCleanup(t, &pkgMu)
 	tests := []struct {
 		name   string
 		params map[string]any

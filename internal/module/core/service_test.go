@@ -110,8 +110,7 @@ func TestServiceSysV(t *testing.T) {
 		t.Skip("PID 1 is systemd here; the SysV path runs on hosts without systemd (CI)")
 	}
 	t.Parallel()
-	svcMu.Lock()
-	defer svcMu.Unlock()
+	lockUntilCleanup(t, &svcMu)
 	log := installTestService(t)
 
 	if changed, data := svc(t, "stopped", false); changed || data["state"] != "stopped" || data["manager"] != "sysv" {
@@ -191,8 +190,7 @@ func TestServiceFailingStart(t *testing.T) {
 		t.Skip("PID 1 is systemd here; the SysV path runs on hosts without systemd (CI)")
 	}
 	t.Parallel()
-	svcMu.Lock()
-	defer svcMu.Unlock()
+	lockUntilCleanup(t, &svcMu)
 	installTestService(t)
 	bad := "#!/bin/sh\ncase \"$1\" in status) exit 3;; *) echo 'cannot start: port in use' >&2; exit 1;; esac\n"
 	if err := os.WriteFile(testSvcScript, []byte(bad), 0o755); err != nil {
