@@ -42,6 +42,8 @@ func (p *parser) moduleCall(u *unit, file string, t *Task, modNode, paramsNode *
 		p.add(modPos, "module", fmt.Sprintf("%s runs inside the Keeper and cannot be used in a destiny: call it from a scenario task with on: keeper", name))
 	case schema.KeeperSide && (t.On == nil || !t.On.Keeper):
 		p.add(modPos, "module", fmt.Sprintf("%s runs inside the Keeper: add on: keeper to this task", name))
+	case schema.Unconfinable && t.On != nil && t.On.Keeper:
+		p.add(modPos, "module", fmt.Sprintf("%s changes host-global state and cannot run on: keeper (the Keeper is not a member host): drop on: keeper", name))
 	}
 	paramsPos := modPos
 	if paramsNode != nil {

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/expr"
 )
 
 func TestEssenceMergeOrder(t *testing.T) {
@@ -132,5 +134,40 @@ func TestProblemJSON(t *testing.T) {
 	}
 	if (Problems{}).Err() != nil {
 		t.Error("no problems must be no error")
+	}
+}
+
+func TestLoopItems(t *testing.T) {
+	ctx := context.Background()
+	env := expr.ForKind(expr.KindScenario)
+	act := &expr.Activation{Input: map[string]any{"peers": []any{"a", "b"}, "n": 2}}
+	tests := []struct {
+		name    string
+		loop    any
+		want    []any
+		wantErr string
+	}{
+		{"no loop", nil, nil, ""},
+		{"literal list rendered", []any{"${ input.n }", "x-${ input.n }"}, []any{int64(2), "x-2"}, ""},
+		{"expression", "${ input.peers }", []any{"a", "b"}, ""},
+		{"not a list", "${ input.n }", nil, "s.yml:3:5: loop: yielded integer 2, not a list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			task := &Task{Loop: tt.loop, Pos: Pos{File: "s.yml", Line: 3, Col: 5}}
+			got, err := task.LoopItems(ctx, env, act)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }
