@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/soulstack/soulstack/internal/expr"
@@ -296,8 +295,10 @@ type unit struct {
 	defined map[string]bool
 	// all are every register of the unit (for state_changes and output,
 	// checked after the tasks).
-	all      map[string]bool
-	deferred []exprUse
+	all map[string]bool
+	// registered maps each register name to the task that defines it.
+	registered map[string]Pos
+	deferred   []exprUse
 	// including is the include stack, for cycle detection.
 	including []string
 }
@@ -318,14 +319,4 @@ func moduleSchema(name string) (module.Schema, bool) {
 		return module.Schema{}, false
 	}
 	return m.Schema(), true
-}
-
-// sortedUnitNames returns the sorted keys of a unit map.
-func sortedUnitNames[T any](m map[string]T) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -139,6 +139,11 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 		t.ChangedWhen = p.predicate(u, file, nn, "changed_when", after)
 	}
 	if t.Register != "" {
+		if prev, dup := u.registered[t.Register]; dup {
+			p.add(keyPos(t, "register"), "register", fmt.Sprintf("register %s is already defined by the task at %s: give each task its own register name", t.Register, prev))
+		} else {
+			u.registered[t.Register] = t.Pos
+		}
 		u.defined[t.Register] = true
 		u.all[t.Register] = true
 	}

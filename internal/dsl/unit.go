@@ -110,9 +110,10 @@ func (p *parser) destiny(name, dir string, files map[string][]byte) *Destiny {
 func newUnit(kind expr.Kind, name, dir string, files map[string][]byte, svc *Service) *unit {
 	return &unit{
 		kind: kind, name: name, dir: dir, files: files, svc: svc,
-		env:     expr.ForKind(kind),
-		defined: map[string]bool{},
-		all:     map[string]bool{},
+		env:        expr.ForKind(kind),
+		defined:    map[string]bool{},
+		all:        map[string]bool{},
+		registered: map[string]Pos{},
 	}
 }
 

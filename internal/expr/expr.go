@@ -156,6 +156,8 @@ type Program struct {
 	// Bool reports whether the checked result type is bool (or dyn, which
 	// is checked at evaluation).
 	Bool bool
+	// Type is the checked result type ("bool", "string", "dyn", …).
+	Type string
 
 	env *Env
 	prg cel.Program
@@ -188,7 +190,7 @@ func (e *Env) CompileBool(src string) (*Program, error) {
 		return nil, err
 	}
 	if !p.Bool {
-		return nil, fmt.Errorf("must be a boolean predicate, but %q yields %s", src, p.outType())
+		return nil, fmt.Errorf("must be a boolean predicate, but %q yields %s", src, p.Type)
 	}
 	return p, nil
 }
@@ -222,17 +224,10 @@ func (e *Env) compile(src string) (*Program, error) {
 		Source: src,
 		Refs:   refs,
 		Bool:   out.IsExactType(types.BoolType) || out.IsExactType(types.DynType),
+		Type:   out.String(),
 		env:    e,
 		prg:    prg,
 	}, nil
-}
-
-func (p *Program) outType() string {
-	ast, iss := p.env.cel.Compile(p.Source)
-	if iss.Err() != nil {
-		return "a non-boolean value"
-	}
-	return ast.OutputType().String()
 }
 
 var (
