@@ -69,7 +69,7 @@ func (r *runner) step(ctx context.Context, t *dsl.Task, hosts []string, wave int
 		if h.res.Failed && !h.res.Unreachable {
 			failedOn = append(failedOn, h.sid)
 			if firstMsg == "" {
-				firstMsg = h.res.Msg
+				firstMsg = failReason(h.res)
 			}
 		}
 		rows = append(rows, r.row(t, h.sid, wave, h.res, h.start, h.end))
@@ -183,4 +183,19 @@ func (r *runner) record(ctx context.Context, rows []store.HostResult) {
 	for i := range rows {
 		r.emit(Event{Type: EventHost, Path: rows[i].Path, Task: rows[i].TaskName, Wave: rows[i].Wave, Result: &rows[i]})
 	}
+}
+
+// failReason says why a result failed, for the run's error: its message,
+// else the last line of stderr, else the exit code.
+func failReason(r domain.Result) string {
+	if r.Msg != "" {
+		return r.Msg
+	}
+	if s := strings.TrimSpace(r.Stderr); s != "" {
+		if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+		return s
+	}
+	return fmt.Sprintf("rc=%d", r.RC)
 }
