@@ -315,7 +315,7 @@ tasks:
 	if r.Failed {
 		t.Fatalf("check run failed: %s", r.Msg)
 	}
-	if r.Tasks[0].Stdout != "probed\n" {
+	if r.Tasks[0].Stdout != "probed" {
 		t.Fatalf("probe did not run in check mode: %+v", r.Tasks[0])
 	}
 	if !r.Tasks[1].Skipped {

@@ -104,7 +104,11 @@ func runCommand(ctx context.Context, env *module.Env, c command) (domain.Result,
 	if err != nil {
 		return domain.Result{Failed: true, RC: r.rc, Msg: err.Error(), Data: data}, nil
 	}
-	res := domain.Result{Changed: true, RC: r.rc, Stdout: r.stdout, Stderr: r.stderr, Data: data}
+	// Like Ansible's command module, trailing line breaks are dropped so a
+	// probe compares cleanly: register.role.stdout == 'slave'.
+	stdout, stderr := strings.TrimRight(r.stdout, "\r\n"), strings.TrimRight(r.stderr, "\r\n")
+	data["stdout_lines"] = lines(stdout)
+	res := domain.Result{Changed: true, RC: r.rc, Stdout: stdout, Stderr: stderr, Data: data}
 	var notes []string
 	switch {
 	case r.killed:
@@ -181,4 +185,17 @@ func quoteArgv(argv []string) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// lines splits s into lines for stdout_lines (empty output: no lines).
+func lines(s string) []any {
+	if s == "" {
+		return []any{}
+	}
+	parts := strings.Split(s, "\n")
+	out := make([]any, len(parts))
+	for i, p := range parts {
+		out[i] = strings.TrimSuffix(p, "\r")
+	}
+	return out
 }

@@ -25,23 +25,23 @@ func TestExecRun(t *testing.T) {
 		msg    string        // substring of Msg
 	}{
 		{"shell pipeline", "core.exec.run", map[string]any{"command": "printf 'master\\nslave\\n' | head -1"},
-			domain.Result{Changed: true, Stdout: "master\n"}, ""},
+			domain.Result{Changed: true, Stdout: "master"}, ""},
 		{"argv without shell", "core.exec.run", map[string]any{"cmd": "printf", "args": []any{"%s|", "a b", "$HOME", "*"}},
 			domain.Result{Changed: true, Stdout: "a b|$HOME|*|"}, ""},
 		{"env added to base", "core.exec.run", map[string]any{"command": `echo "$GREETING $PATH"`, "env": map[string]any{"GREETING": "hi", "N": 3}},
-			domain.Result{Changed: true, Stdout: "hi " + baseEnv()["PATH"] + "\n"}, ""},
+			domain.Result{Changed: true, Stdout: "hi " + baseEnv()["PATH"]}, ""},
 		{"cwd", "core.exec.run", map[string]any{"cmd": "pwd", "cwd": dir},
-			domain.Result{Changed: true, Stdout: dir + "\n"}, ""},
+			domain.Result{Changed: true, Stdout: dir}, ""},
 		{"stdin", "core.exec.run", map[string]any{"cmd": "tr", "args": []any{"a-z", "A-Z"}, "stdin": "hello"},
 			domain.Result{Changed: true, Stdout: "HELLO"}, ""},
 		{"non-zero exit", "core.exec.run", map[string]any{"command": "echo oops >&2; exit 3"},
-			domain.Result{Changed: true, Failed: true, RC: 3, Stderr: "oops\n"}, "command exited with rc 3: oops"},
+			domain.Result{Changed: true, Failed: true, RC: 3, Stderr: "oops"}, "command exited with rc 3: oops"},
 		{"program not found", "core.exec.run", map[string]any{"cmd": "soulstack-no-such-program"},
 			domain.Result{Failed: true, RC: 127}, "executable file not found"},
 		{"shell command not found", "core.exec.run", map[string]any{"command": "soulstack-no-such-program"},
 			domain.Result{Changed: true, Failed: true, RC: 127}, "rc 127"},
 		{"cmd.shell", "core.cmd.shell", map[string]any{"cmd": "echo $((1+2)) | tr 3 x"},
-			domain.Result{Changed: true, Stdout: "x\n"}, ""},
+			domain.Result{Changed: true, Stdout: "x"}, ""},
 		{"cmd.shell failure", "core.cmd.shell", map[string]any{"cmd": "false"},
 			domain.Result{Changed: true, Failed: true, RC: 1}, "rc 1"},
 	}
@@ -103,10 +103,10 @@ func TestExecRunUnderRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := &module.Env{Root: root}
-	if res := run(t, "core.exec.run", map[string]any{"cmd": "pwd"}, env); res.Stdout != root+"\n" {
+	if res := run(t, "core.exec.run", map[string]any{"cmd": "pwd"}, env); res.Stdout != root {
 		t.Errorf("default cwd under --root = %q, want the root", res.Stdout)
 	}
-	if res := run(t, "core.exec.run", map[string]any{"cmd": "pwd", "cwd": "/srv"}, env); res.Stdout != filepath.Join(root, "srv")+"\n" {
+	if res := run(t, "core.exec.run", map[string]any{"cmd": "pwd", "cwd": "/srv"}, env); res.Stdout != filepath.Join(root, "srv") {
 		t.Errorf("cwd under --root = %q", res.Stdout)
 	}
 }
@@ -128,7 +128,7 @@ func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 	if !res.Failed || !strings.Contains(res.Msg, "timed out") || !strings.Contains(res.Msg, "process group") {
 		t.Errorf("result = %+v, want failed with a timeout message", res)
 	}
-	if res.Stdout != "started\n" {
+	if res.Stdout != "started" {
 		t.Errorf("stdout before the kill = %q", res.Stdout)
 	}
 	if took := time.Since(start); took > killGrace+3*time.Second {
@@ -157,7 +157,7 @@ func alive(pid int) bool {
 
 func TestExecOutputCapped(t *testing.T) {
 	res := run(t, "core.exec.run", map[string]any{"command": "head -c 3000000 /dev/zero | tr '\\0' a; echo err >&2"}, nil)
-	if len(res.Stdout) != outputCap || res.Stderr != "err\n" || res.Failed {
+	if len(res.Stdout) != outputCap || res.Stderr != "err" || res.Failed {
 		t.Fatalf("stdout %d bytes, stderr %q, failed %v", len(res.Stdout), res.Stderr, res.Failed)
 	}
 	if !strings.Contains(res.Msg, "truncated") {
@@ -169,7 +169,7 @@ func TestExecBackgroundChildHoldingOutput(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
 	res := run(t, "core.exec.run", map[string]any{"command": "sleep 30 & echo done"}, nil)
-	if res.Failed || res.Stdout != "done\n" {
+	if res.Failed || res.Stdout != "done" {
 		t.Fatalf("result %+v", res)
 	}
 	if took := time.Since(start); took > killGrace+3*time.Second {
@@ -177,5 +177,16 @@ func TestExecBackgroundChildHoldingOutput(t *testing.T) {
 	}
 	if !strings.Contains(res.Msg, "background process") {
 		t.Errorf("msg %q does not explain the wait", res.Msg)
+	}
+}
+
+func TestExecStdoutLikeAnsible(t *testing.T) {
+	res := run(t, "core.exec.run", map[string]any{"command": "printf 'slave\\n'"}, nil)
+	if res.Stdout != "slave" {
+		t.Fatalf("stdout = %q: a trailing newline must be dropped so `stdout == 'slave'` holds", res.Stdout)
+	}
+	res = run(t, "core.exec.run", map[string]any{"command": "printf 'a\\nb\\n\\n'"}, nil)
+	if d := cmp.Diff([]any{"a", "b"}, res.Data["stdout_lines"]); d != "" {
+		t.Fatalf("stdout_lines (-want +got):\n%s", d)
 	}
 }
