@@ -1,0 +1,237 @@
+package ui
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// Page sizes of the incarnation page and the runs list.
+const (
+	historyLimit = 50
+	runsLimit    = 50
+	allRunsLimit = 100
+)
+
+// incarnationsView is the data of the incarnations list.
+type incarnationsView struct {
+	Incarnations []store.Incarnation
+	Counts       []statusCount
+	Status       string
+	Total        int
+}
+
+func (u *UI) incarnations(r *http.Request) (view, error) {
+	all, err := u.store.ListIncarnations(r.Context())
+	if err != nil {
+		return view{}, fmt.Errorf("listing incarnations: %w", err)
+	}
+	iv := incarnationsView{
+		Counts: countBy(all, incarnationStatuses, func(i store.Incarnation) string { return i.Status }),
+		Status: r.URL.Query().Get("status"),
+		Total:  len(all),
+	}
+	for _, inc := range all {
+		if iv.Status == "" || inc.Status == iv.Status {
+			iv.Incarnations = append(iv.Incarnations, inc)
+		}
+	}
+	return view{Template: "incarnations", Title: "Incarnations", Nav: "incarnations", Data: iv}, nil
+}
+
+// member is one member host of an incarnation with its soul's status
+// ("unknown" when no such soul is registered).
+type member struct {
+	SID    string
+	Status string
+	Known  bool
+	Soul   store.Soul
+}
+
+// historyEntry is one snapshot of the timeline with what it changed.
+type historyEntry struct {
+	store.Snapshot
+	Hosts   int
+	Totals  []statusCount // ok, changed, failed, skipped summed over hosts
+	Set     []string      // state keys added or changed by this snapshot
+	Removed []string      // state keys it removed
+}
+
+// incarnationView is the data of an incarnation's page.
+type incarnationView struct {
+	Inc      store.Incarnation
+	Members  []member
+	History  []historyEntry
+	Runs     []store.Run
+	Triggers []store.PendingTrigger
+}
+
+func (u *UI) incarnation(r *http.Request) (view, error) {
+	ctx := r.Context()
+	name := r.PathValue("name")
+	inc, err := u.store.GetIncarnation(ctx, name)
+	if err != nil {
+		return view{}, lookupErr(err, "incarnation", name)
+	}
+	souls, err := u.store.ListSouls(ctx, store.SoulFilter{})
+	if err != nil {
+		return view{}, fmt.Errorf("listing souls: %w", err)
+	}
+	hist, err := u.store.ListHistory(ctx, name, historyLimit+1)
+	if err != nil {
+		return view{}, fmt.Errorf("history of %s: %w", name, err)
+	}
+	runs, err := u.store.ListRuns(ctx, name, runsLimit)
+	if err != nil {
+		return view{}, fmt.Errorf("runs of %s: %w", name, err)
+	}
+	trig, err := u.store.ListTriggers(ctx, name, "")
+	if err != nil {
+		return view{}, fmt.Errorf("pending triggers of %s: %w", name, err)
+	}
+	bySID := make(map[string]store.Soul, len(souls))
+	for _, s := range souls {
+		bySID[s.SID] = s
+	}
+	iv := incarnationView{Inc: inc, History: timeline(hist, historyLimit), Runs: runs, Triggers: trig}
+	for _, sid := range inc.Members {
+		s, ok := bySID[sid]
+		m := member{SID: sid, Status: "unknown", Known: ok, Soul: s}
+		if ok {
+			m.Status = s.Status
+		}
+		iv.Members = append(iv.Members, m)
+	}
+	return view{Template: "incarnation", Title: "Incarnation " + name, Nav: "incarnations", Data: iv}, nil
+}
+
+// timeline turns snapshots (newest first) into at most limit entries, each
+// with the state keys it changed relative to the snapshot before it. The
+// caller fetches one snapshot more than it shows so the oldest shown entry
+// still has a predecessor to compare with.
+func timeline(snaps []store.Snapshot, limit int) []historyEntry {
+	out := make([]historyEntry, 0, min(len(snaps), limit))
+	for i, s := range snaps {
+		if i == limit {
+			break
+		}
+		var prev map[string]any
+		if i+1 < len(snaps) {
+			prev = snaps[i+1].State
+		}
+		e := historyEntry{Snapshot: s, Hosts: len(s.Summary)}
+		e.Set, e.Removed = stateDelta(prev, s.State)
+		totals := map[string]int{}
+		for _, v := range s.Summary {
+			hm, ok := v.(map[string]any)
+			if !ok {
+				continue
+			}
+			for k, n := range hm {
+				if f, ok := n.(float64); ok {
+					totals[k] += int(f)
+				}
+			}
+		}
+		for _, k := range []string{"ok", "changed", "failed", "skipped"} {
+			if totals[k] > 0 {
+				e.Totals = append(e.Totals, statusCount{k, totals[k]})
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// stateDelta lists the top-level keys of next that are new or differ from
+// prev, and the keys of prev that next lacks.
+func stateDelta(prev, next map[string]any) (set, removed []string) {
+	for _, k := range slices.Sorted(maps.Keys(next)) {
+		old, ok := prev[k]
+		if !ok || !sameJSON(old, next[k]) {
+			set = append(set, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(prev)) {
+		if _, ok := next[k]; !ok {
+			removed = append(removed, k)
+		}
+	}
+	return set, removed
+}
+
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// runsView is the data of the runs list.
+type runsView struct {
+	Runs        []store.Run
+	Incarnation string
+}
+
+func (u *UI) runs(r *http.Request) (view, error) {
+	inc := r.URL.Query().Get("incarnation")
+	runs, err := u.store.ListRuns(r.Context(), inc, allRunsLimit)
+	if err != nil {
+		return view{}, fmt.Errorf("listing runs: %w", err)
+	}
+	return view{Template: "runs", Title: "Runs", Nav: "runs", Data: runsView{Runs: runs, Incarnation: inc}}, nil
+}
+
+// runView is the data of a run's page and of its live fragment.
+type runView struct {
+	Run  store.Run
+	Grid grid
+	Live bool // unfinished: the page refreshes itself
+	SSE  bool // this keeper can push progress events
+}
+
+// loadRun reads a run, its results and (while it is live) the members
+// expected to report.
+func (u *UI) loadRun(r *http.Request) (runView, error) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	run, err := u.store.GetRun(ctx, id)
+	if err != nil {
+		return runView{}, lookupErr(err, "run", id)
+	}
+	results, err := u.store.ListResults(ctx, id)
+	if err != nil {
+		return runView{}, fmt.Errorf("results of run %s: %w", id, err)
+	}
+	rv := runView{Run: run, Live: !finished(run), SSE: u.cfg.Events != nil}
+	var members []string
+	if rv.Live {
+		inc, err := u.store.GetIncarnation(ctx, run.Incarnation)
+		if err != nil {
+			return runView{}, lookupErr(err, "incarnation", run.Incarnation)
+		}
+		members = inc.Members
+	}
+	rv.Grid = buildGrid(results, members, rv.Live)
+	return rv, nil
+}
+
+func (u *UI) run(r *http.Request) (view, error) {
+	rv, err := u.loadRun(r)
+	if err != nil {
+		return view{}, err
+	}
+	return view{Template: "run", Title: "Run " + rv.Run.ID, Nav: "runs", Data: rv}, nil
+}
+
+// runLive renders the refreshable part of the run page.
+func (u *UI) runLive(w http.ResponseWriter, r *http.Request) error {
+	rv, err := u.loadRun(r)
+	if err != nil {
+		return err
+	}
+	return u.renderFragment(w, "run", "run-live", rv)
+}

@@ -1,0 +1,211 @@
+package ui
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/domain"
+)
+
+// cookieName is the session cookie; its value is the Archon's JWT itself,
+// so the server keeps no session state and revocation applies at once.
+const cookieName = "soulstack_ui"
+
+// maxLoginForm bounds the login form body.
+const maxLoginForm = 64 << 10
+
+// principal authenticates the request's session cookie.
+func (u *UI) principal(r *http.Request) (auth.Principal, error) {
+	c, err := r.Cookie(cookieName)
+	if err != nil || c.Value == "" {
+		return auth.Principal{}, domain.Errorf(domain.CodeUnauthorized, "not signed in")
+	}
+	p, err := u.auth.Authenticate(r.Context(), c.Value)
+	if err != nil {
+		return auth.Principal{}, err
+	}
+	return p, nil
+}
+
+// page wraps a page handler: it authenticates the session (redirecting to
+// the login page when there is none, or it is no longer valid), runs f and
+// renders its view or its error.
+func (u *UI) page(f func(r *http.Request) (view, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := u.principal(r)
+		if err != nil {
+			if domain.ErrorCode(err) == domain.CodeUnauthorized {
+				u.toLogin(w, r, err)
+				return
+			}
+			u.renderError(w, r, nil, err)
+			return
+		}
+		r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+		v, err := f(r)
+		if err != nil {
+			u.renderError(w, r, &p, err)
+			return
+		}
+		u.render(w, r, &p, http.StatusOK, v)
+	})
+}
+
+// fragment wraps a handler polled by script (live fragments, the event
+// stream): no redirect, a bare 401 tells the script to reload the page,
+// which then goes to the login page.
+func (u *UI) fragment(f func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := u.principal(r)
+		if err == nil {
+			r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+			err = f(w, r)
+		}
+		if err != nil {
+			status := httpStatus(err)
+			if status >= 500 {
+				u.log.ErrorContext(r.Context(), "ui fragment failed", "path", r.URL.Path, "err", err)
+			}
+			w.Header().Set("Cache-Control", "no-store")
+			http.Error(w, http.StatusText(status), status)
+		}
+	})
+}
+
+// toLogin redirects to the login page, remembering where the user was
+// going. A cookie that no longer authenticates is dropped, and the login
+// page says why (from a fixed set of reasons: nothing from the request is
+// echoed there).
+func (u *UI) toLogin(w http.ResponseWriter, r *http.Request, err error) {
+	q := url.Values{}
+	if next := r.URL.RequestURI(); next != Prefix+"/" {
+		q.Set("next", next)
+	}
+	if _, cerr := r.Cookie(cookieName); cerr == nil {
+		u.clearCookie(w, r)
+		q.Set("reason", endReason(err))
+	}
+	target := Prefix + "/login"
+	if len(q) > 0 {
+		target += "?" + q.Encode()
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+// endReasons are the login page's messages for a session that ended.
+var endReasons = map[string]string{
+	"expired": "Your token has expired. Sign in with a new one.",
+	"revoked": "Your token was revoked. Sign in with a new one.",
+	"invalid": "Your session is no longer valid. Sign in again.",
+}
+
+// endReason classifies why a session cookie was refused.
+func endReason(err error) string {
+	var de *domain.Error
+	if errors.As(err, &de) {
+		switch {
+		case strings.Contains(de.Message, "revoked"):
+			return "revoked"
+		case strings.Contains(de.Message, "expired"):
+			return "expired"
+		}
+	}
+	return "invalid"
+}
+
+// loginView is the data of the login page.
+type loginView struct {
+	Next  string
+	Error string
+	Info  string
+}
+
+// loginForm shows the token form; a visitor with a valid session goes
+// straight on.
+func (u *UI) loginForm(w http.ResponseWriter, r *http.Request) {
+	next := safeNext(r.URL.Query().Get("next"))
+	if _, err := u.principal(r); err == nil {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	lv := loginView{Next: next}
+	lv.Error = endReasons[r.URL.Query().Get("reason")]
+	if r.URL.Query().Has("out") {
+		lv.Info = "Signed out. The token itself stays valid until it expires or is revoked."
+	}
+	u.render(w, r, nil, http.StatusOK, view{Template: "login", Title: "Sign in", Data: lv})
+}
+
+// login verifies the posted token and stores it in the session cookie.
+func (u *UI) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginForm)
+	if err := r.ParseForm(); err != nil {
+		u.render(w, r, nil, http.StatusBadRequest, view{Template: "login", Title: "Sign in",
+			Data: loginView{Next: Prefix + "/", Error: "The form could not be read."}})
+		return
+	}
+	next := safeNext(r.PostForm.Get("next"))
+	token := strings.TrimSpace(r.PostForm.Get("token"))
+	p, err := u.auth.Authenticate(r.Context(), token)
+	if err != nil {
+		status, msg := http.StatusUnauthorized, "That token was refused."
+		var de *domain.Error
+		switch {
+		case domain.ErrorCode(err) != domain.CodeUnauthorized:
+			status, msg = httpStatus(err), "The keeper cannot check tokens right now; try again shortly."
+			u.log.ErrorContext(r.Context(), "ui login: authenticating failed", "err", err)
+		case errors.As(err, &de):
+			msg = "That token was refused: " + de.Message + "."
+		}
+		u.render(w, r, nil, status, view{Template: "login", Title: "Sign in", Data: loginView{Next: next, Error: msg}})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name:     cookieName,
+		Value:    token,
+		Path:     Prefix,
+		Expires:  p.ExpiresAt,
+		HttpOnly: true,
+		Secure:   u.secure(r),
+		SameSite: http.SameSiteStrictMode,
+	})
+	u.log.InfoContext(r.Context(), "ui login", "archon", p.ArchonID, "role", p.Role, "token_id", p.TokenID)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// logout drops the session cookie. The token is not revoked: the same
+// token may serve soulctl too.
+func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
+	u.clearCookie(w, r)
+	http.Redirect(w, r, Prefix+"/login?out=1", http.StatusSeeOther)
+}
+
+func (u *UI) clearCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: "", Path: Prefix, MaxAge: -1,
+		HttpOnly: true, Secure: u.secure(r), SameSite: http.SameSiteStrictMode,
+	})
+}
+
+func (u *UI) secure(r *http.Request) bool { return r.TLS != nil || u.cfg.SecureCookie }
+
+// safeNext keeps a post-login redirect inside the UI: anything that is not
+// a plain path under /ui (another host, a scheme, "//host", backslashes)
+// becomes the dashboard.
+func safeNext(next string) string {
+	const home = Prefix + "/"
+	if next == "" || strings.ContainsAny(next, "\\\r\n\t") || strings.HasPrefix(next, "//") {
+		return home
+	}
+	uu, err := url.Parse(next)
+	if err != nil || uu.Scheme != "" || uu.Host != "" || uu.User != nil {
+		return home
+	}
+	if uu.Path != Prefix && !strings.HasPrefix(uu.Path, home) {
+		return home
+	}
+	return uu.RequestURI()
+}

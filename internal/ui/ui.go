@@ -1,0 +1,141 @@
+// Package ui is the Keeper's web UI at /ui (SPEC §12): read-only,
+// server-rendered pages (html/template, assets embedded with go:embed, a
+// little vanilla JavaScript for live run updates) over the store.
+//
+// Every page needs a valid, unrevoked Archon token; any role may read. The
+// token is entered once on the login page and kept in an HttpOnly,
+// SameSite=Strict cookie (Secure when the request came over TLS), and
+// re-authenticated on every request, so revoking it ends the session at
+// once. The only state-changing requests are login and logout; they are
+// POSTs behind http.CrossOriginProtection. Pages are served with a strict
+// Content-Security-Policy (no inline script or style).
+//
+// Secrets: the store holds secret inputs already masked, and the UI never
+// shows join tokens, API token records or soul keys.
+package ui
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// Prefix is the path the UI is served under.
+const Prefix = "/ui"
+
+// Authenticator verifies an Archon's token; *auth.Authority implements it.
+type Authenticator interface {
+	Authenticate(ctx context.Context, bearer string) (auth.Principal, error)
+}
+
+// Config holds the UI's dependencies.
+type Config struct {
+	Store store.Store   // required
+	Auth  Authenticator // required
+	// Events pushes live progress of runs executing on this keeper to the
+	// run page (see Subscriber); nil leaves the page polling the store.
+	Events Events
+	// SecureCookie forces the Secure attribute on the session cookie even
+	// for plain-HTTP requests (TLS terminated by a proxy in front of the
+	// keeper). Requests that arrive over TLS always get it.
+	SecureCookie bool
+	// PollInterval is how often a live page refreshes from the store while
+	// its run or task is unfinished; 0 means 2s.
+	PollInterval time.Duration
+	Logger       *slog.Logger     // nil discards
+	Now          func() time.Time // nil means time.Now (tests)
+}
+
+// UI serves the web UI. Create it with New.
+type UI struct {
+	cfg     Config
+	store   store.Store
+	auth    Authenticator
+	log     *slog.Logger
+	now     func() time.Time
+	pages   *pages
+	handler http.Handler
+}
+
+// New builds the UI: it parses the embedded templates and registers the
+// routes.
+func New(cfg Config) (*UI, error) {
+	if cfg.Store == nil || cfg.Auth == nil {
+		return nil, errors.New("ui.New: Store and Auth are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 2 * time.Second
+	}
+	u := &UI{cfg: cfg, store: cfg.Store, auth: cfg.Auth, log: cfg.Logger, now: cfg.Now}
+	p, err := parsePages(u.funcs())
+	if err != nil {
+		return nil, err
+	}
+	u.pages = p
+	u.handler = u.routes()
+	return u, nil
+}
+
+// Handler serves every path under /ui (and /ui itself, redirected to /ui/).
+// It expects the full request path: mount it on the keeper's mux at "/ui/"
+// and "/ui", not behind http.StripPrefix.
+func (u *UI) Handler() http.Handler { return u.handler }
+
+// routes registers every page. Pages go through u.page (authenticated);
+// only the login page, its POST and the static assets are public.
+func (u *UI) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET "+Prefix+"/static/", u.static())
+	mux.HandleFunc("GET "+Prefix+"/login", u.loginForm)
+	mux.HandleFunc("POST "+Prefix+"/login", u.login)
+	mux.HandleFunc("POST "+Prefix+"/logout", u.logout)
+	mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, Prefix+"/", http.StatusMovedPermanently)
+	})
+
+	mux.Handle("GET "+Prefix+"/{$}", u.page(u.dashboard))
+	mux.Handle("GET "+Prefix+"/souls", u.page(u.souls))
+	mux.Handle("GET "+Prefix+"/souls/{sid}", u.page(u.soul))
+	mux.Handle("GET "+Prefix+"/services", u.page(u.services))
+	mux.Handle("GET "+Prefix+"/services/{name}", u.page(u.service))
+	mux.Handle("GET "+Prefix+"/incarnations", u.page(u.incarnations))
+	mux.Handle("GET "+Prefix+"/incarnations/{name}", u.page(u.incarnation))
+	mux.Handle("GET "+Prefix+"/runs", u.page(u.runs))
+	mux.Handle("GET "+Prefix+"/runs/{id}", u.page(u.run))
+	mux.Handle("GET "+Prefix+"/runs/{id}/live", u.fragment(u.runLive))
+	mux.Handle("GET "+Prefix+"/runs/{id}/events", u.fragment(u.runEvents))
+	mux.Handle("GET "+Prefix+"/procedures", u.page(u.procedures))
+	mux.Handle("GET "+Prefix+"/procedures/{name}", u.page(u.procedure))
+	mux.Handle("GET "+Prefix+"/tasks", u.page(u.tasks))
+	mux.Handle("GET "+Prefix+"/tasks/{id}", u.page(u.task))
+	mux.Handle("GET "+Prefix+"/tasks/{id}/live", u.fragment(u.taskLive))
+	mux.Handle("GET "+Prefix+"/schedules", u.page(u.schedules))
+	mux.Handle(Prefix+"/", u.page(u.notFound))
+
+	return securityHeaders(http.NewCrossOriginProtection().Handler(mux))
+}
+
+// securityHeaders sets the headers every UI response carries: a CSP that
+// allows only the UI's own scripts and styles, no framing, no referrer, no
+// sniffing.
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "no-referrer")
+		h.ServeHTTP(w, r)
+	})
+}
