@@ -172,6 +172,17 @@ func (r *Registers) Declare(name string) {
 	}
 }
 
+// has reports whether name is known.
+func (r *Registers) has(name string) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.m[name]
+	return ok
+}
+
 // Hosts returns a copy of name's sid → result map, and whether name is
 // known.
 func (r *Registers) Hosts(name string) (map[string]map[string]any, bool) {

@@ -35,11 +35,10 @@ func (r *registerRoot) lookup(key ref.Val) (ref.Val, bool) {
 		}
 		return types.DefaultTypeAdapter.NativeToValue(r.self), true
 	}
-	hosts, ok := r.regs.Hosts(string(name))
-	if !ok {
+	if !r.regs.has(string(name)) {
 		return nil, false
 	}
-	return &registerVal{name: string(name), hosts: hosts, sid: r.sid}, true
+	return &registerVal{name: string(name), regs: r.regs, sid: r.sid}, true
 }
 
 func (r *registerRoot) Find(key ref.Val) (ref.Val, bool) { return r.lookup(key) }
@@ -79,31 +78,35 @@ func (r *registerRoot) Value() any                       { return r }
 
 // registerVal is register.<name>: size() counts the hosts with a result,
 // field access reads the current host's result (or the single host's), and
-// hosts is the SID → result map.
+// hosts is the SID → result map. It reads the live Registers without
+// copying them, so evaluating a predicate per host stays O(1) per host.
 type registerVal struct {
-	name  string
-	hosts map[string]map[string]any
-	sid   string
+	name string
+	regs *Registers
+	sid  string
 }
 
 // resolve picks the result field access reads, or explains why none can be
 // picked.
 func (r *registerVal) resolve() (map[string]any, error) {
+	r.regs.mu.RLock()
+	defer r.regs.mu.RUnlock()
+	hosts := r.regs.m[r.name]
 	if r.sid != "" {
-		if m, ok := r.hosts[r.sid]; ok {
+		if m, ok := hosts[r.sid]; ok {
 			return m, nil
 		}
 	}
-	switch len(r.hosts) {
+	switch len(hosts) {
 	case 1:
-		for _, m := range r.hosts {
+		for _, m := range hosts {
 			return m, nil
 		}
 	case 0:
 		return nil, fmt.Errorf("register.%s has no result on any host", r.name)
 	}
-	sids := make([]string, 0, len(r.hosts))
-	for s := range r.hosts {
+	sids := make([]string, 0, len(hosts))
+	for s := range hosts {
 		sids = append(sids, s)
 	}
 	sort.Strings(sids)
@@ -125,7 +128,7 @@ func (r *registerVal) Find(key ref.Val) (ref.Val, bool) {
 		return types.NewErr("register.%s fields are strings, got %s", r.name, key.Type().TypeName()), true
 	}
 	if field == "hosts" {
-		return types.DefaultTypeAdapter.NativeToValue(hostsAny(r.hosts)), true
+		return types.DefaultTypeAdapter.NativeToValue(r.hostsAny()), true
 	}
 	m, err := r.resolve()
 	if err != nil {
@@ -154,15 +157,26 @@ func (r *registerVal) Contains(key ref.Val) ref.Val {
 	return types.Bool(ok)
 }
 
-func (r *registerVal) Size() ref.Val { return types.Int(len(r.hosts)) }
+func (r *registerVal) Size() ref.Val {
+	r.regs.mu.RLock()
+	defer r.regs.mu.RUnlock()
+	return types.Int(len(r.regs.m[r.name]))
+}
 
 func (r *registerVal) Iterator() traits.Iterator {
-	sids := make([]string, 0, len(r.hosts))
-	for s := range r.hosts {
+	hosts := r.hostsAny()
+	sids := make([]string, 0, len(hosts))
+	for s := range hosts {
 		sids = append(sids, s)
 	}
 	sort.Strings(sids)
 	return newStringIterator(sids)
+}
+
+// hostsAny copies the SID → result map.
+func (r *registerVal) hostsAny() map[string]any {
+	h, _ := r.regs.Hosts(r.name)
+	return hostsAny(h)
 }
 
 // native is the Go value of register.<name> used whole (e.g. to_json):
@@ -171,7 +185,7 @@ func (r *registerVal) native() map[string]any {
 	if m, err := r.resolve(); err == nil {
 		return m
 	}
-	return map[string]any{"hosts": hostsAny(r.hosts)}
+	return map[string]any{"hosts": r.hostsAny()}
 }
 
 func (r *registerVal) ConvertToNative(typeDesc reflect.Type) (any, error) {

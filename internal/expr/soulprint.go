@@ -36,12 +36,13 @@ func (s *soulprintVal) Find(key ref.Val) (ref.Val, bool) {
 	return nil, false
 }
 
+// hostList wraps the host facts as a CEL list without copying them
+// (elements are adapted lazily), so per-host evaluations stay cheap.
 func hostList(hosts []map[string]any) ref.Val {
-	l := make([]any, len(hosts))
-	for i, h := range hosts {
-		l[i] = h
+	if hosts == nil {
+		hosts = []map[string]any{}
 	}
-	return types.DefaultTypeAdapter.NativeToValue(l)
+	return types.DefaultTypeAdapter.NativeToValue(hosts)
 }
 
 func (s *soulprintVal) Get(key ref.Val) ref.Val {
@@ -135,11 +136,11 @@ func (e *Env) whereOnMap(recv, pred ref.Val) ref.Val {
 	if !ok {
 		return types.NewErr("where() on a map is only defined for soulprint (soulprint.where(\"…\") filters the incarnation's members)")
 	}
-	members := make([]any, len(s.sp.Members))
-	for i, m := range s.sp.Members {
-		members[i] = m
+	members, ok := hostList(s.sp.Members).(traits.Lister)
+	if !ok {
+		return types.NewErr("soulprint members are not a list")
 	}
-	return e.filterHosts(types.DefaultTypeAdapter.NativeToValue(members).(traits.Lister), pred)
+	return e.filterHosts(members, pred)
 }
 
 // whereOnList implements <list>.where("…").
