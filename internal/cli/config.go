@@ -193,7 +193,7 @@ func (g *Globals) Client(_ context.Context) (*apiclient.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(s.Token) == "" {
+	if s.Keeper != "" && strings.TrimSpace(s.Token) == "" {
 		return nil, cmdutil.Usage(errors.New("no token: pass --token, set $SOULCTL_TOKEN or run `soulctl login`"))
 	}
 	c, err := newClient(s)
