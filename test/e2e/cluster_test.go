@@ -1,0 +1,328 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
+	"github.com/soulstack/soulstack/internal/lab"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+const (
+	// labName is fixed, so a run after a crashed one removes its leftovers
+	// (lab.New cleans up an earlier lab of the same name).
+	labName = "e2e-redis"
+	// hostCount is the size of the Redis cluster: a primary, three replicas.
+	hostCount = 4
+	// coven is the label the join token gives every soul; the incarnation
+	// targets it.
+	coven = "redis-e2e"
+	// soulDataDir is the soul's data directory inside a host.
+	soulDataDir = "/var/lib/soul"
+)
+
+// labPackages are made installable in the hosts. The set is the one the
+// lab's own tests and labctl use, so all three share one cached repository.
+var labPackages = []string{"hello", "redis-server", "redis-tools"}
+
+// cluster is a lab with a Keeper on the machine side and a connected soul
+// in every host.
+type cluster struct {
+	t      *testing.T
+	lab    *lab.Lab
+	keeper *keeperProc
+	api    *apiclient.Client
+	// soulURL is the Keeper as the souls reach it (https only).
+	soulURL   string
+	joinToken string
+	logDir    string
+
+	mu    sync.Mutex
+	souls map[string]*lab.Proc // by SID (= host name)
+}
+
+// newCluster builds the lab, starts and initializes the Keeper, and starts
+// a soul in every host, onboarded with a join token made through the API.
+// Everything is torn down when the test ends: the souls and the Keeper by
+// PID, then the lab.
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	c := &cluster{t: t, souls: map[string]*lab.Proc{}, logDir: logDir(t)}
+
+	start := time.Now()
+	l, err := lab.New(ctx, lab.Config{Name: labName, Hosts: hostCount, Packages: labPackages})
+	if err != nil {
+		t.Fatalf("building the lab: %v", err)
+	}
+	c.lab = l
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("closing the lab: %v", err)
+		}
+	})
+	st := l.Stats()
+	t.Logf("lab %s: %d hosts up in %v (base %v built=%v, repo %v built=%v, hosts %v)", labName, hostCount,
+		since(start), st.Base.Round(time.Millisecond), st.BaseBuilt, st.Repo.Round(time.Millisecond), st.RepoBuilt,
+		st.Hosts.Round(time.Millisecond))
+
+	start = time.Now()
+	gw := l.GatewayIP()
+	c.keeper = newKeeperProc(c.logDir, net.JoinHostPort(gw, strconv.Itoa(freePort(t, gw))))
+	token, err := initKeeper(ctx, c.keeper.dataDir, gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.keeper.stop(10 * time.Second); err != nil {
+			t.Errorf("stopping the keeper: %v", err)
+		}
+	})
+	if err := c.keeper.start(); err != nil {
+		t.Fatal(err)
+	}
+	// The Operator API is plain HTTP here: the listener sniffs, and the
+	// traffic never leaves the machine.
+	c.api, err = apiclient.New("http://"+c.keeper.addr, token, apiclient.WithTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.soulURL = "https://" + c.keeper.addr
+	c.waitKeeperReady(ctx)
+	jt, err := c.api.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{coven}, TTL: apiclient.Duration(time.Hour)})
+	if err != nil {
+		t.Fatalf("creating a join token: %v", err)
+	}
+	c.joinToken = jt.Token
+	t.Logf("keeper (pid %d) ready on %s in %v", c.keeper.pid(), c.keeper.addr, since(start))
+
+	start = time.Now()
+	t.Cleanup(c.stopSouls)
+	for _, h := range l.Hosts() {
+		if err := h.CopyIn(soulBin, "/usr/local/bin/soul"); err != nil {
+			t.Fatal(err)
+		}
+		c.startSoul(ctx, h.Name(), true)
+	}
+	c.waitSouls(ctx, store.SoulConnected, c.sids()...)
+	t.Logf("%d souls connected in %v", hostCount, since(start))
+	return c
+}
+
+// logDir returns a directory for the Keeper's data and every process's
+// log. It is removed after a passing test and kept after a failing one,
+// whose log tails are printed.
+func logDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "soulstack-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(dir)
+			return
+		}
+		printLogTails(t, dir)
+		t.Logf("keeper data and logs kept in %s", dir)
+	})
+	return dir
+}
+
+// printLogTails logs the end of every *.log file under dir.
+func printLogTails(t *testing.T, dir string) {
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".log") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 60 {
+			lines = lines[len(lines)-60:]
+		}
+		t.Logf("--- last lines of %s:\n%s", path, strings.Join(lines, "\n"))
+		return nil
+	})
+}
+
+// freePort returns a TCP port nobody listens on at ip right now.
+func freePort(t *testing.T, ip string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// sids returns the SIDs of the hosts, which are their names, sorted.
+func (c *cluster) sids() []string {
+	var out []string
+	for _, h := range c.lab.Hosts() {
+		out = append(out, h.Name())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// host returns the lab host whose soul has the SID sid.
+func (c *cluster) host(sid string) *lab.Host {
+	h := c.lab.Host(sid)
+	if h == nil {
+		c.t.Fatalf("no host %s", sid)
+	}
+	return h
+}
+
+// startSoul starts `soul run` in host sid. The first start carries the join
+// token; later ones rely on the key and the pinned fingerprint the soul
+// keeps in its data directory.
+func (c *cluster) startSoul(ctx context.Context, sid string, join bool) {
+	c.t.Helper()
+	argv := []string{"/usr/local/bin/soul", "run", "--keeper", c.soulURL, "--sid", sid, "--data-dir", soulDataDir,
+		"--reconnect-min", "100ms", "--reconnect-max", "1s", "--log-level", "debug"}
+	if join {
+		argv = append(argv, "--join-token", c.joinToken)
+	}
+	p, err := c.host(sid).Start(ctx, argv, filepath.Join(c.logDir, "soul-"+sid+".log"))
+	if err != nil {
+		c.t.Fatalf("starting the soul of %s: %v", sid, err)
+	}
+	if p.PID() == 0 {
+		c.t.Fatalf("the soul of %s exited at once: %v (see %s)", sid, p.Wait(), c.logDir)
+	}
+	c.mu.Lock()
+	c.souls[sid] = p
+	c.mu.Unlock()
+}
+
+// killSoul kills the soul of host sid with SIGKILL (by PID) and waits until
+// it has exited.
+func (c *cluster) killSoul(sid string) {
+	c.t.Helper()
+	c.mu.Lock()
+	p := c.souls[sid]
+	delete(c.souls, sid)
+	c.mu.Unlock()
+	if p == nil {
+		c.t.Fatalf("no soul running in %s", sid)
+	}
+	if err := p.Kill(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// stopSouls kills every soul still running (test cleanup).
+func (c *cluster) stopSouls() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for sid, p := range c.souls {
+		if err := p.Kill(); err != nil {
+			c.t.Errorf("killing the soul of %s: %v", sid, err)
+		}
+		delete(c.souls, sid)
+	}
+}
+
+// waitKeeperReady waits until the Keeper answers /readyz.
+func (c *cluster) waitKeeperReady(ctx context.Context) {
+	c.t.Helper()
+	c.eventually(ctx, 30*time.Second, "keeper ready on "+c.keeper.addr, func() error {
+		if !c.keeper.running() {
+			return fmt.Errorf("keeper exited: %v", c.keeper.err)
+		}
+		return c.api.Ready(ctx)
+	})
+}
+
+// waitSouls waits until every soul in sids has the given status.
+func (c *cluster) waitSouls(ctx context.Context, status string, sids ...string) {
+	c.t.Helper()
+	c.eventually(ctx, 30*time.Second, fmt.Sprintf("souls %v %s", sids, status), func() error {
+		souls, err := c.api.ListSouls(ctx, apiclient.SoulQuery{})
+		if err != nil {
+			return err
+		}
+		got := map[string]string{}
+		for _, s := range souls {
+			got[s.SID] = s.Status
+		}
+		for _, sid := range sids {
+			if got[sid] != status {
+				return fmt.Errorf("souls: %v", got)
+			}
+		}
+		return nil
+	})
+}
+
+// eventually retries f every 100ms until it returns nil, and fails the
+// test with f's last error after within.
+func (c *cluster) eventually(ctx context.Context, within time.Duration, what string, f func() error) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			c.t.Fatalf("timed out after %v waiting for %s: %v", within, what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// registerService registers examples/redis as service name: the directory
+// is copied into a fresh local git repository and committed, and the
+// Keeper materializes it over file://.
+func (c *cluster) registerService(ctx context.Context, name string) store.Service {
+	c.t.Helper()
+	files := map[string]string{}
+	src := filepath.Join("..", "..", "examples", "redis")
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		files[filepath.ToSlash(rel)] = string(data)
+		return nil
+	})
+	if err != nil {
+		c.t.Fatalf("reading %s: %v", src, err)
+	}
+	repo := catalogtest.NewRepo(c.t)
+	commit := repo.Commit(files, "examples/redis")
+	svc, err := c.api.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: name, Git: "file://" + repo.Dir, Ref: "master"})
+	if err != nil {
+		c.t.Fatalf("registering %s: %v", name, err)
+	}
+	if svc.Commit != commit {
+		c.t.Fatalf("service %s at commit %s, want %s", name, svc.Commit, commit)
+	}
+	return svc
+}
+
+// since is the time since start, rounded for logs.
+func since(start time.Time) time.Duration { return time.Since(start).Round(time.Millisecond) }
