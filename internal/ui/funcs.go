@@ -19,6 +19,8 @@ func (u *UI) funcs() template.FuncMap {
 		"ms":     durationMS,
 		"span":   u.span,
 		"short":  shortCommit,
+		"sid":    shortID,
+		"iso":    isoTime,
 		"pretty": prettyJSON,
 		"st":     statusClass,
 		"pe":     url.PathEscape,
@@ -117,13 +119,29 @@ func shortCommit(c string) string {
 	return c
 }
 
-// prettyJSON renders v as indented JSON (text; the template escapes it).
+// shortID is the first 8 characters of an apply or task id (a UUID): enough
+// to tell runs apart in a list that links to the full id.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// isoTime is t in RFC 3339 for <time datetime>.
+func isoTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// prettyJSON renders v as indented JSON. It is text: the template escapes
+// it, so the encoder's own HTML escaping (\u003c) would only hurt reading.
 func prettyJSON(v any) string {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprintf("%v", v)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // statusClass is the CSS class of a status ("st-error_locked"); anything
