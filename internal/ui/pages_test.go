@@ -133,7 +133,7 @@ func TestIncarnationPages(t *testing.T) {
 		`id="history"`, "<b>create</b>", "3 hosts", `<span class="badge st-changed">changed 3</span>`,
 		"set <code>master</code> <code>note</code> <code>port</code>",
 		// runs
-		`href="/ui/runs/` + runRestart + `"`, `href="/ui/runs/` + runCreate + `"`,
+		`href="/ui/runs/`+runRestart+`"`, `href="/ui/runs/`+runCreate+`"`,
 	)
 	if status, body := e.get(c, "/ui/incarnations/nope"); status != http.StatusNotFound || !strings.Contains(body, `There is no incarnation &#34;nope&#34;`) {
 		t.Errorf("unknown incarnation: %d", status)
