@@ -103,6 +103,15 @@ func (s *Sim) SetDown(sid string, down bool) {
 	}
 }
 
+// SetStubs replaces the stubs (and restarts their answer sequences), for
+// a next run against the same hosts.
+func (s *Sim) SetStubs(stubs []Stub) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stubs = slices.Clone(stubs)
+	s.served = map[servedKey]int{}
+}
+
 // Calls returns the requests answered so far, in the order they arrived.
 func (s *Sim) Calls() []SimCall {
 	s.mu.Lock()

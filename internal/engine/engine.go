@@ -163,7 +163,7 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 // reserve accounts for a run about to start; the caller must call
-// release or launch. It fails once Close was called.
+// release, or launch the run. It fails once Close was called.
 func (e *Engine) reserve() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()

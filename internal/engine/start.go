@@ -38,7 +38,15 @@ var incarnationName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 // its ref points at now, with its members, and starts its create scenario
 // (a service without one gets an empty run that commits an empty state).
 // It returns the run's apply_id.
-func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (string, error) {
+func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (id string, err error) {
+	if err := e.reserve(); err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			e.release()
+		}
+	}()
 	if !incarnationName.MatchString(req.Name) || strings.Contains(req.Name, "..") {
 		return "", domain.Errorf(domain.CodeInvalid, "incarnation name %q is invalid: use 1-63 lower-case letters, digits, '_', '.' or '-', starting with a letter or digit", req.Name)
 	}
@@ -65,9 +73,6 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (stri
 	if err != nil {
 		return "", err
 	}
-	if err := e.reserve(); err != nil {
-		return "", err
-	}
 	inc := store.Incarnation{
 		Name: req.Name, Service: svcRec.Name, Ref: svcRec.Ref, Commit: svcRec.Commit,
 		Covens: req.Covens, Input: maskInput(sc, input), Essence: req.Essence,
@@ -75,7 +80,6 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (stri
 	}
 	run := e.newRun(inc.Name, CreateScenario, inc.Input, false, req.ArchonID)
 	if err := e.cfg.Store.CreateIncarnation(ctx, inc, run); err != nil {
-		e.release()
 		return "", fmt.Errorf("creating incarnation %s: %w", req.Name, err)
 	}
 	inc.Status = store.IncarnationApplying
@@ -106,7 +110,15 @@ func (e *Engine) membersOf(ctx context.Context, covens []string) ([]string, erro
 // error_locked incarnation refuses runs until unlocked; an unknown scenario
 // or invalid input is CodeInvalid. check runs the scenario in check mode
 // (SPEC §8.6).
-func (e *Engine) StartRun(ctx context.Context, incarnation, scenario string, input map[string]any, check bool, archonID string) (string, error) {
+func (e *Engine) StartRun(ctx context.Context, incarnation, scenario string, input map[string]any, check bool, archonID string) (id string, err error) {
+	if err := e.reserve(); err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			e.release()
+		}
+	}()
 	inc, err := e.cfg.Store.GetIncarnation(ctx, incarnation)
 	if err != nil {
 		return "", fmt.Errorf("incarnation %s: %w", incarnation, err)
@@ -130,12 +142,8 @@ func (e *Engine) StartRun(ctx context.Context, incarnation, scenario string, inp
 	if err != nil {
 		return "", fmt.Errorf("scenario %s: %w", scenario, err)
 	}
-	if err := e.reserve(); err != nil {
-		return "", err
-	}
 	run := e.newRun(incarnation, scenario, maskInput(sc, resolved), check, archonID)
 	if err := e.cfg.Store.StartRun(ctx, run); err != nil {
-		e.release()
 		return "", fmt.Errorf("starting %s on %s: %w", scenario, incarnation, err)
 	}
 	if !check {
