@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 
 	"github.com/soulstack/soulstack/internal/auth"
@@ -204,7 +205,13 @@ func safeNext(next string) string {
 	if err != nil || uu.Scheme != "" || uu.Host != "" || uu.User != nil {
 		return home
 	}
-	if uu.Path != Prefix && !strings.HasPrefix(uu.Path, home) {
+	// A path with dot segments (the browser would resolve "/ui/../v1") or
+	// doubled slashes is not one the UI links to.
+	clean := path.Clean(uu.Path)
+	if strings.HasSuffix(uu.Path, "/") && clean != "/" {
+		clean += "/"
+	}
+	if clean != uu.Path || clean != Prefix && !strings.HasPrefix(clean, home) {
 		return home
 	}
 	return uu.RequestURI()
