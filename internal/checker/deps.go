@@ -121,7 +121,7 @@ func (r *run) waitDeps() error {
 				}
 			}
 		default:
-			if err := r.c.clock.Sleep(r.ctx, r.c.poll); err != nil {
+			if err := r.sleep(r.c.poll); err != nil {
 				return err
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -50,9 +51,12 @@ type run struct {
 	task     store.CheckerTask
 	vars     map[string]any
 	deps     []dep
-	waited   int    // deps[:waited] have reached a terminal status
-	depsStep string // the step that last pushed into @deps
-	message  string // last user log line: the task's task_message
+	waited   int       // deps[:waited] have reached a terminal status
+	depsStep string    // the step that last pushed into @deps
+	step     string    // the step running now ("" before and after the steps)
+	deadline time.Time // config.timeout; zero = none
+	expire   func()    // cancels the task as timed out
+	message  string    // last user log line: the task's task_message
 }
 
 // run executes task t of proc and records its outcome.
@@ -75,13 +79,17 @@ func (c *Checker) run(ctx context.Context, proc *Procedure, t store.CheckerTask)
 		tctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		r.ctx = tctx
+		r.deadline = now.Add(d)
+		r.expire = func() { cancel(&timeoutError{taskID: t.ID, after: d.String()}) }
+		// The timer covers waits that are not the task's own sleeps
+		// (commands, sub-tasks); sleeps stop at the deadline themselves.
 		stop := make(chan struct{})
 		exited := make(chan struct{})
 		go func() {
 			defer close(exited)
 			select {
 			case <-c.clock.After(d):
-				cancel(&timeoutError{taskID: t.ID, after: d.String()})
+				r.expire()
 			case <-stop:
 			}
 		}()
@@ -91,6 +99,21 @@ func (c *Checker) run(ctx context.Context, proc *Procedure, t store.CheckerTask)
 		}()
 	}
 	r.finish(r.steps())
+}
+
+// sleep waits d on the Clock, or until the task's deadline when that comes
+// first — then the task times out exactly at its deadline.
+func (r *run) sleep(d time.Duration) error {
+	if !r.deadline.IsZero() {
+		if left := r.deadline.Sub(r.c.clock.Now()); left <= d {
+			if err := r.c.clock.Sleep(r.ctx, max(left, 0)); err != nil {
+				return err
+			}
+			r.expire()
+			return r.ctx.Err()
+		}
+	}
+	return r.c.clock.Sleep(r.ctx, d)
 }
 
 // steps runs the steps in order, waiting for new @deps between them.
@@ -103,10 +126,12 @@ func (r *run) steps() error {
 		if r.proc.Config.RunOnVIP && !r.c.isLeader() {
 			return fmt.Errorf("this keeper is no longer the leader; a run-on-vip task stops here (before step %s)", s.Name)
 		}
-		if err := r.step(s); err != nil {
+		r.step = s.Name
+		if err := r.runStep(s); err != nil {
 			return err
 		}
 	}
+	r.step = ""
 	return r.waitDeps()
 }
 
@@ -138,7 +163,7 @@ func (r *run) finish(err error) {
 		r.c.cancelChildren(r.task.ID, &parentEnded{parentID: r.task.ID, status: status})
 	}
 	if runErr != "" {
-		r.logf("", LogError, nil, "%s", runErr)
+		r.logf(r.step, LogError, nil, "%s", runErr)
 	}
 	r.logf("", LogTask, nil, "task ended %s", status)
 	now := r.c.clock.Now()
@@ -183,8 +208,8 @@ func (r *run) userLog(step string, t *Template) error {
 	return nil
 }
 
-// step runs one step: its conditions, then (unless skipped) its action.
-func (r *run) step(s *Step) error {
+// runStep runs one step: its conditions, then (unless skipped) its action.
+func (r *run) runStep(s *Step) error {
 	for i, cond := range s.Conditions {
 		held, err := r.condition(s, i+1, cond)
 		if err != nil {
@@ -224,7 +249,7 @@ func (r *run) condition(s *Step, n int, cond *Condition) (bool, error) {
 	held, streak := false, 0
 	for i := 1; i <= a.Max && !held; i++ {
 		if i > 1 && a.Interval > 0 {
-			if err := r.c.clock.Sleep(r.ctx, a.Interval); err != nil {
+			if err := r.sleep(a.Interval); err != nil {
 				return false, err
 			}
 		}

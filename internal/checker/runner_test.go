@@ -201,6 +201,30 @@ func TestFanOutFromExecute(t *testing.T) {
 	}
 }
 
+func TestFanOutRunsInParallel(t *testing.T) {
+	clock := checkertest.NewFakeClock(t0, false)
+	e := newEnv(t, Config{Clock: clock})
+	e.put("slow", strings.Replace(neverHolds, "steps:", "vars:\n  n: {type: number, visibility: public}\nsteps:", 1))
+	e.put("parent", `
+steps:
+  launch:
+    action:
+      apicall: 'checker procedure execute --name slow --vars ''{"n": [1, 2, 3]}'' --json yes'
+      parse:
+        - {filter: "@", op: push, var: "@deps"}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := e.c.Execute(ctx, ExecRequest{Procedure: "parent"}); err != nil {
+		t.Fatal(err)
+	}
+	// All three sub-tasks sleep between attempts at the same time: they run
+	// in parallel, not one after another.
+	if err := clock.BlockUntil(ctx, 3); err != nil {
+		t.Fatalf("the three sub-tasks never waited together: %v", err)
+	}
+}
+
 // fakeRuns is a Commander for "incarnation run" and a RunStatus whose runs
 // report RUNNING for a few polls.
 type fakeRuns struct {
