@@ -4,10 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,5 +282,75 @@ func TestPlainHTTPRefused(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUpgradeRequired {
 		t.Fatalf("plain HTTP status = %d, want 426", resp.StatusCode)
+	}
+}
+
+// A soul that goes silent without closing its connection (stopped, or cut
+// off) is disconnected after three missed heartbeats, and comes back when
+// it resumes; last seen advances while it beats.
+func TestSilentSoulDisconnected(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{heartbeat: 200 * time.Millisecond})
+	p := startSoul(t, k, "sleepy", filepath.Join(dir, "sleepy"), "--join-token", k.joinToken(t))
+	k.waitConnected(t, "sleepy")
+	first := k.soul(t, "sleepy").LastSeen
+	waitFor(t, 5*time.Second, func() bool { return k.soul(t, "sleepy").LastSeen.After(first) }, "last seen to advance")
+
+	if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	k.waitStatus(t, "sleepy", store.SoulDisconnected)
+	res := k.gw.Dispatch(context.Background(), calls([]string{"sleepy"}, "ping", "core.test.ping", nil, time.Minute), nil)
+	if r := res["sleepy"]; !r.Unreachable {
+		t.Fatalf("ping of a silent soul = %+v", r)
+	}
+	if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	k.waitConnected(t, "sleepy")
+}
+
+// soul swarm runs N souls with their own keys, each confining file modules
+// to its own root.
+func TestSwarm(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{})
+	data := filepath.Join(dir, "swarm")
+	cmd := exec.Command(soulBin, "swarm", "--keeper", k.url, "--join-token", k.joinToken(t, "swarm"), "--count", "5",
+		"--data-dir", data, "--sid-prefix", "vs", "--reconnect-min", "50ms", "--reconnect-max", "300ms")
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("swarm output:\n%s", out)
+		}
+	}()
+	sids := []string{"vs-0001", "vs-0002", "vs-0003", "vs-0004", "vs-0005"}
+	k.waitConnected(t, sids...)
+	keys := map[string]bool{}
+	for _, sid := range sids {
+		s := k.soul(t, sid)
+		keys[string(s.PublicKey)] = true
+		if s.Soulprint["sid"] != sid || !slices.Equal(s.Covens, []string{"swarm"}) {
+			t.Fatalf("soul %s = %+v", sid, s)
+		}
+	}
+	if len(keys) != len(sids) {
+		t.Fatalf("%d distinct keys for %d souls", len(keys), len(sids))
+	}
+	res := k.gw.Dispatch(context.Background(), calls(sids, "file", "core.file.present",
+		map[string]any{"path": "/etc/hello", "content": "hi\n", "makedirs": true}, 10*time.Second), nil)
+	for _, sid := range sids {
+		if r := res[sid]; r.Failed || !r.Changed {
+			t.Fatalf("file.present on %s = %+v", sid, r)
+		}
+		if b, err := os.ReadFile(filepath.Join(data, sid, "root", "etc", "hello")); err != nil || string(b) != "hi\n" {
+			t.Fatalf("%s's confined file: %q, %v", sid, b, err)
+		}
 	}
 }
