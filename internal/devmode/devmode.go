@@ -70,7 +70,7 @@ type Options struct {
 // Info describes a running dev mode; it is also written to DataDir/dev.json.
 type Info struct {
 	PID         int    `json:"pid"`
-	URL         string `json:"url"`    // plain HTTP: API, UI, curl
+	URL         string `json:"url"`     // plain HTTP: API, UI, curl
 	TLSURL      string `json:"tls_url"` // the same port over TLS: souls
 	UIURL       string `json:"ui_url"`
 	Token       string `json:"-"`
