@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
 	_ "github.com/soulstack/soulstack/internal/module/core"
 	"github.com/soulstack/soulstack/internal/soul"
@@ -110,5 +111,45 @@ func TestConcurrentWorkOnOneSoul(t *testing.T) {
 	wg.Wait()
 	if d := time.Since(start); d > 1200*time.Millisecond {
 		t.Fatalf("5 sleeps of 300ms took %s: not concurrent", d)
+	}
+}
+
+// FanOut bounds the requests of one Dispatch in flight; a task id already
+// waiting on a soul is refused rather than confused with the first.
+func TestFanOutAndDuplicateTask(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{fanOut: 2})
+	tok := k.joinToken(t)
+	sids := []string{"f1", "f2", "f3", "f4"}
+	for _, sid := range sids {
+		runAgent(t, soul.Config{KeeperURL: k.url, SID: sid, DataDir: filepath.Join(dir, sid), JoinToken: tok})
+	}
+	k.waitConnected(t, sids...)
+	start := time.Now()
+	res := k.gw.Dispatch(context.Background(), calls(sids, "sleep", "core.test.sleep", map[string]any{"duration": "300ms"}, 10*time.Second), nil)
+	elapsed := time.Since(start)
+	for _, sid := range sids {
+		if r := res[sid]; r.Failed {
+			t.Fatalf("sleep on %s = %+v", sid, r)
+		}
+	}
+	if elapsed < 600*time.Millisecond {
+		t.Fatalf("4 sleeps of 300ms with fan-out 2 took %s: not bounded", elapsed)
+	}
+
+	// The same task id twice on one soul: the second is refused.
+	req := calls([]string{"f1"}, "dup", "core.test.sleep", map[string]any{"duration": "300ms"}, 10*time.Second)[0]
+	var wg sync.WaitGroup
+	var first domain.Result
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		first = k.gw.Dispatch(context.Background(), []dispatch.Request{req}, nil)["f1"]
+	}()
+	time.Sleep(100 * time.Millisecond)
+	second := k.gw.Dispatch(context.Background(), []dispatch.Request{req}, nil)["f1"]
+	wg.Wait()
+	if first.Failed || !second.Failed || !strings.Contains(second.Msg, "already running") {
+		t.Fatalf("first = %+v, second = %+v", first, second)
 	}
 }
