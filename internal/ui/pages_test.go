@@ -135,6 +135,10 @@ func TestIncarnationPages(t *testing.T) {
 		// runs
 		`href="/ui/runs/`+runRestart+`"`, `href="/ui/runs/`+runCreate+`"`,
 	)
+	runs := e.page(c, "/ui/runs?incarnation=cache")
+	contains(t, "runs of cache", runs, `href="/ui/runs/`+runRestart+`"`, `href="/ui/runs/`+runCreate+`"`)
+	lacks(t, "runs of cache", runs, runQueue)
+	contains(t, "all runs", e.page(c, "/ui/runs"), runQueue, runRestart, runCreate)
 	if status, body := e.get(c, "/ui/incarnations/nope"); status != http.StatusNotFound || !strings.Contains(body, `There is no incarnation &#34;nope&#34;`) {
 		t.Errorf("unknown incarnation: %d", status)
 	}

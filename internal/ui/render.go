@@ -35,7 +35,6 @@ type layoutData struct {
 	view
 	Principal  *auth.Principal
 	ArchonName string
-	Status     int
 }
 
 // pages holds one parsed template set per page: the layout and partials
@@ -101,7 +100,7 @@ func (p *pages) execute(page, name string, data any) ([]byte, error) {
 
 // render writes a whole page.
 func (u *UI) render(w http.ResponseWriter, r *http.Request, p *auth.Principal, status int, v view) {
-	ld := layoutData{view: v, Principal: p, Status: status}
+	ld := layoutData{view: v, Principal: p}
 	if p != nil {
 		ld.ArchonName = p.ArchonID
 		// The name is a courtesy: a store hiccup must not fail the page.
