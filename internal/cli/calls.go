@@ -146,8 +146,20 @@ func unlockIncarnation(ctx context.Context, cl *apiclient.Client, name, reason s
 	return call[incarnationView](ctx, cl, http.MethodPost, incPath(name, "unlock"), nil, map[string]string{"reason": reason})
 }
 
-func upgradeIncarnation(ctx context.Context, cl *apiclient.Client, name, ref string) (raw[accepted], error) {
-	return call[accepted](ctx, cl, http.MethodPost, incPath(name, "upgrade"), nil, map[string]string{"ref": ref})
+func upgradeIncarnation(ctx context.Context, cl *apiclient.Client, name, ref string) (raw[incarnationView], error) {
+	return call[incarnationView](ctx, cl, http.MethodPost, incPath(name, "upgrade"), nil, map[string]string{"ref": ref})
+}
+
+// listRuns lists runs, newest first, of one incarnation ("" = all).
+func listRuns(ctx context.Context, cl *apiclient.Client, incarnation string, limit int) (raw[[]runView], error) {
+	q := url.Values{}
+	if incarnation != "" {
+		q.Set("incarnation", incarnation)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	return call[[]runView](ctx, cl, http.MethodGet, "/v1/runs", q, nil)
 }
 
 func deleteIncarnation(ctx context.Context, cl *apiclient.Client, name string) (raw[map[string]any], error) {

@@ -68,14 +68,15 @@ both exit 1 unless the run succeeded.`,
 }
 
 func newIncarnationUpgradeCmd(g *Globals) *cobra.Command {
-	var (
-		name, ref string
-		ff        followFlags
-	)
+	var name, ref string
 	c := &cobra.Command{
-		Use:   "upgrade [name] --ref REF [--wait|--watch]",
-		Short: "Move an incarnation to another ref of its service",
-		Args:  cobra.MaximumNArgs(1),
+		Use:   "upgrade [name] --ref REF",
+		Short: "Pin an incarnation to another ref of its service (its next runs use it)",
+		Long: `Resolves the ref to a commit, validates the service at that commit and pins
+the incarnation to it. Nothing runs on the hosts: the next run (for example
+soulctl incarnation run NAME --scenario upgrade) uses the new commit.`,
+		Example: `  soulctl incarnation upgrade hello-dev --ref v2`,
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := nameArg(args, name, "name")
 			if err != nil {
@@ -85,31 +86,15 @@ func newIncarnationUpgradeCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			acc, err := upgradeIncarnation(cmd.Context(), cl, n, ref)
+			inc, err := upgradeIncarnation(cmd.Context(), cl, n, ref)
 			if err != nil {
 				return err
 			}
-			if acc.View.ApplyID == "" || !ff.any() {
-				return g.Emit(cmd, acc.JSON, func(w io.Writer) error {
-					if acc.View.ApplyID == "" {
-						return incarnationDetailJSON(w, acc.JSON)
-					}
-					return startedLines(w, "incarnation "+n+" upgrading to "+ref, acc.View.ApplyID)
-				})
-			}
-			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch)
-			if err != nil {
-				return err
-			}
-			if err := g.emitFollowed(cmd, r, ff.watch); err != nil {
-				return err
-			}
-			return runOutcome(r.View)
+			return g.Emit(cmd, inc.JSON, func(w io.Writer) error { return incarnationDetail(w, inc.View) })
 		},
 	}
 	addNameFlag(c, &name, "name", "incarnation name")
-	c.Flags().StringVar(&ref, "ref", "", "git ref to move to (required)")
-	ff.register(c)
+	c.Flags().StringVar(&ref, "ref", "", "git ref to pin: branch, tag or commit (required)")
 	_ = c.MarkFlagRequired("ref")
 	return c
 }

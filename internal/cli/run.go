@@ -21,7 +21,52 @@ func newRunCmd(g *Globals) *cobra.Command {
 		Aliases: []string{"runs"},
 		Short:   "Show, watch and cancel runs (by apply_id)",
 	}
-	c.AddCommand(newRunShowCmd(g), newRunWatchCmd(g), newRunCancelCmd(g))
+	c.AddCommand(newRunListCmd(g), newRunShowCmd(g), newRunWatchCmd(g), newRunCancelCmd(g))
+	return c
+}
+
+func newRunListCmd(g *Globals) *cobra.Command {
+	var (
+		inc   string
+		limit int
+	)
+	c := &cobra.Command{
+		Use:     "list [--incarnation NAME] [--limit N]",
+		Aliases: []string{"ls"},
+		Short:   "List runs, newest first",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			runs, err := listRuns(cmd.Context(), cl, inc, limit)
+			if err != nil {
+				return err
+			}
+			return g.Emit(cmd, runs.JSON, func(w io.Writer) error {
+				row(w, "APPLY_ID", "INCARNATION", "SCENARIO", "STATUS", "STARTED", "DURATION")
+				for _, r := range runs.View {
+					started := r.CreatedAt
+					if r.StartedAt != nil {
+						started = *r.StartedAt
+					}
+					dur := "-"
+					if r.StartedAt != nil && r.FinishedAt != nil {
+						dur = human(r.FinishedAt.Sub(*r.StartedAt))
+					}
+					sc := r.Scenario
+					if r.Check {
+						sc += " (check)"
+					}
+					row(w, r.ApplyID, r.Incarnation, sc, r.Status, ago(started), dur)
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().StringVar(&inc, "incarnation", "", "only runs of this incarnation")
+	c.Flags().IntVar(&limit, "limit", 20, "at most this many runs")
 	return c
 }
 
