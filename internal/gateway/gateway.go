@@ -96,6 +96,7 @@ type Gateway struct {
 	// dying old session never marks a fresh one disconnected.
 	sidLocks [256]sync.Mutex
 	seed     maphash.Seed
+	rcWarn   sync.Once
 }
 
 var _ dispatch.Dispatcher = (*Gateway)(nil)

@@ -82,7 +82,11 @@ func sendClose(stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], m *
 // within HandshakeTimeout. A failed proof is answered with a rejection.
 func (g *Gateway) handshake(stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], rc *http.ResponseController) (*pb.Hello, error) {
 	if rc != nil {
-		_ = rc.SetReadDeadline(time.Now().Add(g.cfg.HandshakeTimeout))
+		if err := rc.SetReadDeadline(time.Now().Add(g.cfg.HandshakeTimeout)); err != nil {
+			g.rcWarn.Do(func() {
+				g.log.Warn("the HTTP server hides read deadlines from the soul stream (a middleware without Unwrap?): silent souls and keeper shutdown cannot cut streams", "err", err)
+			})
+		}
 		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	}
 	msg, err := stream.Receive()

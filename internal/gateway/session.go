@@ -26,7 +26,6 @@ type session struct {
 	sid    string
 	stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage]
 	rc     *http.ResponseController // nil when the server hides it: abort then cannot unblock reads
-	done   chan struct{}            // closed by close
 
 	// ioMu guards rc: it must not be used once the handler returned.
 	ioMu   sync.Mutex
@@ -47,7 +46,6 @@ type session struct {
 func newSession(g *Gateway, sid string, stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], rc *http.ResponseController) *session {
 	s := &session{
 		g: g, sid: sid, stream: stream, rc: rc,
-		done:    make(chan struct{}),
 		waiters: make(map[string]*waiter),
 		writing: true, // until the welcome is sent
 	}
@@ -196,7 +194,6 @@ func (s *session) close(reason string) {
 	s.waiters = nil
 	s.queue = nil
 	s.mu.Unlock()
-	close(s.done)
 	msg := fmt.Sprintf("soul %s disconnected before answering (%s)", s.sid, reason)
 	for _, w := range ws {
 		w.finish(unreachable(msg))
