@@ -6,6 +6,7 @@
 package soul
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -18,7 +19,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sync"
 	"time"
 
@@ -214,7 +214,7 @@ func (a *Agent) refreshFacts() (changed bool, err error) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.facts != nil && reflect.DeepEqual(a.factsJSON, b) {
+	if a.facts != nil && bytes.Equal(a.factsJSON, b) {
 		return false, nil
 	}
 	a.facts, a.factsJSON = f, b
