@@ -55,8 +55,9 @@ type hostView struct {
 	RC         int    `json:"rc"`
 	Stdout     string `json:"stdout"`
 	Stderr     string `json:"stderr"`
-	Msg        string `json:"msg"`
-	DurationMS int64  `json:"duration_ms"`
+	Msg        string    `json:"msg"`
+	DurationMS int64     `json:"duration_ms"`
+	StartedAt  time.Time `json:"started_at"`
 }
 
 // terminalRun reports whether a run status is final.

@@ -125,7 +125,13 @@ func (p *progress) render(final bool) {
 // block, when the wave first shows.
 func (p *progress) waveHeader(t *taskState, u unit) {
 	hosts := p.m.waveHosts(t, u.key.wave)
+	// The waves belong to the serial task or block: its tasks share one
+	// header per wave. Without events (no serial info) a task inside a
+	// block is taken to roll with its block.
 	key := t.key
+	if pp := parentPath(t.key); pp != "" {
+		key = pp
+	}
 	for q := t.key; q != ""; q = parentPath(q) {
 		if a := p.m.byKey[q]; a != nil && a.serial {
 			key = q

@@ -3,6 +3,7 @@ package cli
 import (
 	"sort"
 	"strings"
+	"time"
 )
 
 // runEvent is one event of GET /v1/runs/{id}/events (the engine's Event):
@@ -79,6 +80,15 @@ func (m *runModel) task(key, name string) *taskState {
 // record merges a fetched run record.
 func (m *runModel) record(r runView) {
 	m.run = r
+	// Units new in this record are noted in the order they started (a
+	// serial block interleaves its tasks wave by wave), else in task order.
+	type fresh struct {
+		t     *taskState
+		wave  int
+		start time.Time
+	}
+	var news []fresh
+	at := map[unitKey]int{}
 	for _, tv := range r.Tasks {
 		key := tv.Path
 		if key == "" {
@@ -87,8 +97,27 @@ func (m *runModel) record(r runView) {
 		t := m.task(key, tv.Name)
 		for _, h := range tv.Hosts {
 			t.results[h.SID] = h
-			m.note(t, h.Wave)
+			k := unitKey{t.idx, h.Wave}
+			if m.seen[k] {
+				continue
+			}
+			i, ok := at[k]
+			if !ok {
+				at[k] = len(news)
+				news = append(news, fresh{t, h.Wave, h.StartedAt})
+				continue
+			}
+			if !h.StartedAt.IsZero() && (news[i].start.IsZero() || h.StartedAt.Before(news[i].start)) {
+				news[i].start = h.StartedAt
+			}
 		}
+	}
+	sort.SliceStable(news, func(a, b int) bool {
+		sa, sb := news[a].start, news[b].start
+		return !sa.IsZero() && !sb.IsZero() && sa.Before(sb)
+	})
+	for _, n := range news {
+		m.note(n.t, n.wave)
 	}
 }
 

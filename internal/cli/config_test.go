@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestSettingsPrecedence: flags over environment over the config file,
+// field by field; the config file from --config, $SOULCTL_CONFIG or the
+// XDG default.
+func TestSettingsPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "soulctl.yaml")
+	if err := SaveSettings(file, Settings{Keeper: "http://file:1", Token: "file-token", Fingerprint: "ff"}); err != nil {
+		t.Fatal(err)
+	}
+	xdg := filepath.Join(dir, "xdg")
+	if err := SaveSettings(filepath.Join(xdg, "soulctl", "config.yaml"), Settings{Keeper: "http://xdg:1", Token: "xdg-token"}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		flags Globals
+		env   map[string]string
+		want  Settings
+	}{
+		{"file only", Globals{Config: file}, nil, Settings{Keeper: "http://file:1", Token: "file-token", Fingerprint: "ff"}},
+		{"env over file", Globals{Config: file}, map[string]string{EnvKeeper: "http://env:1"},
+			Settings{Keeper: "http://env:1", Token: "file-token", Fingerprint: "ff"}},
+		{"flag over env", Globals{Config: file, Keeper: "http://flag:1", Token: "flag-token"},
+			map[string]string{EnvKeeper: "http://env:1", EnvToken: "env-token"},
+			Settings{Keeper: "http://flag:1", Token: "flag-token", Fingerprint: "ff"}},
+		{"a CA file replaces the file's fingerprint", Globals{Config: file, CAFile: "/ca.pem"}, nil,
+			Settings{Keeper: "http://file:1", Token: "file-token", CAFile: "/ca.pem"}},
+		{"SOULCTL_CONFIG names the file", Globals{}, map[string]string{EnvConfig: file},
+			Settings{Keeper: "http://file:1", Token: "file-token", Fingerprint: "ff"}},
+		{"XDG_CONFIG_HOME default", Globals{}, map[string]string{"XDG_CONFIG_HOME": xdg},
+			Settings{Keeper: "http://xdg:1", Token: "xdg-token"}},
+		{"~/.config default", Globals{}, map[string]string{"HOME": dir},
+			Settings{}},
+		{"--config over SOULCTL_CONFIG", Globals{Config: filepath.Join(xdg, "soulctl", "config.yaml")}, map[string]string{EnvConfig: file},
+			Settings{Keeper: "http://xdg:1", Token: "xdg-token"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := tc.flags
+			g.Getenv = func(k string) string { return tc.env[k] }
+			got, err := g.Settings()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("settings (-want +got):\n%s", d)
+			}
+		})
+	}
+
+	// A config file with an unknown key is a usage error naming it.
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("keeper: x\nkeepr: y\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := Globals{Config: bad, Getenv: func(string) string { return "" }}
+	if _, err := g.Settings(); err == nil || !strings.Contains(err.Error(), "keepr") {
+		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// TestLoginWritesConfig: login checks the token against a real Keeper and
+// writes $XDG_CONFIG_HOME/soulctl/config.yaml (0600); later commands need
+// no flags; a token can come from stdin; a bad token writes nothing.
+func TestLoginWritesConfig(t *testing.T) {
+	k := startKeeper(t)
+	xdg := t.TempDir()
+	env := map[string]string{"XDG_CONFIG_HOME": xdg, "HOME": t.TempDir()}
+	path := filepath.Join(xdg, "soulctl", "config.yaml")
+
+	if r := ctl(t, env, "", "login", "--keeper", k.URL, "--token", "not-a-jwt"); r.Code != 1 {
+		t.Fatalf("login with a bad token: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a failed login wrote the config: %v", err)
+	}
+
+	r := ctl(t, env, k.Token+"\n", "login", "--keeper", k.URL).must(t)
+	if !strings.Contains(r.Stdout, "logged in to "+k.URL+" as root (admin)") || !strings.Contains(r.Stdout, path) {
+		t.Errorf("login output:\n%s", r.Stdout)
+	}
+	if !strings.Contains(r.Stderr, "Token: ") {
+		t.Errorf("no prompt for the token on stderr: %q", r.Stderr)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("config mode %v, want 0600", fi.Mode().Perm())
+	}
+	s, err := LoadSettings(path)
+	if err != nil || s.Keeper != k.URL || s.Token != k.Token {
+		t.Fatalf("saved settings %+v, %v", s, err)
+	}
+
+	who := ctl(t, env, "", "whoami", "-o", "json").must(t)
+	if !strings.Contains(who.Stdout, `"name": "root"`) {
+		t.Errorf("whoami from the config file:\n%s", who.Stdout)
+	}
+	// The environment overrides the file: a wrong keeper fails.
+	env[EnvKeeper] = "http://127.0.0.1:1"
+	if r := ctl(t, env, "", "whoami"); r.Code != 1 || !strings.Contains(r.Stderr, "127.0.0.1:1") {
+		t.Errorf("SOULCTL_KEEPER did not override the file: exit %d\n%s", r.Code, r.Stderr)
+	}
+	// And a flag overrides the environment.
+	ctl(t, env, "", "--keeper", k.URL, "whoami").must(t)
+}
