@@ -48,13 +48,13 @@ type taskView struct {
 
 // hostView is one host's result of a task.
 type hostView struct {
-	SID        string `json:"sid"`
-	Wave       int    `json:"wave"`
-	Status     string `json:"status"`
-	Changed    bool   `json:"changed"`
-	RC         int    `json:"rc"`
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
+	SID        string    `json:"sid"`
+	Wave       int       `json:"wave"`
+	Status     string    `json:"status"`
+	Changed    bool      `json:"changed"`
+	RC         int       `json:"rc"`
+	Stdout     string    `json:"stdout"`
+	Stderr     string    `json:"stderr"`
 	Msg        string    `json:"msg"`
 	DurationMS int64     `json:"duration_ms"`
 	StartedAt  time.Time `json:"started_at"`

@@ -118,4 +118,3 @@ func (r ctlResult) must(t *testing.T) ctlResult {
 	}
 	return r
 }
-
