@@ -19,6 +19,8 @@ import (
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog"
 	"github.com/soulstack/soulstack/internal/checker"
+	"github.com/soulstack/soulstack/internal/dispatch"
+	"github.com/soulstack/soulstack/internal/engine"
 	_ "github.com/soulstack/soulstack/internal/module/core" // modules the DSL validates against
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/store/sqlite"
@@ -41,6 +43,9 @@ type env struct {
 	expired  string // a valid signature whose time is over
 	revoked  string // a revoked admin token
 	services string // catalog directory
+	cat      *catalog.Catalog
+	sim      *dispatch.Sim  // the engine's simulated souls (add hosts with sim.AddHost)
+	eng      *engine.Engine // the run engine behind incarnations and runs
 }
 
 func newEnv(t *testing.T) *env {
@@ -68,14 +73,20 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ck.Close() })
+	sim := dispatch.NewSim(nil, nil)
+	eng, err := engine.New(engine.Config{Store: st, Dispatcher: sim, Local: sim, Services: cat, KeeperID: "api-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(context.Background()) })
 	reg := prometheus.NewRegistry()
-	s, err := api.New(api.Config{Store: st, Auth: a, Catalog: cat, Checker: ck, Fingerprint: fingerprint, Registry: reg})
+	s, err := api.New(api.Config{Store: st, Auth: a, Catalog: cat, Checker: ck, Engine: eng, Fingerprint: fingerprint, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	e := &env{t: t, st: st, auth: a, api: s, srv: srv, reg: reg, services: filepath.Join(dir, "services"),
+	e := &env{t: t, st: st, auth: a, api: s, srv: srv, reg: reg, services: filepath.Join(dir, "services"), cat: cat, sim: sim, eng: eng,
 		tokens: map[auth.Role]string{}, archons: map[auth.Role]store.Archon{}}
 	for _, r := range auth.Roles {
 		ar, err := a.CreateArchon(ctx, string(r)+"-archon", r)

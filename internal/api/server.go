@@ -32,6 +32,7 @@ import (
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog"
 	"github.com/soulstack/soulstack/internal/checker"
+	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -51,6 +52,8 @@ type Config struct {
 	// Checker serves procedures, Checker tasks and schedules; nil leaves
 	// them out.
 	Checker *checker.Checker
+	// Engine serves incarnations and runs; nil leaves them out.
+	Engine *engine.Engine
 	// Fingerprint is the SHA-256 fingerprint of the Keeper's CA, put into
 	// every join token for the soul to pin; "" leaves POST /v1/join-tokens
 	// out.

@@ -94,6 +94,13 @@ func NewSim(hosts []SimHost, stubs []Stub) *Sim {
 	return s
 }
 
+// AddHost adds (or replaces) a simulated host.
+func (s *Sim) AddHost(h SimHost) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hosts[h.SID] = &h
+}
+
 // SetDown marks a host disconnected (or connected again).
 func (s *Sim) SetDown(sid string, down bool) {
 	s.mu.Lock()

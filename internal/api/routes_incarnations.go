@@ -1,0 +1,259 @@
+package api
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/engine"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+func init() { routeGroups = append(routeGroups, (*Server).routesIncarnations) }
+
+// routesIncarnations serves incarnations: creating them, running their
+// scenarios, reading their state and history, unlocking, upgrading and
+// changing members. Operators drive runs; viewers read.
+func (s *Server) routesIncarnations(rt *Router) {
+	if s.cfg.Engine == nil {
+		return
+	}
+	rt.Handle("POST /v1/incarnations", auth.RoleOperator, s.createIncarnation)
+	rt.Handle("GET /v1/incarnations", auth.RoleViewer, s.listIncarnations)
+	rt.Handle("GET /v1/incarnations/{name}", auth.RoleViewer, s.getIncarnation)
+	rt.Handle("DELETE /v1/incarnations/{name}", auth.RoleOperator, s.deleteIncarnation)
+	rt.Handle("GET /v1/incarnations/{name}/history", auth.RoleViewer, s.incarnationHistory)
+	rt.Handle("POST /v1/incarnations/{name}/runs", auth.RoleOperator, s.startRun)
+	rt.Handle("POST /v1/incarnations/{name}/unlock", auth.RoleOperator, s.unlockIncarnation)
+	rt.Handle("POST /v1/incarnations/{name}/members", auth.RoleOperator, s.addMembers)
+	rt.Handle("DELETE /v1/incarnations/{name}/members", auth.RoleOperator, s.removeMembers)
+	if s.cfg.Catalog != nil {
+		rt.Handle("POST /v1/incarnations/{name}/upgrade", auth.RoleOperator, s.upgradeIncarnation)
+	}
+}
+
+func (s *Server) createIncarnation(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	var req apiclient.CreateIncarnationRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	SetAuditTarget(r, req.Name)
+	if req.Service == "" {
+		return invalidf("service is required: the registered service to incarnate")
+	}
+	id, err := s.cfg.Engine.CreateIncarnation(r.Context(), engine.CreateRequest{
+		Name: req.Name, Service: req.Service, Covens: req.Covens, Input: req.Input, Essence: req.Essence, ArchonID: p.ArchonID,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, apiclient.Accepted{ApplyID: id})
+	return nil
+}
+
+func (s *Server) listIncarnations(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	incs, err := s.store.ListIncarnations(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, nonNil(incs))
+	return nil
+}
+
+func (s *Server) getIncarnation(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	inc, err := s.incarnation(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, inc)
+	return nil
+}
+
+// incarnation reads the incarnation named in the path.
+func (s *Server) incarnation(r *http.Request) (store.Incarnation, error) {
+	name := r.PathValue("name")
+	inc, err := s.store.GetIncarnation(r.Context(), name)
+	if err != nil {
+		if domain.ErrorCode(err) == domain.CodeNotFound {
+			return store.Incarnation{}, notFoundf("incarnation %q does not exist", name)
+		}
+		return store.Incarnation{}, err
+	}
+	return inc, nil
+}
+
+func (s *Server) deleteIncarnation(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	if _, err := s.incarnation(r); err != nil {
+		return err
+	}
+	if err := s.store.DeleteIncarnation(r.Context(), r.PathValue("name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) incarnationHistory(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	if _, err := s.incarnation(r); err != nil {
+		return err
+	}
+	limit, err := limitParam(r, 0)
+	if err != nil {
+		return err
+	}
+	hist, err := s.store.ListHistory(r.Context(), r.PathValue("name"), limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, nonNil(hist))
+	return nil
+}
+
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	var req apiclient.StartRunRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Scenario == "" {
+		return invalidf("scenario is required")
+	}
+	id, err := s.cfg.Engine.StartRun(r.Context(), r.PathValue("name"), req.Scenario, req.Input, req.Check, p.ArchonID)
+	if err != nil {
+		return err
+	}
+	SetAuditTarget(r, r.PathValue("name")+"/"+id)
+	writeJSON(w, http.StatusAccepted, apiclient.Accepted{ApplyID: id})
+	return nil
+}
+
+func (s *Server) unlockIncarnation(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	var req apiclient.UnlockRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Reason) == "" {
+		return invalidf("reason is required: say why the hosts are known to be consistent again (it is audited)")
+	}
+	if _, err := s.incarnation(r); err != nil {
+		return err
+	}
+	if err := s.store.Unlock(r.Context(), r.PathValue("name")); err != nil {
+		return err
+	}
+	return s.writeIncarnation(w, r)
+}
+
+func (s *Server) upgradeIncarnation(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	var req apiclient.UpgradeRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Ref) == "" {
+		return invalidf("ref is required: a branch, tag or commit of the service")
+	}
+	inc, err := s.incarnation(r)
+	if err != nil {
+		return err
+	}
+	if inc.ActiveRun != "" {
+		return &domain.Error{Code: domain.CodeConflict, Message: "incarnation " + inc.Name + " has an active run " + inc.ActiveRun + ": upgrade it when the run ended", Details: inc.ActiveRun}
+	}
+	svc, err := s.cfg.Catalog.Get(r.Context(), inc.Service)
+	if err != nil {
+		return err
+	}
+	commit, err := s.cfg.Catalog.Resolve(r.Context(), svc.Git, req.Ref)
+	if err != nil {
+		return err
+	}
+	// Materialize and validate the commit before pinning it: an invalid
+	// service is refused here, not at the next run.
+	if _, err := s.cfg.Catalog.Open(r.Context(), inc.Service, commit); err != nil {
+		return err
+	}
+	if err := s.store.SetIncarnationCommit(r.Context(), inc.Name, req.Ref, commit); err != nil {
+		return err
+	}
+	return s.writeIncarnation(w, r)
+}
+
+func (s *Server) addMembers(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	sids, err := s.membersRequest(r)
+	if err != nil {
+		return err
+	}
+	for _, sid := range sids {
+		soul, err := s.store.GetSoul(r.Context(), sid)
+		switch {
+		case domain.ErrorCode(err) == domain.CodeNotFound:
+			return invalidf("soul %q is not registered", sid)
+		case err != nil:
+			return err
+		case soul.Status == store.SoulPending || soul.Status == store.SoulRejected:
+			return invalidf("soul %q is %s: only accepted souls can be members", sid, soul.Status)
+		}
+	}
+	if err := s.store.AddMembers(r.Context(), r.PathValue("name"), sids); err != nil {
+		return err
+	}
+	return s.writeIncarnation(w, r)
+}
+
+func (s *Server) removeMembers(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	sids, err := s.membersRequest(r)
+	if err != nil {
+		return err
+	}
+	if err := s.store.RemoveMembers(r.Context(), r.PathValue("name"), sids); err != nil {
+		return err
+	}
+	return s.writeIncarnation(w, r)
+}
+
+// membersRequest decodes a members change; membership does not change
+// under a running scenario.
+func (s *Server) membersRequest(r *http.Request) ([]string, error) {
+	var req apiclient.MembersRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if len(req.SIDs) == 0 {
+		return nil, invalidf("sids is required: the souls to add or remove")
+	}
+	inc, err := s.incarnation(r)
+	if err != nil {
+		return nil, err
+	}
+	if inc.ActiveRun != "" {
+		return nil, &domain.Error{Code: domain.CodeConflict, Message: "incarnation " + inc.Name + " has an active run " + inc.ActiveRun + ": change its members when the run ended", Details: inc.ActiveRun}
+	}
+	sids := slices.Clone(req.SIDs)
+	slices.Sort(sids)
+	return slices.Compact(sids), nil
+}
+
+func (s *Server) writeIncarnation(w http.ResponseWriter, r *http.Request) error {
+	inc, err := s.incarnation(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, inc)
+	return nil
+}
+
+// limitParam reads ?limit= (def when absent).
+func limitParam(r *http.Request, def int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 10000 {
+		return 0, invalidf("limit must be an integer in 1..10000, not %q", v)
+	}
+	return n, nil
+}

@@ -1,0 +1,192 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/engine"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+func init() { routeGroups = append(routeGroups, (*Server).routesRuns) }
+
+// Timings of the run event stream; tests shorten them.
+var (
+	sseKeepAlive = 15 * time.Second // comment line that keeps proxies from timing out
+	ssePoll      = time.Second      // re-read of a run not live on this keeper
+)
+
+// routesRuns serves runs: their tasks × hosts results, their live events
+// and their cancellation.
+func (s *Server) routesRuns(rt *Router) {
+	if s.cfg.Engine == nil {
+		return
+	}
+	rt.Handle("GET /v1/runs", auth.RoleViewer, s.listRuns)
+	rt.Handle("GET /v1/runs/{apply_id}", auth.RoleViewer, s.getRun)
+	rt.Handle("GET /v1/runs/{apply_id}/events", auth.RoleViewer, s.runEvents)
+	rt.Handle("POST /v1/runs/{apply_id}/cancel", auth.RoleOperator, s.cancelRun)
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	limit, err := limitParam(r, 100)
+	if err != nil {
+		return err
+	}
+	runs, err := s.store.ListRuns(r.Context(), r.URL.Query().Get("incarnation"), limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, nonNil(runs))
+	return nil
+}
+
+// run reads the run named in the path.
+func (s *Server) run(ctx context.Context, id string) (store.Run, error) {
+	run, err := s.store.GetRun(ctx, id)
+	if domain.ErrorCode(err) == domain.CodeNotFound {
+		return run, notFoundf("run %q does not exist", id)
+	}
+	return run, err
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	id := r.PathValue("apply_id")
+	run, err := s.run(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	rs, err := s.store.ListResults(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, RunDetail(run, rs))
+	return nil
+}
+
+// RunDetail groups a run's results by task (in task order) and host.
+func RunDetail(run store.Run, rs []store.HostResult) apiclient.RunDetail {
+	out := apiclient.RunDetail{Run: run, Tasks: []apiclient.RunTask{}}
+	idx := map[string]int{}
+	for _, h := range rs { // by seq, sid
+		key := fmt.Sprintf("%d/%s", h.Seq, h.Path)
+		i, ok := idx[key]
+		if !ok {
+			i = len(out.Tasks)
+			idx[key] = i
+			out.Tasks = append(out.Tasks, apiclient.RunTask{Name: h.TaskName, Path: h.Path, Hosts: []apiclient.RunHost{}})
+		}
+		out.Tasks[i].Hosts = append(out.Tasks[i].Hosts, apiclient.RunHost{
+			SID: h.SID, Wave: h.Wave, Status: h.Status, Changed: h.Changed, RC: h.RC,
+			Stdout: h.Stdout, Stderr: h.Stderr, Msg: h.Msg, Diff: h.Diff, DurationMS: h.DurationMS,
+			Data: h.Data, StartedAt: h.StartedAt, FinishedAt: h.FinishedAt,
+		})
+	}
+	return out
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	id := r.PathValue("apply_id")
+	if _, err := s.run(r.Context(), id); err != nil {
+		return err
+	}
+	if err := s.cfg.Engine.Cancel(r.Context(), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, apiclient.Accepted{ApplyID: id})
+	return nil
+}
+
+// runEvents streams a run's progress as Server-Sent Events (event name =
+// type, data = the JSON event) and ends with the done event carrying the
+// final status. A run executing on this keeper streams live; one that
+// already ended gets its done event at once; one executing on another
+// keeper (or a subscriber that fell too far behind) is followed through
+// the store until it ends.
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	ctx := r.Context()
+	id := r.PathValue("apply_id")
+	events, stop := s.cfg.Engine.Subscribe(id)
+	defer stop()
+	run, err := s.run(ctx, id)
+	if err != nil {
+		return err
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(ev apiclient.RunEvent) bool {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return false
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if run.FinishedAt != nil {
+		send(doneEvent(run))
+		return nil
+	}
+	_ = rc.Flush()
+	keep := time.NewTicker(sseKeepAlive)
+	defer keep.Stop()
+	poll := time.NewTicker(ssePoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-events:
+			if !ok {
+				events = nil // not live here (any more): follow the store
+				continue
+			}
+			if !send(wireEvent(ev)) || ev.Type == engine.EventDone {
+				return nil
+			}
+		case <-keep.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+				return nil
+			}
+		case <-poll.C:
+			if events != nil {
+				continue
+			}
+			run, err := s.store.GetRun(ctx, id)
+			if err != nil {
+				return nil
+			}
+			if run.FinishedAt != nil {
+				send(doneEvent(run))
+				return nil
+			}
+		}
+	}
+}
+
+func wireEvent(ev engine.Event) apiclient.RunEvent {
+	return apiclient.RunEvent{
+		Type: ev.Type, RunID: ev.RunID, Time: ev.Time, Status: ev.Status, Error: ev.Error,
+		Path: ev.Path, Task: ev.Task, Wave: ev.Wave, Hosts: ev.Hosts, Result: ev.Result,
+	}
+}
+
+func doneEvent(run store.Run) apiclient.RunEvent {
+	at := time.Now().UTC()
+	if run.FinishedAt != nil {
+		at = *run.FinishedAt
+	}
+	return apiclient.RunEvent{Type: engine.EventDone, RunID: run.ID, Time: at, Status: run.Status, Error: run.Error}
+}
