@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: build test demo lab lab-down clean
+.PHONY: build test demo demo-stop dev lab lab-down clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -10,5 +10,25 @@ build:
 test:
 	bash scripts/test.sh
 
+# A Keeper with 3 local souls in the background (.soulstack-dev), the hello
+# example applied across them; it keeps running until `make demo-stop`.
+demo: build
+	bash scripts/demo.sh
+
+demo-stop:
+	bash scripts/demo.sh stop
+
+# The same Keeper and souls in the foreground (Ctrl-C stops them).
+dev: build
+	$(BIN)/keeper dev
+
+# A lab of 3 isolated Debian hosts in network namespaces (needs root).
+lab:
+	$(GO) run ./internal/lab/labctl up --name demo --hosts 3
+
+lab-down:
+	$(GO) run ./internal/lab/labctl down --name demo
+
 clean:
+	-bash scripts/demo.sh stop
 	rm -rf $(BIN) .soulstack-dev
