@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/soulstack/soulstack/internal/checker"
 	"io"
 	"log/slog"
 	"net"
@@ -51,6 +52,14 @@ type Keeper struct {
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	TLS             TLS      `yaml:"tls"`
 	Git             Git      `yaml:"git"`
+	Checker         Checker  `yaml:"checker"`
+}
+
+// Checker configures the Checker: the external command prefixes its
+// procedures may call (the seed's scheduler, cluster, commands …), each
+// bound to an executable whose stdout is JSON.
+type Checker struct {
+	Bindings []checker.Binding `yaml:"bindings"`
 }
 
 // TLS locates the Keeper's TLS material. Empty Cert and Key mean the

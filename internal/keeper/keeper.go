@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,10 +31,14 @@ import (
 	"github.com/soulstack/soulstack/internal/api"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog"
+	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/config"
+	"github.com/soulstack/soulstack/internal/dispatch"
+	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/gateway"
 	_ "github.com/soulstack/soulstack/internal/module/core" // the modules services are validated against
 	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/ui"
 )
 
 // Config configures a Keeper: the operator-facing settings plus what only
@@ -51,15 +56,20 @@ type Keeper struct {
 	log *slog.Logger
 	id  string
 
-	store    store.Store
-	auth     *auth.Authority
-	catalog  *catalog.Catalog
-	gateway  *gateway.Gateway
-	api      *api.Server
-	registry *prometheus.Registry
-	tls      *tls.Config
-	fp       string
-	handler  http.Handler
+	store     store.Store
+	auth      *auth.Authority
+	catalog   *catalog.Catalog
+	gateway   *gateway.Gateway
+	api       *api.Server
+	engine    *engine.Engine
+	checker   *checker.Checker
+	ui        *ui.UI
+	leader    *leader
+	commander *selfCommander
+	registry  *prometheus.Registry
+	tls       *tls.Config
+	fp        string
+	handler   http.Handler
 }
 
 // New opens the store and builds every component. The keeper must have
@@ -109,7 +119,39 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	})
 	k.registry = prometheus.NewRegistry()
 	k.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	k.engine, err = engine.New(engine.Config{
+		Store:      k.store,
+		Dispatcher: k.gateway,
+		Local: &dispatch.Local{
+			Root:           filepath.Join(cfg.DataDir, "keeper-root"),
+			DefaultTimeout: cfg.TaskTimeout.D(),
+			Logger:         log.With("component", "keeper-local"),
+		},
+		Services:       k.catalog,
+		KeeperID:       k.id,
+		Logger:         log.With("component", "engine"),
+		DefaultTimeout: cfg.TaskTimeout.D(),
+		FanOut:         cfg.FanOut,
+	})
+	if err != nil {
+		return nil, err
+	}
+	k.leader = &leader{st: k.store, id: k.id, log: log.With("component", "leader")}
+	k.commander = &selfCommander{}
+	k.checker, err = checker.New(checker.Config{
+		Store:     k.store,
+		Commander: k.commander,
+		Bindings:  cfg.Checker.Bindings,
+		IsLeader:  k.leader.IsLeader,
+		KeeperID:  k.id,
+		Logger:    log.With("component", "checker"),
+	})
+	if err != nil {
+		return nil, err
+	}
 	k.api, err = api.New(api.Config{
+		Engine:      k.engine,
+		Checker:     k.checker,
 		Store:       k.store,
 		Auth:        k.auth,
 		Catalog:     k.catalog,
@@ -121,6 +163,17 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	if err != nil {
 		return nil, err
 	}
+	k.ui, err = ui.New(ui.Config{
+		Store:  k.store,
+		Auth:   k.auth,
+		Events: ui.Subscriber(k.engine.Subscribe),
+		Logger: log.With("component", "ui"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	k.api.Mount("/ui/", k.ui.Handler())
+	k.api.Mount("/ui", k.ui.Handler())
 	mux := http.NewServeMux()
 	pattern, stream := k.gateway.Handler()
 	mux.Handle(pattern, stream)
@@ -157,6 +210,21 @@ func (k *Keeper) Serve(ctx context.Context, ln net.Listener) error {
 	srv.Protocols.SetHTTP2(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
 
+	if aborted, err := k.engine.Recover(ctx); err != nil {
+		return fmt.Errorf("recovering runs: %w", err)
+	} else if len(aborted) > 0 {
+		k.log.Warn("runs aborted by the keeper's restart", "count", len(aborted))
+	}
+	if n, err := k.checker.Recover(ctx); err != nil {
+		return fmt.Errorf("recovering checker tasks: %w", err)
+	} else if n > 0 {
+		k.log.Warn("checker tasks failed by the keeper's restart", "count", n)
+	}
+	if err := k.commander.connect(ctx, k.auth, k.store, ln.Addr()); err != nil {
+		return fmt.Errorf("connecting the checker to the API: %w", err)
+	}
+	bg := k.startBackground(ctx)
+
 	gwCtx, stopGateway := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopGateway()
 	gwDone := make(chan error, 1)
@@ -179,9 +247,16 @@ func (k *Keeper) Serve(ctx context.Context, ln net.Listener) error {
 	}
 
 	k.log.Info("keeper shutting down")
-	stopGateway()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), k.cfg.ShutdownTimeout.D())
 	defer cancel()
+	bg.stop()
+	if err := k.checker.Close(); err != nil {
+		k.log.Warn("closing the checker", "err", err)
+	}
+	if err := k.engine.Close(shutdownCtx); err != nil {
+		k.log.Warn("closing the run engine", "err", err)
+	}
+	stopGateway()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		k.log.Warn("graceful shutdown timed out; closing connections", "err", err)
 		_ = srv.Close()
@@ -223,6 +298,12 @@ func (k *Keeper) Catalog() *catalog.Catalog { return k.catalog }
 
 // Gateway returns the soul gateway, the engine's Dispatcher for souls.
 func (k *Keeper) Gateway() *gateway.Gateway { return k.gateway }
+
+// Engine returns the run engine.
+func (k *Keeper) Engine() *engine.Engine { return k.engine }
+
+// Checker returns the Checker.
+func (k *Keeper) Checker() *checker.Checker { return k.checker }
 
 // API returns the Operator API server (to mount more handlers on).
 func (k *Keeper) API() *api.Server { return k.api }
