@@ -13,12 +13,23 @@ import (
 
 // followFlags are --wait and --watch of the commands that start a run.
 type followFlags struct {
-	wait, watch bool
+	wait, watch, quiet bool
 }
 
 func (f *followFlags) register(c *cobra.Command) {
 	c.Flags().BoolVar(&f.wait, "wait", false, "wait until the run ends; exit 1 unless it succeeded")
 	c.Flags().BoolVar(&f.watch, "watch", false, "show the run's progress live until it ends (implies --wait)")
+	c.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the run's apply_id (after it ended, with --wait)")
+	c.MarkFlagsMutuallyExclusive("quiet", "watch")
+}
+
+// printID is -q's output: the apply_id alone.
+func (f followFlags) printID(g *Globals, cmd *cobra.Command, id string) bool {
+	if !f.quiet || g.capture {
+		return false
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), id)
+	return true
 }
 
 func (f followFlags) any() bool { return f.wait || f.watch }

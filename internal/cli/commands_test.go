@@ -1,4 +1,4 @@
-package cli
+package cli_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
+	"github.com/soulstack/soulstack/internal/cli"
 )
 
 // TestOutputFormats runs the catalog, token and audit commands against a
@@ -234,33 +235,33 @@ func TestExec(t *testing.T) {
 	repo := catalogtest.NewRepo(t)
 	repo.Commit(catalogtest.MyService, "ok")
 
-	v, err := Exec(ctx, c, []string{"service", "register", "--name", "my-service", "--git", repo.Dir, "--ref", "master", "-o", "table"})
+	v, err := cli.Exec(ctx, c, []string{"service", "register", "--name", "my-service", "--git", repo.Dir, "--ref", "master", "-o", "table"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m, ok := v.(map[string]any); !ok || m["name"] != "my-service" {
 		t.Fatalf("service register: %#v", v)
 	}
-	v, err = Exec(ctx, c, []string{"service", "list"})
+	v, err = cli.Exec(ctx, c, []string{"service", "list"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if l, ok := v.([]any); !ok || len(l) != 1 {
 		t.Fatalf("service list: %#v", v)
 	}
-	v, err = Exec(ctx, c, []string{"souls", "list"})
+	v, err = cli.Exec(ctx, c, []string{"souls", "list"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if l, ok := v.([]any); !ok || len(l) != 0 {
 		t.Fatalf("souls list: %#v", v)
 	}
-	_, err = Exec(ctx, c, []string{"service", "show", "--name", "nope"})
+	_, err = cli.Exec(ctx, c, []string{"service", "show", "--name", "nope"})
 	var ae *apiclient.APIError
 	if !errors.As(err, &ae) || ae.Status != 404 {
 		t.Fatalf("service show nope: %v", err)
 	}
-	if _, err := Exec(ctx, c, []string{"login"}); err == nil {
+	if _, err := cli.Exec(ctx, c, []string{"login"}); err == nil {
 		t.Fatal("login ran in Exec")
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package cli_test
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/soulstack/soulstack/internal/cli"
 )
 
 // TestSettingsPrecedence: flags over environment over the config file,
@@ -15,35 +17,35 @@ import (
 func TestSettingsPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "soulctl.yaml")
-	if err := SaveSettings(file, Settings{Keeper: "http://file:1", Token: "file-token", Fingerprint: "ff"}); err != nil {
+	if err := cli.SaveSettings(file, cli.Settings{Keeper: "http://file:1", Token: "file-token", Fingerprint: "ff"}); err != nil {
 		t.Fatal(err)
 	}
 	xdg := filepath.Join(dir, "xdg")
-	if err := SaveSettings(filepath.Join(xdg, "soulctl", "config.yaml"), Settings{Keeper: "http://xdg:1", Token: "xdg-token"}); err != nil {
+	if err := cli.SaveSettings(filepath.Join(xdg, "soulctl", "config.yaml"), cli.Settings{Keeper: "http://xdg:1", Token: "xdg-token"}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
 		name  string
-		flags Globals
+		flags cli.Globals
 		env   map[string]string
-		want  Settings
+		want  cli.Settings
 	}{
-		{"file only", Globals{Config: file}, nil, Settings{Keeper: "http://file:1", Token: "file-token", Fingerprint: "ff"}},
-		{"env over file", Globals{Config: file}, map[string]string{EnvKeeper: "http://env:1"},
-			Settings{Keeper: "http://env:1", Token: "file-token", Fingerprint: "ff"}},
-		{"flag over env", Globals{Config: file, Keeper: "http://flag:1", Token: "flag-token"},
-			map[string]string{EnvKeeper: "http://env:1", EnvToken: "env-token"},
-			Settings{Keeper: "http://flag:1", Token: "flag-token", Fingerprint: "ff"}},
-		{"a CA file replaces the file's fingerprint", Globals{Config: file, CAFile: "/ca.pem"}, nil,
-			Settings{Keeper: "http://file:1", Token: "file-token", CAFile: "/ca.pem"}},
-		{"SOULCTL_CONFIG names the file", Globals{}, map[string]string{EnvConfig: file},
-			Settings{Keeper: "http://file:1", Token: "file-token", Fingerprint: "ff"}},
-		{"XDG_CONFIG_HOME default", Globals{}, map[string]string{"XDG_CONFIG_HOME": xdg},
-			Settings{Keeper: "http://xdg:1", Token: "xdg-token"}},
-		{"~/.config default", Globals{}, map[string]string{"HOME": dir},
-			Settings{}},
-		{"--config over SOULCTL_CONFIG", Globals{Config: filepath.Join(xdg, "soulctl", "config.yaml")}, map[string]string{EnvConfig: file},
-			Settings{Keeper: "http://xdg:1", Token: "xdg-token"}},
+		{"file only", cli.Globals{Config: file}, nil, cli.Settings{Keeper: "http://file:1", Token: "file-token", Fingerprint: "ff"}},
+		{"env over file", cli.Globals{Config: file}, map[string]string{cli.EnvKeeper: "http://env:1"},
+			cli.Settings{Keeper: "http://env:1", Token: "file-token", Fingerprint: "ff"}},
+		{"flag over env", cli.Globals{Config: file, Keeper: "http://flag:1", Token: "flag-token"},
+			map[string]string{cli.EnvKeeper: "http://env:1", cli.EnvToken: "env-token"},
+			cli.Settings{Keeper: "http://flag:1", Token: "flag-token", Fingerprint: "ff"}},
+		{"a CA file replaces the file's fingerprint", cli.Globals{Config: file, CAFile: "/ca.pem"}, nil,
+			cli.Settings{Keeper: "http://file:1", Token: "file-token", CAFile: "/ca.pem"}},
+		{"SOULCTL_CONFIG names the file", cli.Globals{}, map[string]string{cli.EnvConfig: file},
+			cli.Settings{Keeper: "http://file:1", Token: "file-token", Fingerprint: "ff"}},
+		{"XDG_CONFIG_HOME default", cli.Globals{}, map[string]string{"XDG_CONFIG_HOME": xdg},
+			cli.Settings{Keeper: "http://xdg:1", Token: "xdg-token"}},
+		{"~/.config default", cli.Globals{}, map[string]string{"HOME": dir},
+			cli.Settings{}},
+		{"--config over SOULCTL_CONFIG", cli.Globals{Config: filepath.Join(xdg, "soulctl", "config.yaml")}, map[string]string{cli.EnvConfig: file},
+			cli.Settings{Keeper: "http://xdg:1", Token: "xdg-token"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,7 +66,7 @@ func TestSettingsPrecedence(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("keeper: x\nkeepr: y\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g := Globals{Config: bad, Getenv: func(string) string { return "" }}
+	g := cli.Globals{Config: bad, Getenv: func(string) string { return "" }}
 	if _, err := g.Settings(); err == nil || !strings.Contains(err.Error(), "keepr") {
 		t.Errorf("unknown key: %v", err)
 	}
@@ -100,7 +102,7 @@ func TestLoginWritesConfig(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("config mode %v, want 0600", fi.Mode().Perm())
 	}
-	s, err := LoadSettings(path)
+	s, err := cli.LoadSettings(path)
 	if err != nil || s.Keeper != k.URL || s.Token != k.Token {
 		t.Fatalf("saved settings %+v, %v", s, err)
 	}
@@ -110,7 +112,7 @@ func TestLoginWritesConfig(t *testing.T) {
 		t.Errorf("whoami from the config file:\n%s", who.Stdout)
 	}
 	// The environment overrides the file: a wrong keeper fails.
-	env[EnvKeeper] = "http://127.0.0.1:1"
+	env[cli.EnvKeeper] = "http://127.0.0.1:1"
 	if r := ctl(t, env, "", "whoami"); r.Code != 1 || !strings.Contains(r.Stderr, "127.0.0.1:1") {
 		t.Errorf("SOULCTL_KEEPER did not override the file: exit %d\n%s", r.Code, r.Stderr)
 	}

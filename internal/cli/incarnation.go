@@ -77,6 +77,9 @@ state; it exits 1 if the run did not succeed.`,
 				return err
 			}
 			if !ff.any() {
+				if ff.printID(g, cmd, acc.View.ApplyID) {
+					return nil
+				}
 				return g.Emit(cmd, acc.JSON, func(w io.Writer) error {
 					return startedLines(w, "incarnation "+name+" created", acc.View.ApplyID)
 				})
@@ -84,6 +87,9 @@ state; it exits 1 if the run did not succeed.`,
 			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch)
 			if err != nil {
 				return err
+			}
+			if ff.printID(g, cmd, acc.View.ApplyID) {
+				return runOutcome(r.View)
 			}
 			inc, err := getIncarnation(cmd.Context(), cl, name)
 			if err != nil {

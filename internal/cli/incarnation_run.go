@@ -25,7 +25,8 @@ changes (and commits) nothing. Without --wait or --watch it prints the run's
 apply_id and returns; --watch shows each task's per-host progress live, and
 both exit 1 unless the run succeeded.`,
 		Example: `  soulctl incarnation run --name hello-dev --scenario greet --input '{"greeting": "hi"}' --watch
-  soulctl incarnation run hello-dev --scenario greet --check --wait`,
+  soulctl incarnation run hello-dev --scenario greet --input '{"greeting": "hi"}' --check --wait
+  ID=$(soulctl incarnation run hello-dev --scenario greet --input '{"greeting": "hi"}' -q) && soulctl run watch "$ID"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := nameArg(args, name, "name")
@@ -44,6 +45,9 @@ both exit 1 unless the run succeeded.`,
 				return err
 			}
 			if !ff.any() {
+				if ff.printID(g, cmd, acc.View.ApplyID) {
+					return nil
+				}
 				return g.Emit(cmd, acc.JSON, func(w io.Writer) error {
 					return startedLines(w, "scenario "+req.Scenario+" on "+n, acc.View.ApplyID)
 				})
@@ -51,6 +55,9 @@ both exit 1 unless the run succeeded.`,
 			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch)
 			if err != nil {
 				return err
+			}
+			if ff.printID(g, cmd, acc.View.ApplyID) {
+				return runOutcome(r.View)
 			}
 			if err := g.emitFollowed(cmd, r, ff.watch); err != nil {
 				return err

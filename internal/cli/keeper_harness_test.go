@@ -1,4 +1,4 @@
-package cli
+package cli_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/cli"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/keeper"
 )
@@ -86,7 +87,7 @@ type ctlResult struct {
 func ctl(t *testing.T, env map[string]string, stdin string, args ...string) ctlResult {
 	t.Helper()
 	var out, errb bytes.Buffer
-	g := &Globals{
+	g := &cli.Globals{
 		Getenv: func(k string) string { return env[k] },
 		Stdin:  strings.NewReader(stdin),
 	}
@@ -100,7 +101,7 @@ func ctl(t *testing.T, env map[string]string, stdin string, args ...string) ctlR
 			return env[k]
 		}
 	}
-	code := run(context.Background(), g, args, &out, &errb)
+	code := g.Run(context.Background(), args, &out, &errb)
 	return ctlResult{Code: code, Stdout: out.String(), Stderr: errb.String()}
 }
 

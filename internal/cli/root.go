@@ -86,6 +86,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return run(ctx, &Globals{}, args, stdout, stderr)
 }
 
+// Run executes soulctl args with g (its environment hooks: Getenv, Stdin,
+// Terminal) and returns the exit code, printing errors (with API details)
+// to stderr. Main is Run with the process's environment.
+func (g *Globals) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return run(ctx, g, args, stdout, stderr)
+}
+
 // run executes args with g and maps the outcome to an exit code, printing
 // errors (with API details) to stderr.
 func run(ctx context.Context, g *Globals, args []string, stdout, stderr io.Writer) int {
