@@ -27,7 +27,7 @@ state_schema:
 
 // loadService builds a service repository from files (path → content) and
 // validates it.
-func loadService(t *testing.T, files map[string]string) *dsl.Service {
+func loadService(t testing.TB, files map[string]string) *dsl.Service {
 	t.Helper()
 	fsys := fstest.MapFS{}
 	for k, v := range files {
@@ -47,12 +47,12 @@ func loadService(t *testing.T, files map[string]string) *dsl.Service {
 // engine, real SQLite store, simulated hosts) for one scenario.
 type world struct {
 	*scenariotest.Harness
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 }
 
 // newWorld sets up scenario of svc as described by a scenario test file.
-func newWorld(t *testing.T, svc *dsl.Service, scenario, testYAML string, o ...scenariotest.Options) *world {
+func newWorld(t testing.TB, svc *dsl.Service, scenario, testYAML string, o ...scenariotest.Options) *world {
 	t.Helper()
 	sc := svc.Scenarios[scenario]
 	if sc == nil {

@@ -112,9 +112,10 @@ func (r *runner) execute(ctx context.Context) Event {
 		// Aborted meanwhile (another keeper's recovery) or the store is
 		// down: nothing ran, so there is nothing to lock further.
 		log.ErrorContext(bg, "run could not start", "err", err)
-		return r.end(bg, store.RunFailed, "the run could not start: "+err.Error(), false)
+		return r.end(bg, store.RunFailed, "the run could not start: "+err.Error(), true)
 	}
 	r.emit(Event{Type: EventRun, Status: store.RunRunning})
+	log.InfoContext(ctx, "run started", "check", r.run.Check, "members", len(r.inc.Members))
 	if err := r.prepare(ctx); err != nil {
 		return r.end(bg, store.RunFailed, err.Error(), true)
 	}

@@ -96,7 +96,25 @@ func (r *runner) task(ctx context.Context, t *dsl.Task, sc scope) {
 		} else {
 			r.step(ctx, t, hosts, wave, sc, tg.count)
 		}
+		if lost := r.lost(hosts); len(lost) > 0 && i < len(waves)-1 {
+			// A host that vanished mid-rollout (say, it never came back
+			// from a restart) stops the rollout like a failure: the later
+			// waves never get the task, so nothing after it may run.
+			r.fail(fmt.Sprintf("rollout of %q stopped after wave %d of %d: %s unreachable", name, wave, len(waves), strings.Join(lost, ", ")))
+			return
+		}
 	}
+}
+
+// lost lists the hosts of sids that became unreachable in this run.
+func (r *runner) lost(sids []string) []string {
+	var out []string
+	for _, sid := range sids {
+		if r.isUnreachable(sid) {
+			out = append(out, sid)
+		}
+	}
+	return out
 }
 
 // target is a task's resolved target.
