@@ -321,3 +321,22 @@ expect: {outcome: cancelled}
 		t.Errorf("run after Close: %v, want unavailable", err)
 	}
 }
+
+func TestCreateWithoutCreateScenarioIsReadyAtOnce(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/slow/main.yml": slowScenario})
+	w := newWorld(t, svc, "slow", `
+hosts: [{sid: a, covens: [x]}]
+expect: {outcome: succeeded}
+`)
+	id, err := w.Engine.CreateIncarnation(w.ctx, engine.CreateRequest{Name: "bare", Service: "app", Covens: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run := w.wait(id); run.Status != store.RunSucceeded {
+		t.Fatalf("run %s: %s", run.Status, run.Error)
+	}
+	inc, err := w.Store.GetIncarnation(w.ctx, "bare")
+	if err != nil || inc.Status != store.IncarnationReady || len(inc.Members) != 1 {
+		t.Errorf("incarnation %+v %v", inc, err)
+	}
+}

@@ -112,12 +112,12 @@ func (r *runner) execute(ctx context.Context) Event {
 		// Aborted meanwhile (another keeper's recovery) or the store is
 		// down: nothing ran, so there is nothing to lock further.
 		log.ErrorContext(bg, "run could not start", "err", err)
-		return r.end(bg, store.RunFailed, "the run could not start: "+err.Error(), true)
+		return r.end(bg, store.RunFailed, "the run could not start: "+err.Error())
 	}
 	r.emit(Event{Type: EventRun, Status: store.RunRunning})
 	log.InfoContext(ctx, "run started", "check", r.run.Check, "members", len(r.inc.Members))
 	if err := r.prepare(ctx); err != nil {
-		return r.end(bg, store.RunFailed, err.Error(), true)
+		return r.end(bg, store.RunFailed, err.Error())
 	}
 	r.walk(ctx, r.sc.Tasks, r.topScope())
 
@@ -127,7 +127,7 @@ func (r *runner) execute(ctx context.Context) Event {
 		status, msg = store.RunCancelled, r.cancelMessage(ctx)
 	case r.failed():
 		status, msg = store.RunFailed, r.failureMessage()
-	case len(r.unreachable) > 0:
+	case r.anyUnreachable():
 		status, msg = store.RunFailed, r.unreachableMessage()
 	}
 	if !r.run.Check {
@@ -144,17 +144,15 @@ func (r *runner) execute(ctx context.Context) Event {
 	if status != store.RunSucceeded {
 		log.WarnContext(bg, "run did not succeed", "status", status, "error", msg)
 	}
-	return r.end(bg, status, msg, true)
+	return r.end(bg, status, msg)
 }
 
 // end finishes the run without commit (a check run that succeeded, or a
 // failure: the incarnation becomes error_locked).
-func (r *runner) end(ctx context.Context, status, msg string, write bool) Event {
-	msg = executor.MaskString(msg, r.secrets)
-	if write {
-		if err := r.e.cfg.Store.FinishRun(ctx, r.run.ID, status, msg, r.e.now()); err != nil {
-			r.e.log.ErrorContext(ctx, "recording the end of the run failed", "apply_id", r.run.ID, "err", err)
-		}
+func (r *runner) end(ctx context.Context, status, msg string) Event {
+	msg = executor.MaskString(msg, r.secretList())
+	if err := r.e.cfg.Store.FinishRun(ctx, r.run.ID, status, msg, r.e.now()); err != nil {
+		r.e.log.ErrorContext(ctx, "recording the end of the run failed", "apply_id", r.run.ID, "err", err)
 	}
 	return r.final(status, msg)
 }
@@ -300,6 +298,13 @@ func (r *runner) secretList() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.secrets)
+}
+
+// anyUnreachable reports whether a host was lost in this run.
+func (r *runner) anyUnreachable() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.unreachable) > 0
 }
 
 // isUnreachable reports whether sid was lost earlier in this run.
