@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -335,52 +334,31 @@ func incarnationDetail(w io.Writer, i incarnationView) error {
 	return writeMapYAML(w, "  ", i.State)
 }
 
-// snapshotHosts summarizes a history entry's per-host outcome:
-// "3 hosts: 3 changed".
+// snapshotHosts summarizes a history entry's per-host outcome (sid →
+// {ok, changed, failed, skipped} task counts): "3 hosts, 2 changed" — how
+// many hosts took part and on how many something changed.
 func snapshotHosts(summary map[string]any) string {
 	if len(summary) == 0 {
 		return "-"
 	}
-	totals := map[string]int{}
+	changed, failed := 0, 0
 	for _, v := range summary {
 		m, ok := v.(map[string]any)
 		if !ok {
 			continue
 		}
-		for k, n := range m {
-			if f, ok := n.(float64); ok {
-				totals[k] += int(f)
-			}
+		if n, _ := m["changed"].(float64); n > 0 {
+			changed++
+		}
+		if n, _ := m["failed"].(float64); n > 0 {
+			failed++
 		}
 	}
-	keys := sortedKeys(totals)
-	sort.SliceStable(keys, func(a, b int) bool { return order(keys[a]) < order(keys[b]) })
-	var parts []string
-	for _, k := range keys {
-		if totals[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", totals[k], k))
-		}
-	}
-	s := countOf(len(summary), "host")
-	if len(parts) > 0 {
-		s += ": " + strings.Join(parts, ", ")
+	s := fmt.Sprintf("%s, %d changed", countOf(len(summary), "host"), changed)
+	if failed > 0 {
+		s += fmt.Sprintf(", %d failed", failed)
 	}
 	return s
-}
-
-// order puts result counters in reading order.
-func order(k string) int {
-	switch k {
-	case "ok":
-		return 0
-	case "changed":
-		return 1
-	case "skipped":
-		return 2
-	case "failed":
-		return 3
-	}
-	return 4
 }
 
 // stdinReader reads all of g's stdin, for @- values.

@@ -94,11 +94,11 @@ func (p *progress) render(final bool) {
 		if u.multiWave {
 			p.waveHeader(t, u)
 		}
-		// Without the task's target (no events), a unit is final once the
-		// engine moved past it or the run ended: until then more hosts
-		// may join it.
+		// Without the task's target (its events were missed), a unit is
+		// final once the engine moved past it or the run ended: until
+		// then more hosts may join it.
 		known := len(t.target) > 0
-		if final || (u.done() && (known || i < len(m.order)-1)) {
+		if final || (u.done() && (known || m.movedPast(i))) {
 			p.unitLines(u)
 			p.printed[k] = true
 			continue
@@ -192,6 +192,9 @@ func (p *progress) hostFailure(h hostView) {
 		head += ": " + firstLine(m)
 	}
 	p.line(head)
+	if se := strings.TrimSpace(h.Stderr); se != "" && strings.Contains(h.Msg, se) {
+		return // the message already quotes it
+	}
 	for _, l := range tailLines(h.Stderr, 20) {
 		p.line("        | " + l)
 	}
@@ -204,12 +207,13 @@ func (p *progress) summary(r runView) {
 	for _, t := range r.Tasks {
 		for _, h := range t.Hosts {
 			hosts[h.SID] = true
-			if h.Changed {
-				changed++
-			}
 			switch domain.HostStatus(h.Status) {
 			case domain.StatusFailed, domain.StatusUnreachable:
 				failed++
+			case domain.StatusOK, domain.StatusChanged:
+				if h.Changed {
+					changed++
+				}
 			}
 		}
 	}
@@ -217,7 +221,7 @@ func (p *progress) summary(r runView) {
 	if r.StartedAt != nil && r.FinishedAt != nil {
 		took = " in " + human(r.FinishedAt.Sub(*r.StartedAt))
 	}
-	what := fmt.Sprintf("%s, %s, %d changed", countOf(len(r.Tasks), "task"), countOf(len(hosts), "host"), changed)
+	what := fmt.Sprintf("%s, %s, %d changed", countOf(leafTasks(r.Tasks), "task"), countOf(len(hosts), "host"), changed)
 	if failed > 0 {
 		what += fmt.Sprintf(", %d failed", failed)
 	}
@@ -231,6 +235,25 @@ func (p *progress) summary(r runView) {
 	if r.Error != "" {
 		p.line("  error: " + r.Error)
 	}
+}
+
+// leafTasks counts the tasks that are not blocks (a block's path prefixes
+// its tasks' paths).
+func leafTasks(ts []taskView) int {
+	n := 0
+	for _, t := range ts {
+		block := false
+		for _, o := range ts {
+			if t.Path != "" && strings.HasPrefix(o.Path, t.Path+".") {
+				block = true
+				break
+			}
+		}
+		if !block {
+			n++
+		}
+	}
+	return n
 }
 
 // line prints a final line, clearing the live status line first.
@@ -280,7 +303,7 @@ func hostSummary(hs []hostView) string {
 			st = domain.StatusPending
 		}
 		n[st]++
-		if h.Changed {
+		if h.Changed && (st == domain.StatusOK || st == domain.StatusChanged) {
 			changed++
 		}
 	}

@@ -170,3 +170,34 @@ func TestHostSummary(t *testing.T) {
 		t.Errorf("hostSummary = %q, want %q", got, want)
 	}
 }
+
+// TestProgressLateSubscriber: the event stream connected after wave 1 of
+// the block (a fast run): the record shows wave 1, the events the rest.
+// The wave 1 lines wait until the block is known to roll, so the wave
+// headers still come first.
+func TestProgressLateSubscriber(t *testing.T) {
+	s := newRunScript()
+	var out bytes.Buffer
+	p := newProgress(&out, false)
+	mid := s.done
+	mid.Status, mid.FinishedAt, mid.Error = "running", nil, ""
+	mid.Tasks = []taskView{s.done.Tasks[0],
+		{Name: "Reload", Path: "1.0", Hosts: s.done.Tasks[1].Hosts[:1]},
+		{Name: "Check", Path: "1.1", Hosts: s.done.Tasks[2].Hosts[:1]}}
+	p.record(mid)
+	if got := out.String(); strings.Contains(got, "Reload") {
+		t.Fatalf("wave 1 of the block printed before the block is known to roll:\n%s", got)
+	}
+	for i, ev := range s.evs {
+		if ev.Type == evWave && ev.Wave == 2 {
+			for _, ev := range s.evs[i:] {
+				p.event(ev)
+			}
+			break
+		}
+	}
+	p.record(s.done)
+	if d := cmp.Diff(wantPlain, out.String()); d != "" {
+		t.Errorf("progress (-want +got):\n%s\ngot:\n%s", d, out.String())
+	}
+}

@@ -235,7 +235,8 @@ func (m *runModel) unitOf(k unitKey) unit {
 }
 
 // rolling reports whether t runs in waves: it or an enclosing block is
-// serial, or (from the record alone) its results span several waves.
+// serial, or (known from records alone) it or a task of its block has
+// results past wave 1.
 func (m *runModel) rolling(t *taskState) bool {
 	if t.serial || m.ancestorWave(t.key) > 1 {
 		return true
@@ -245,11 +246,39 @@ func (m *runModel) rolling(t *taskState) bool {
 			return true
 		}
 	}
-	ws := map[int]bool{}
-	for _, h := range t.results {
-		ws[h.Wave] = true
+	block := parentPath(t.key)
+	for _, o := range m.tasks {
+		if o != t && (block == "" || !strings.HasPrefix(o.key, block+".")) {
+			continue
+		}
+		for _, h := range o.results {
+			if h.Wave > 1 {
+				return true
+			}
+		}
 	}
-	return len(ws) > 1
+	return false
+}
+
+// movedPast reports whether the run went beyond unit i of m.order, so that
+// no more hosts join it: a later unit exists — for a task inside a block,
+// one outside the block, or the block is known to roll in waves (its
+// tasks interleave wave by wave, and the wave headers must come first).
+func (m *runModel) movedPast(i int) bool {
+	if i >= len(m.order)-1 {
+		return false
+	}
+	t := m.tasks[m.order[i].task]
+	block := parentPath(t.key)
+	if block == "" || m.rolling(t) {
+		return true
+	}
+	for _, k := range m.order[i+1:] {
+		if !strings.HasPrefix(m.tasks[k.task].key, block+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // waveHosts are the hosts of wave w of the serial task enclosing (or being)
