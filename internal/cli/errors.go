@@ -62,7 +62,7 @@ func describeAPIError(ae *apiclient.APIError) string {
 		}
 		return b.String()
 	}
-	if d := detailsText(ae.Details); d != "" {
+	if d := detailsText(ae.Details); d != "" && !strings.Contains(ae.Message, d) {
 		b.WriteString("\n" + d)
 	}
 	return b.String()
@@ -97,6 +97,8 @@ func detailsText(raw json.RawMessage) string {
 		return string(raw)
 	}
 	switch x := v.(type) {
+	case string:
+		return x
 	case []any:
 		lines := make([]string, 0, len(x))
 		for _, e := range x {

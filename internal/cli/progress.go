@@ -113,7 +113,7 @@ func (p *progress) render(final bool) {
 	if p.live && len(inFlight) > 0 {
 		parts := make([]string, len(inFlight))
 		for i, u := range inFlight {
-			parts[i] = u.name + "  " + hostSummary(u.hosts)
+			parts[i] = u.name + "  " + hostSummary(u.hosts, p.m.run.Check)
 		}
 		p.clearStatus()
 		fmt.Fprintf(p.w, "  … %s", strings.Join(parts, " | "))
@@ -172,7 +172,7 @@ func (p *progress) unitLines(u unit) {
 	case allSkipped:
 		mark = p.mark("skipped")
 	}
-	p.line(fmt.Sprintf("  %s %s: %s (%s)", mark, u.name, hostSummary(u.hosts), human(time.Duration(longest)*time.Millisecond)))
+	p.line(fmt.Sprintf("  %s %s: %s (%s)", mark, u.name, hostSummary(u.hosts, p.m.run.Check), human(time.Duration(longest)*time.Millisecond)))
 	for _, h := range u.hosts {
 		switch domain.HostStatus(h.Status) {
 		case domain.StatusFailed, domain.StatusUnreachable:
@@ -205,6 +205,9 @@ func (p *progress) summary(r runView) {
 	hosts := map[string]bool{}
 	changed, failed := 0, 0
 	for _, t := range r.Tasks {
+		if isBlock(t, r.Tasks) {
+			continue // its tasks' rows count
+		}
 		for _, h := range t.Hosts {
 			hosts[h.SID] = true
 			switch domain.HostStatus(h.Status) {
@@ -221,7 +224,11 @@ func (p *progress) summary(r runView) {
 	if r.StartedAt != nil && r.FinishedAt != nil {
 		took = " in " + human(r.FinishedAt.Sub(*r.StartedAt))
 	}
-	what := fmt.Sprintf("%s, %s, %d changed", countOf(leafTasks(r.Tasks), "task"), countOf(len(hosts), "host"), changed)
+	verb := "changed"
+	if r.Check {
+		verb = "would change"
+	}
+	what := fmt.Sprintf("%s, %s, %d %s", countOf(leafTasks(r.Tasks), "task"), countOf(len(hosts), "host"), changed, verb)
 	if failed > 0 {
 		what += fmt.Sprintf(", %d failed", failed)
 	}
@@ -242,18 +249,21 @@ func (p *progress) summary(r runView) {
 func leafTasks(ts []taskView) int {
 	n := 0
 	for _, t := range ts {
-		block := false
-		for _, o := range ts {
-			if t.Path != "" && strings.HasPrefix(o.Path, t.Path+".") {
-				block = true
-				break
-			}
-		}
-		if !block {
+		if !isBlock(t, ts) {
 			n++
 		}
 	}
 	return n
+}
+
+// isBlock reports whether t holds other tasks of ts.
+func isBlock(t taskView, ts []taskView) bool {
+	for _, o := range ts {
+		if t.Path != "" && strings.HasPrefix(o.Path, t.Path+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // line prints a final line, clearing the live status line first.
@@ -293,8 +303,8 @@ func (p *progress) mark(kind string) string {
 
 // hostSummary counts a unit's hosts: "3/5 ok, 1 changed, 1 running". "ok"
 // counts the hosts that succeeded (changed or not); the other counts
-// follow when not zero.
-func hostSummary(hs []hostView) string {
+// follow when not zero. In check mode "changed" reads "would change".
+func hostSummary(hs []hostView, check bool) string {
 	n := map[domain.HostStatus]int{}
 	changed := 0
 	for _, h := range hs {
@@ -308,7 +318,9 @@ func hostSummary(hs []hostView) string {
 		}
 	}
 	s := fmt.Sprintf("%d/%d ok", n[domain.StatusOK]+n[domain.StatusChanged], len(hs))
-	if changed > 0 {
+	if changed > 0 && check {
+		s += fmt.Sprintf(", %d would change", changed)
+	} else if changed > 0 {
 		s += fmt.Sprintf(", %d changed", changed)
 	}
 	for _, st := range []domain.HostStatus{domain.StatusSkipped, domain.StatusFailed, domain.StatusUnreachable, domain.StatusRunning, domain.StatusPending} {

@@ -162,11 +162,11 @@ func TestProgressLive(t *testing.T) {
 
 func TestHostSummary(t *testing.T) {
 	hs := []hostView{{Status: "ok"}, {Status: "changed", Changed: true}, {Status: "running"}, {Status: "changed", Changed: true}, {Status: "ok"}}
-	if got, want := hostSummary(hs), "4/5 ok, 2 changed, 1 running"; got != want {
+	if got, want := hostSummary(hs, false), "4/5 ok, 2 changed, 1 running"; got != want {
 		t.Errorf("hostSummary = %q, want %q", got, want)
 	}
 	hs = []hostView{{Status: "skipped"}, {Status: "unreachable"}, {Status: "failed"}}
-	if got, want := hostSummary(hs), "0/3 ok, 1 skipped, 1 failed, 1 unreachable"; got != want {
+	if got, want := hostSummary(hs, false), "0/3 ok, 1 skipped, 1 failed, 1 unreachable"; got != want {
 		t.Errorf("hostSummary = %q, want %q", got, want)
 	}
 }
