@@ -8,6 +8,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/dsl"
+	"github.com/soulstack/soulstack/internal/executor"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -42,6 +43,11 @@ func (r *runner) newState(ctx context.Context) (map[string]any, error) {
 	sets, err := r.env.RenderMap(ctx, r.sc.StateChanges.Sets, &act)
 	if err != nil {
 		return nil, fmt.Errorf("state_changes (%s): %w; nothing was committed", r.sc.StateChanges.Pos, err)
+	}
+	// Secrets are never stored (SPEC §10.2): a value rendered from one is
+	// committed masked.
+	if secrets := r.secretList(); len(secrets) > 0 && sets != nil {
+		sets = executor.MaskValue(sets, secrets).(map[string]any)
 	}
 	maps.Copy(state, sets)
 	for _, k := range r.sc.StateChanges.Unsets {

@@ -230,6 +230,8 @@ func TestSecretsAreMasked(t *testing.T) {
 input:
   password: {type: string, secret: true, required: true}
   user: {type: string, default: app}
+state_changes:
+  sets: {leader: "${ input.user }:${ input.password }"}
 tasks:
   - name: set password
     module: core.exec.run
@@ -283,6 +285,10 @@ expect: {outcome: failed}
 				t.Errorf("%s leak a secret %q:\n%s", what, s, text)
 			}
 		}
+	}
+	hist, _ := w.Store.ListHistory(w.ctx, "test", 0)
+	if b, _ := json.Marshal(hist); strings.Contains(string(b), secret) {
+		t.Errorf("history leaks the secret: %s", b)
 	}
 	if run.Input["password"] != "****" || run.Input["user"] != "app" {
 		t.Errorf("run input = %v, want the password masked only", run.Input)
@@ -462,5 +468,21 @@ expect:
   tasks:
     - {task: ask the api, ran: ["@keeper"]}
     - {task: on hosts, ran: [a, b]}
+`).run()
+}
+
+func TestSecretsAreNeverCommitted(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/deploy/main.yml": `
+input:
+  password: {type: string, secret: true}
+state_changes:
+  sets: {leader: "admin:${ input.password }"}
+tasks:
+  - {name: ping, module: core.test.ping}
+`})
+	newWorld(t, svc, "deploy", `
+hosts: [{sid: a}]
+input: {password: pa55word-xyz}
+expect: {outcome: succeeded, state: {leader: "admin:****"}}
 `).run()
 }
