@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"testing"
+	"time"
+)
+
+// BenchmarkFanOut is SPEC §15's fan-out through the whole product: an
+// in-process keeper on SQLite with its defaults, one `soul swarm` process
+// of N souls ($SOULSTACK_BENCH_SOULS, default 1000) connected over TLS, the
+// ping service registered from a git repository made here, one incarnation
+// over all N (its create run — the same one-task scenario — is measured
+// separately as create-*), then per op: POST /v1/incarnations/…/runs of
+// the one-task scenario (core.test.ping on every soul) and wait until the
+// run has committed. Metrics are medians over the ops (ns/op is the mean);
+// the phases say where the time goes (see runTiming).
+//
+// It also measures the keeper's memory per connected soul: live Go heap plus
+// goroutine stacks of this process after GC, and its RSS, before and after
+// the N souls connected (the process holds the keeper and this harness;
+// the souls live in the swarm process).
+func BenchmarkFanOut(b *testing.B) {
+	n := envInt(b, "SOULSTACK_BENCH_SOULS", 1000)
+	ctx := context.Background()
+	e := startKeeper(b, nil)
+	e.registerService("ping", pingService)
+	soulBinary(b)
+
+	heap0, stack0 := liveBytes()
+	self0, err := readProc(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	g0 := runtime.NumGoroutine()
+	connectStart := time.Now()
+	sw := e.startSwarm(n, "fan", "fan")
+	connect := time.Since(connectStart)
+	time.Sleep(2 * time.Second) // soulprint writes and handshakes settle
+	heap1, stack1 := liveBytes()
+	self1, _ := readProc(os.Getpid())
+	goroutines := runtime.NumGoroutine() - g0
+	if p := os.Getenv("SOULSTACK_BENCH_HEAPPROFILE"); p != "" {
+		writeHeapProfile(b, p)
+	}
+
+	create, err := e.createIncarnation(ctx, "fan", "ping", []string{"fan"}, nil)
+	if err != nil {
+		b.Fatalf("create: %v", err)
+	}
+	b.Logf("%d souls connected in %s; create: %s", n, connect.Round(time.Millisecond), create)
+	if _, err := e.runScenario(ctx, "fan", "ping", nil); err != nil { // warm up
+		b.Fatal(err)
+	}
+
+	var ts timings
+	b.ResetTimer()
+	for b.Loop() {
+		rt, err := e.runScenario(ctx, "fan", "ping", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rt.Results != n {
+			b.Fatalf("run recorded %d results, want %d", rt.Results, n)
+		}
+		ts = append(ts, rt)
+	}
+	b.StopTimer()
+	for i, rt := range ts {
+		b.Logf("run %d: %s", i+1, rt)
+	}
+
+	heap2, stack2 := liveBytes()
+	self2, _ := readProc(os.Getpid())
+	swarm, _ := readProc(sw.pid())
+	per := func(d int64) float64 { return float64(d) / float64(n) }
+	b.Logf("keeper heap+stack: before %d MiB, connected %d MiB, after runs %d MiB; RSS before %d MiB, connected %d MiB, after runs %d MiB (peak %d MiB); swarm RSS %d MiB",
+		(heap0+stack0)>>20, (heap1+stack1)>>20, (heap2+stack2)>>20, self0.RSS>>20, self1.RSS>>20, self2.RSS>>20, self2.HWM>>20, swarm.RSS>>20)
+
+	b.ReportMetric(float64(n), "souls")
+	ts.report(b, "")
+	b.ReportMetric(ms(create.Total), "create-ms")
+	b.ReportMetric(ms(connect), "connect-all-ms")
+	b.ReportMetric(per(heap1+stack1-heap0-stack0), "keeper-live-B/soul")
+	b.ReportMetric(per(stack1-stack0), "keeper-stack-B/soul")
+	b.ReportMetric(per(heap2+stack2-heap0-stack0), "keeper-live-after-runs-B/soul")
+	b.ReportMetric(per(self1.RSS-self0.RSS), "keeper-rss-B/soul")
+	b.ReportMetric(per(self2.RSS-self0.RSS), "keeper-rss-after-runs-B/soul")
+	b.ReportMetric(float64(goroutines)/float64(n), "keeper-goroutines/soul")
+	b.ReportMetric(per(swarm.RSS), "swarm-rss-B/soul")
+}
+
+// writeHeapProfile writes this process's heap profile (the keeper side
+// with N souls connected) to path.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+}

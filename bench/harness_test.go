@@ -1,0 +1,390 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/config"
+	"github.com/soulstack/soulstack/internal/keeper"
+)
+
+// The soul binary is built once, on first use, so that `go test ./bench`
+// without -bench builds nothing.
+var (
+	buildOnce sync.Once
+	buildDir  string
+	soulPath  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// soulBinary builds ./cmd/soul (as a release would: no race detector, no
+// coverage) and returns its path.
+func soulBinary(tb testing.TB) string {
+	tb.Helper()
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "soulstack-bench-"); buildErr != nil {
+			return
+		}
+		soulPath = filepath.Join(buildDir, "soul")
+		cmd := exec.Command("go", "build", "-o", soulPath, "github.com/soulstack/soulstack/cmd/soul")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("building the soul binary: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		tb.Fatal(buildErr)
+	}
+	return soulPath
+}
+
+// syncBuffer collects a process's or a logger's output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// env is an in-process keeper on SQLite serving on loopback, with an
+// admin client of its Operator API.
+type env struct {
+	tb   testing.TB
+	dir  string
+	k    *keeper.Keeper
+	addr string
+	c    *apiclient.Client
+	logs *syncBuffer
+}
+
+// startKeeper initializes and serves a keeper in a fresh data directory
+// with the product's defaults (tune may change them) and logs at warn.
+func startKeeper(tb testing.TB, tune func(*config.Keeper)) *env {
+	tb.Helper()
+	ctx := context.Background()
+	dir := tb.TempDir()
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(dir, "keeper")
+	cfg.LogLevel = "warn"
+	cfg.ShutdownTimeout = config.Duration(10 * time.Second)
+	if tune != nil {
+		tune(&cfg)
+	}
+	res, err := keeper.Init(ctx, keeper.InitOptions{Keeper: cfg})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	k, err := keeper.New(ctx, keeper.Config{Keeper: cfg,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		k.Close()
+		tb.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- k.Serve(runCtx, ln) }()
+	e := &env{tb: tb, dir: dir, k: k, addr: ln.Addr().String(), logs: logs}
+	tb.Cleanup(func() {
+		stop()
+		if err := <-served; err != nil {
+			tb.Errorf("keeper Serve: %v", err)
+		}
+		k.Close()
+		if tb.Failed() {
+			tb.Logf("keeper logs (warn and above):\n%s", tail(logs.String(), 4000))
+		}
+	})
+	if e.c, err = apiclient.New("http://"+e.addr, res.Token.Token, apiclient.WithTimeout(5*time.Minute)); err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// registerService commits files (path → content) to a new local git
+// repository and registers it as service name at branch main.
+func (e *env) registerService(name string, files map[string]string) {
+	e.tb.Helper()
+	dir := filepath.Join(e.dir, "repos", name)
+	if err := commitRepo(dir, files); err != nil {
+		e.tb.Fatal(err)
+	}
+	if _, err := e.c.RegisterService(context.Background(), apiclient.RegisterServiceRequest{Name: name, Git: dir, Ref: "main"}); err != nil {
+		e.tb.Fatalf("registering %s: %v", name, err)
+	}
+}
+
+// commitRepo makes dir a git repository whose branch main holds files.
+func commitRepo(dir string, files map[string]string) error {
+	repo, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
+	})
+	if err != nil {
+		return fmt.Errorf("git init %s: %w", dir, err)
+	}
+	for p, content := range files {
+		dst := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return err
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		return fmt.Errorf("git add: %w", err)
+	}
+	_, err = wt.Commit("benchmark service", &git.CommitOptions{
+		Author: &object.Signature{Name: "bench", Email: "bench@soulstack.invalid", When: time.Now()},
+	})
+	return err
+}
+
+// mapFS is files as a file system (for offline validation).
+func mapFS(files map[string]string) fs.FS {
+	m := fstest.MapFS{}
+	for p, c := range files {
+		m[p] = &fstest.MapFile{Data: []byte(c), Mode: 0o644}
+	}
+	return m
+}
+
+// proc is a child process of a benchmark.
+type proc struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+}
+
+// startProc starts bin; it is stopped with SIGTERM (then SIGKILL after
+// 10 s) when the benchmark ends.
+func startProc(tb testing.TB, bin string, env []string, args ...string) *proc {
+	tb.Helper()
+	p := &proc{out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	tb.Cleanup(func() {
+		p.stop()
+		if tb.Failed() {
+			tb.Logf("%s output:\n%s", filepath.Base(bin), tail(p.out.String(), 4000))
+		}
+	})
+	return p
+}
+
+func (p *proc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// joinToken creates a join token for covens.
+func (e *env) joinToken(covens ...string) string {
+	e.tb.Helper()
+	jt, err := e.c.CreateJoinToken(context.Background(), apiclient.CreateJoinTokenRequest{Covens: covens, TTL: apiclient.Duration(24 * time.Hour)})
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	return jt.Token
+}
+
+// startSwarm starts one `soul swarm` process of n souls (SIDs
+// <prefix>-0001 …) carrying covens, and waits until all are connected.
+func (e *env) startSwarm(n int, prefix string, covens ...string) *proc {
+	e.tb.Helper()
+	p := startProc(e.tb, soulBinary(e.tb), []string{"SOUL_JOIN_TOKEN=" + e.joinToken(covens...)},
+		"swarm", "--keeper", "https://"+e.addr, "--count", strconv.Itoa(n), "--sid-prefix", prefix,
+		"--data-dir", filepath.Join(e.dir, "swarm-"+prefix), "--reconnect-min", "100ms", "--reconnect-max", "2s")
+	e.waitConnected(prefix+"-", n, p, 5*time.Minute)
+	return p
+}
+
+// waitConnected waits until n souls whose SIDs start with prefix are
+// connected to the keeper.
+func (e *env) waitConnected(prefix string, n int, p *proc, within time.Duration) {
+	e.tb.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got := 0
+		for _, sid := range e.k.Gateway().ConnectedSIDs() {
+			if strings.HasPrefix(sid, prefix) {
+				got++
+			}
+		}
+		if got == n {
+			return
+		}
+		select {
+		case <-p.done:
+			e.tb.Fatalf("soul process exited with %d of %d souls connected", got, n)
+		default:
+		}
+		if time.Now().After(deadline) {
+			e.tb.Fatalf("%d of %d souls connected after %s", got, n, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// procStat is what /proc says of a process.
+type procStat struct {
+	RSS     int64 // VmRSS, bytes
+	HWM     int64 // VmHWM (peak RSS), bytes
+	CPUTick int64 // utime+stime, in clock ticks
+}
+
+// clockTick is USER_HZ, the unit of /proc/<pid>/stat times (100 on Linux).
+const clockTick = 100
+
+func readProc(pid int) (procStat, error) {
+	var st procStat
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return st, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			st.RSS = kb << 10
+		case "VmHWM:":
+			st.HWM = kb << 10
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return st, err
+	}
+	// Fields after the command name (which may hold spaces) start at the
+	// state, field 3; utime and stime are fields 14 and 15.
+	rest := string(stat[bytes.LastIndexByte(stat, ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return st, fmt.Errorf("/proc/%d/stat: short", pid)
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	stt, _ := strconv.ParseInt(f[12], 10, 64)
+	st.CPUTick = ut + stt
+	return st, nil
+}
+
+// liveBytes is this process's heap in use plus goroutine stacks after a
+// few collections (stacks shrink by half per collection while unused).
+func liveBytes() (heap, stack int64) {
+	for range 5 {
+		runtime.GC()
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse), int64(m.StackInuse)
+}
+
+// envInt reads a positive integer from the environment, else def.
+func envInt(tb testing.TB, name string, def int) int {
+	tb.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		tb.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// envInts reads a comma-separated list of positive integers, else def.
+func envInts(tb testing.TB, name string, def []int) []int {
+	tb.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, s := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			tb.Fatalf("%s=%q: want positive integers separated by commas", name, v)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
