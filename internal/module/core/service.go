@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"time"
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/module"
@@ -54,6 +55,30 @@ func pickServiceManager() serviceManager {
 	return sysvManager{dir: "/etc/init.d", rcDir: "/etc"}
 }
 
+// serviceSettle is how long a service may take, after its init system
+// reported success, to show the state it was asked for: a SysV script
+// returns once the daemon has forked, and a daemon such as redis-server
+// writes its pidfile only after initializing, so an immediate status check
+// can see the empty pidfile the script created and report it stopped.
+const serviceSettle = 10 * time.Second
+
+// settle polls the service's state until it is want or within has passed,
+// and returns the last state seen.
+func settle(ctx context.Context, m serviceManager, name string, want bool, within time.Duration) (bool, error) {
+	deadline := time.Now().Add(within)
+	for {
+		now, err := m.active(ctx, name)
+		if err != nil || now == want || !time.Now().Before(deadline) {
+			return now, err
+		}
+		select {
+		case <-ctx.Done():
+			return now, nil
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // serviceCall is the common start of every core.service.* call.
 func serviceCall(ctx context.Context, p map[string]any) (serviceManager, string, bool, error) {
 	a := newArgs(p)
@@ -98,7 +123,7 @@ func serviceTo(ctx context.Context, p map[string]any, env *module.Env, want bool
 	if err := m.action(ctx, name, verb); err != nil {
 		return domain.Result{}, err
 	}
-	now, err := m.active(ctx, name)
+	now, err := settle(ctx, m, name, want, serviceSettle)
 	if err != nil {
 		return domain.Result{}, err
 	}
@@ -154,7 +179,7 @@ func serviceAction(ctx context.Context, env *module.Env, m serviceManager, name,
 	if err := m.action(ctx, name, verb); err != nil {
 		return domain.Result{}, err
 	}
-	up, err := m.active(ctx, name)
+	up, err := settle(ctx, m, name, true, serviceSettle)
 	if err != nil {
 		return domain.Result{}, err
 	}
