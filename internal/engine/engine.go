@@ -71,6 +71,8 @@ type Config struct {
 	Sleep func(context.Context, time.Duration) error
 	// NewID makes apply ids (random UUIDs when nil).
 	NewID func() string
+	// Metrics receives run and task outcomes (nil: none).
+	Metrics *Metrics
 }
 
 // Engine creates incarnations and runs scenarios. It is safe for concurrent

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/dsl"
@@ -104,7 +105,10 @@ func TriggerKey(sc *dsl.Scenario, t *dsl.Task) string {
 }
 
 // execute runs the scenario and ends the run; it returns the final event.
-func (r *runner) execute(ctx context.Context) Event {
+func (r *runner) execute(ctx context.Context) (final Event) {
+	started := time.Now()
+	r.e.cfg.Metrics.runStarted()
+	defer func() { r.e.cfg.Metrics.runFinished(final.Status, r.run.Check, time.Since(started)) }()
 	// Finishing writes must happen even when the run was cancelled.
 	bg := context.WithoutCancel(ctx)
 	log := r.e.log.With("apply_id", r.run.ID, "incarnation", r.inc.Name, "scenario", r.sc.Name)

@@ -165,7 +165,9 @@ func (r *runner) dispatch(ctx context.Context, t *dsl.Task, sid string, w dispat
 			return domain.Result{Failed: true, RC: -1, Msg: "this keeper has no keeper-side runner for on: keeper tasks"}
 		}
 	}
+	r.e.cfg.Metrics.dispatchStarted()
 	res, ok := d.Dispatch(ctx, []dispatch.Request{{SID: sid, Work: w}}, nil)[sid]
+	r.e.cfg.Metrics.dispatchDone()
 	if !ok {
 		return domain.Result{Failed: true, RC: -1, Msg: "the dispatcher returned no result for " + sid}
 	}
@@ -177,6 +179,7 @@ func (r *runner) record(ctx context.Context, rows []store.HostResult) {
 	if len(rows) == 0 {
 		return
 	}
+	r.e.cfg.Metrics.hostResults(rows)
 	if err := r.e.cfg.Store.RecordResults(context.WithoutCancel(ctx), rows); err != nil {
 		r.e.log.ErrorContext(ctx, "recording host results failed", "apply_id", r.run.ID, "err", err)
 	}

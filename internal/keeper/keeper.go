@@ -132,6 +132,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		Logger:         log.With("component", "engine"),
 		DefaultTimeout: cfg.TaskTimeout.D(),
 		FanOut:         cfg.FanOut,
+		Metrics:        engine.NewMetrics(k.registry),
 	})
 	if err != nil {
 		return nil, err

@@ -40,6 +40,8 @@ type Options struct {
 	DefaultTimeout time.Duration
 	// OutputCap of stored results (the engine's default when zero).
 	OutputCap int
+	// Metrics, when set, receives the engine's run and task outcomes.
+	Metrics *engine.Metrics
 }
 
 // staticServices serves the one service under test at any commit.
@@ -74,7 +76,7 @@ func NewHarness(ctx context.Context, dir string, svc *dsl.Service, t *Test, o Op
 	}
 	h.Engine, err = engine.New(engine.Config{
 		Store: st, Dispatcher: h.Sim, Local: h.Sim, Services: staticServices{svc},
-		KeeperID: KeeperID, DefaultTimeout: o.DefaultTimeout, OutputCap: o.OutputCap,
+		KeeperID: KeeperID, DefaultTimeout: o.DefaultTimeout, OutputCap: o.OutputCap, Metrics: o.Metrics,
 		// Simulated time: retry delays pass at once.
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 	})
