@@ -45,7 +45,7 @@ expect: {outcome: failed}
 	}
 }
 
-// counter reads the counter name whose first label is status (0 if absent).
+// counter reads the counter name with label status (0 if absent).
 func counter(t *testing.T, reg *prometheus.Registry, name, status string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -57,8 +57,10 @@ func counter(t *testing.T, reg *prometheus.Registry, name, status string) float6
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == status {
-				return m.GetCounter().GetValue()
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "status" && l.GetValue() == status {
+					return m.GetCounter().GetValue()
+				}
 			}
 		}
 	}
