@@ -584,3 +584,100 @@ func runJSONAny(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestRunsKeeperCrash SIGKILLs the real keeper binary in the middle of a
+// run and starts it again on the same data and port: the run is aborted,
+// the incarnation error_locked with nothing committed, and the souls
+// reconnect by themselves and serve the next run.
+func TestRunsKeeperCrash(t *testing.T) {
+	backends(t, testKeeperCrash)
+}
+
+// crashSleep is how long the run the keeper dies in sleeps on each soul.
+const crashSleep = 5 * time.Second
+
+func testKeeperCrash(t *testing.T, dbURL string) {
+	f, serveArgs := binaryKeeper(t, dbURL)
+	k := f.serveBinary(serveArgs)
+	f.startSouls()
+	f.registerFleet()
+	f.createFleet()
+	inc0, hist := f.incarnation(), f.history()
+
+	acc, err := f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: "slow", Input: map[string]any{"stamp": "crash", "duration": crashSleep.String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stamp is written on every host before the sleep is dispatched:
+	// once the keeper recorded it, the run is in the middle of its sleep.
+	waitFor(t, 15*time.Second, func() bool {
+		r, err := f.c.GetRun(f.ctx, acc.ApplyID)
+		return err == nil && r.Status == store.RunRunning && len(hosts(r, "Write the stamp")) == 3
+	}, "the run to reach its sleep")
+	time.Sleep(300 * time.Millisecond)
+	if err := k.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	k.wait(t, 10*time.Second)
+	killed := time.Now()
+	for _, sid := range fleetSIDs {
+		if got := f.file(sid, "srv/fleet/stamp"); got != "crash\n" {
+			t.Fatalf("%s stamp %q: the run did not get that far", sid, got)
+		}
+	}
+
+	restarted := time.Now()
+	f.serveBinary(serveArgs)
+	r, err := f.c.GetRun(f.ctx, acc.ApplyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != store.RunAborted || r.Error == "" || r.FinishedAt == nil {
+		t.Fatalf("the run after the crash: %s (%q)", r.Status, r.Error)
+	}
+	inc := f.incarnation()
+	if inc.Status != store.IncarnationErrorLocked || inc.ActiveRun != "" {
+		t.Fatalf("the incarnation after the crash: status %s, active %q", inc.Status, inc.ActiveRun)
+	}
+	if d := cmp.Diff(inc0.State, inc.State); d != "" || inc.State["stamp"] != nil {
+		t.Errorf("the aborted run committed state (-before +after):\n%s", d)
+	}
+	if h := f.history(); len(h) != len(hist) || h[0].ID != hist[0].ID {
+		t.Errorf("the aborted run changed the history: %d snapshots, was %d", len(h), len(hist))
+	}
+	if _, err := f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: "create"}); apiError(t, err).Status != 409 {
+		t.Fatalf("a run before unlocking: %v", err)
+	}
+
+	// The restarted keeper marked every soul disconnected; they come back
+	// on their own (connected since the restart).
+	waitFor(t, 20*time.Second, func() bool {
+		for _, sid := range fleetSIDs {
+			s, err := f.c.GetSoul(f.ctx, sid)
+			if err != nil || s.Status != store.SoulConnected || s.LastSeen.Before(restarted) {
+				return false
+			}
+		}
+		return true
+	}, "souls to reconnect to the restarted keeper")
+	t.Logf("souls reconnected %s after the restart", time.Since(restarted).Round(time.Millisecond))
+	if _, err := f.c.UnlockIncarnation(f.ctx, fleetInc, "keeper crashed during slow; hosts checked"); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.run("create", map[string]any{"motd": "Hello"}, false); r.Status != store.RunSucceeded || len(hosts(r, "Probe the motd")) != 3 {
+		t.Fatalf("create after the restart: %s (%s)\n%s", r.Status, r.Error, runJSON(r))
+	}
+	if inc := f.incarnation(); inc.Status != store.IncarnationReady {
+		t.Fatalf("after the restart and a new run: %s", inc.Status)
+	}
+
+	// The souls finish their sleep and deliver its results late, to the
+	// new keeper: they change nothing.
+	time.Sleep(time.Until(killed.Add(crashSleep + time.Second)))
+	if r, err := f.c.GetRun(f.ctx, acc.ApplyID); err != nil || r.Status != store.RunAborted {
+		t.Errorf("the aborted run after its late results: %s, %v", r.Status, err)
+	}
+	if inc := f.incarnation(); inc.Status != store.IncarnationReady || cmp.Diff(helloState, inc.State) != "" {
+		t.Errorf("late results of the aborted run changed the incarnation: %s %v", inc.Status, inc.State)
+	}
+}
