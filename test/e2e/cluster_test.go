@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,7 +42,6 @@ var labPackages = []string{"hello", "redis-server", "redis-tools"}
 // cluster is a lab with a Keeper on the machine side and a connected soul
 // in every host.
 type cluster struct {
-	t      *testing.T
 	lab    *lab.Lab
 	keeper *keeperProc
 	api    *apiclient.Client
@@ -61,9 +62,14 @@ func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
-	c := &cluster{t: t, souls: map[string]*lab.Proc{}, logDir: logDir(t)}
+	c := &cluster{souls: map[string]*lab.Proc{}, logDir: logDir(t)}
 
 	start := time.Now()
+	waitTurn(t, ctx)
+	if waited := since(start); waited > time.Second {
+		t.Logf("waited %v for another e2e run on this machine to finish", waited)
+	}
+	start = time.Now()
 	l, err := lab.New(ctx, lab.Config{Name: labName, Hosts: hostCount, Packages: labPackages})
 	if err != nil {
 		t.Fatalf("building the lab: %v", err)
@@ -101,7 +107,7 @@ func newCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	c.soulURL = "https://" + c.keeper.addr
-	c.waitKeeperReady(ctx)
+	c.waitKeeperReady(t)
 	jt, err := c.api.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{coven}, TTL: apiclient.Duration(time.Hour)})
 	if err != nil {
 		t.Fatalf("creating a join token: %v", err)
@@ -110,16 +116,51 @@ func newCluster(t *testing.T) *cluster {
 	t.Logf("keeper (pid %d) ready on %s in %v", c.keeper.pid(), c.keeper.addr, since(start))
 
 	start = time.Now()
-	t.Cleanup(c.stopSouls)
+	t.Cleanup(func() {
+		if err := c.stopSouls(); err != nil {
+			t.Error(err)
+		}
+	})
 	for _, h := range l.Hosts() {
 		if err := h.CopyIn(soulBin, "/usr/local/bin/soul"); err != nil {
 			t.Fatal(err)
 		}
-		c.startSoul(ctx, h.Name(), true)
+		c.startSoul(t, h.Name(), true)
 	}
-	c.waitSouls(ctx, store.SoulConnected, c.sids()...)
+	c.waitSouls(t, store.SoulConnected, c.sids()...)
 	t.Logf("%d souls connected in %v", hostCount, since(start))
 	return c
+}
+
+// turnLock serializes e2e runs on one machine (several engineers, or two
+// `make test`, at once): they share the fixed lab name, which lab.New
+// refuses while another process holds it. The lock is released when the
+// test process ends, however it ends.
+const turnLock = "/run/soulstack-e2e.lock"
+
+// waitTurn waits until no other e2e run holds turnLock, and holds it until
+// the test ends.
+func waitTurn(t *testing.T, ctx context.Context) {
+	t.Helper()
+	f, err := os.OpenFile(turnLock, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			t.Fatalf("locking %s: %v", turnLock, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("another e2e run held %s too long: %v", turnLock, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // logDir returns a directory for the Keeper's data and every process's
@@ -152,7 +193,9 @@ func printLogTails(t *testing.T, dir string) {
 		if err != nil {
 			return nil
 		}
-		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		// The keeper logs every API call; the tests poll.
+		lines := slices.DeleteFunc(strings.Split(strings.TrimRight(string(data), "\n"), "\n"),
+			func(l string) bool { return strings.Contains(l, `msg="http request"`) })
 		if len(lines) > 60 {
 			lines = lines[len(lines)-60:]
 		}
@@ -183,10 +226,10 @@ func (c *cluster) sids() []string {
 }
 
 // host returns the lab host whose soul has the SID sid.
-func (c *cluster) host(sid string) *lab.Host {
+func (c *cluster) host(t *testing.T, sid string) *lab.Host {
 	h := c.lab.Host(sid)
 	if h == nil {
-		c.t.Fatalf("no host %s", sid)
+		t.Fatalf("no host %s", sid)
 	}
 	return h
 }
@@ -194,19 +237,20 @@ func (c *cluster) host(sid string) *lab.Host {
 // startSoul starts `soul run` in host sid. The first start carries the join
 // token; later ones rely on the key and the pinned fingerprint the soul
 // keeps in its data directory.
-func (c *cluster) startSoul(ctx context.Context, sid string, join bool) {
-	c.t.Helper()
+func (c *cluster) startSoul(t *testing.T, sid string, join bool) {
+	t.Helper()
+	ctx := t.Context()
 	argv := []string{"/usr/local/bin/soul", "run", "--keeper", c.soulURL, "--sid", sid, "--data-dir", soulDataDir,
 		"--reconnect-min", "100ms", "--reconnect-max", "1s", "--log-level", "debug"}
 	if join {
 		argv = append(argv, "--join-token", c.joinToken)
 	}
-	p, err := c.host(sid).Start(ctx, argv, filepath.Join(c.logDir, "soul-"+sid+".log"))
+	p, err := c.host(t, sid).Start(ctx, argv, filepath.Join(c.logDir, "soul-"+sid+".log"))
 	if err != nil {
-		c.t.Fatalf("starting the soul of %s: %v", sid, err)
+		t.Fatalf("starting the soul of %s: %v", sid, err)
 	}
 	if p.PID() == 0 {
-		c.t.Fatalf("the soul of %s exited at once: %v (see %s)", sid, p.Wait(), c.logDir)
+		t.Fatalf("the soul of %s exited at once: %v (see %s)", sid, p.Wait(), c.logDir)
 	}
 	c.mu.Lock()
 	c.souls[sid] = p
@@ -215,36 +259,39 @@ func (c *cluster) startSoul(ctx context.Context, sid string, join bool) {
 
 // killSoul kills the soul of host sid with SIGKILL (by PID) and waits until
 // it has exited.
-func (c *cluster) killSoul(sid string) {
-	c.t.Helper()
+func (c *cluster) killSoul(t *testing.T, sid string) {
+	t.Helper()
 	c.mu.Lock()
 	p := c.souls[sid]
 	delete(c.souls, sid)
 	c.mu.Unlock()
 	if p == nil {
-		c.t.Fatalf("no soul running in %s", sid)
+		t.Fatalf("no soul running in %s", sid)
 	}
 	if err := p.Kill(); err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 }
 
 // stopSouls kills every soul still running (test cleanup).
-func (c *cluster) stopSouls() {
+func (c *cluster) stopSouls() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var errs []error
 	for sid, p := range c.souls {
 		if err := p.Kill(); err != nil {
-			c.t.Errorf("killing the soul of %s: %v", sid, err)
+			errs = append(errs, fmt.Errorf("killing the soul of %s: %w", sid, err))
 		}
 		delete(c.souls, sid)
 	}
+	return errors.Join(errs...)
 }
 
 // waitKeeperReady waits until the Keeper answers /readyz.
-func (c *cluster) waitKeeperReady(ctx context.Context) {
-	c.t.Helper()
-	c.eventually(ctx, 30*time.Second, "keeper ready on "+c.keeper.addr, func() error {
+func (c *cluster) waitKeeperReady(t *testing.T) {
+	t.Helper()
+	ctx := t.Context()
+	eventually(t, 30*time.Second, "keeper ready on "+c.keeper.addr, func() error {
 		if !c.keeper.running() {
 			return fmt.Errorf("keeper exited: %v", c.keeper.err)
 		}
@@ -253,9 +300,10 @@ func (c *cluster) waitKeeperReady(ctx context.Context) {
 }
 
 // waitSouls waits until every soul in sids has the given status.
-func (c *cluster) waitSouls(ctx context.Context, status string, sids ...string) {
-	c.t.Helper()
-	c.eventually(ctx, 30*time.Second, fmt.Sprintf("souls %v %s", sids, status), func() error {
+func (c *cluster) waitSouls(t *testing.T, status string, sids ...string) {
+	t.Helper()
+	ctx := t.Context()
+	eventually(t, 30*time.Second, fmt.Sprintf("souls %v %s", sids, status), func() error {
 		souls, err := c.api.ListSouls(ctx, apiclient.SoulQuery{})
 		if err != nil {
 			return err
@@ -275,8 +323,9 @@ func (c *cluster) waitSouls(ctx context.Context, status string, sids ...string) 
 
 // eventually retries f every 100ms until it returns nil, and fails the
 // test with f's last error after within.
-func (c *cluster) eventually(ctx context.Context, within time.Duration, what string, f func() error) {
-	c.t.Helper()
+func eventually(t *testing.T, within time.Duration, what string, f func() error) {
+	t.Helper()
+	ctx := t.Context()
 	deadline := time.Now().Add(within)
 	for {
 		err := f()
@@ -284,7 +333,7 @@ func (c *cluster) eventually(ctx context.Context, within time.Duration, what str
 			return
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			c.t.Fatalf("timed out after %v waiting for %s: %v", within, what, err)
+			t.Fatalf("timed out after %v waiting for %s: %v", within, what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -293,8 +342,9 @@ func (c *cluster) eventually(ctx context.Context, within time.Duration, what str
 // registerService registers examples/redis as service name: the directory
 // is copied into a fresh local git repository and committed, and the
 // Keeper materializes it over file://.
-func (c *cluster) registerService(ctx context.Context, name string) store.Service {
-	c.t.Helper()
+func (c *cluster) registerService(t *testing.T, name string) store.Service {
+	t.Helper()
+	ctx := t.Context()
 	files := map[string]string{}
 	src := filepath.Join("..", "..", "examples", "redis")
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
@@ -310,16 +360,16 @@ func (c *cluster) registerService(ctx context.Context, name string) store.Servic
 		return nil
 	})
 	if err != nil {
-		c.t.Fatalf("reading %s: %v", src, err)
+		t.Fatalf("reading %s: %v", src, err)
 	}
-	repo := catalogtest.NewRepo(c.t)
+	repo := catalogtest.NewRepo(t)
 	commit := repo.Commit(files, "examples/redis")
 	svc, err := c.api.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: name, Git: "file://" + repo.Dir, Ref: "master"})
 	if err != nil {
-		c.t.Fatalf("registering %s: %v", name, err)
+		t.Fatalf("registering %s: %v", name, err)
 	}
 	if svc.Commit != commit {
-		c.t.Fatalf("service %s at commit %s, want %s", name, svc.Commit, commit)
+		t.Fatalf("service %s at commit %s, want %s", name, svc.Commit, commit)
 	}
 	return svc
 }
