@@ -66,6 +66,9 @@ func (k *keeperProc) start() error {
 	// No context: the Keeper lives until kill or stop, by PID.
 	cmd := exec.Command(keeperBin, "serve", "--data-dir", k.dataDir, "--listen", k.addr, "--config", k.cfgFile)
 	cmd.Stdout, cmd.Stderr = log, log
+	// A test binary killed mid-run must not leave its Keeper behind (the
+	// next run's lab.New removes everything else).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting keeper: %w", err)
 	}
