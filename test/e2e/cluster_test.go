@@ -227,6 +227,7 @@ func (c *cluster) sids() []string {
 
 // host returns the lab host whose soul has the SID sid.
 func (c *cluster) host(t *testing.T, sid string) *lab.Host {
+	t.Helper()
 	h := c.lab.Host(sid)
 	if h == nil {
 		t.Fatalf("no host %s", sid)

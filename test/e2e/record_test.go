@@ -44,6 +44,7 @@ func (c *cluster) startRun(t *testing.T, scenario string, input map[string]any) 
 	return acc.ApplyID
 }
 
+// incarnationExists reports whether the incarnation has been created.
 func (c *cluster) incarnationExists(t *testing.T) bool {
 	t.Helper()
 	ctx := t.Context()

@@ -90,6 +90,7 @@ func (c *cluster) testRestart(t *testing.T) {
 	replicas := c.replicas()
 	assertEqual(t, "hosts probed", hostsOf(task(r, taskRestartProbe), ran), c.sids())
 	restart := task(r, taskRestartWaves)
+	assertEqual(t, "hosts the restart ran on", hostsOf(restart, ran), replicas)
 	assertEqual(t, "hosts restarted", hostsOf(restart, changed), replicas)
 	assertEqual(t, "restart waves", waves(restart), [][]string{replicas[:2], replicas[2:]})
 	assertSequentialWaves(t, r, taskRestartWaves)
