@@ -118,6 +118,7 @@ func (c *cluster) testKeeperRestartMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	runStart := time.Now()
 	id := c.startRun(t, "rolling-restart", map[string]any{"max_memory": "160mb"})
 	c.watchRun(t, id, "wave 1 to render on "+replicas[0], func(r apiclient.RunDetail) bool {
 		return slices.Contains(hostsOf(task(r, taskRender), ran), replicas[0])
@@ -135,6 +136,7 @@ func (c *cluster) testKeeperRestartMidRun(t *testing.T) {
 	t.Logf("keeper restarted (pid %d) on %s in %v", c.keeper.pid(), c.keeper.addr, since(start))
 
 	r := c.waitRun(t, id)
+	logRun(t, r, since(runStart))
 	requireOutcome(t, r, store.RunAborted)
 	c.assertLockedUnchanged(t, inc)
 	t.Logf("%s", describe(r))
