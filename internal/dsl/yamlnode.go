@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"fmt"
+	"github.com/soulstack/soulstack/internal/textutil"
 	"regexp"
 	"sort"
 	"strconv"
@@ -327,45 +328,7 @@ func joinKey(prefix, k string) string {
 }
 
 // suggest returns " (did you mean x?)" for the closest candidate, or "".
-func suggest(word string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		d := levenshtein(word, c)
-		if len(word) >= 3 && (strings.HasPrefix(c, word) || strings.HasPrefix(word, c)) {
-			d = min(d, 1)
-		}
-		if d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return " (did you mean " + best + "?)"
-}
-
-func levenshtein(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 99
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+func suggest(word string, candidates []string) string { return textutil.Suggest(word, candidates) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))

@@ -3,6 +3,7 @@ package expr
 import (
 	"errors"
 	"fmt"
+	"github.com/soulstack/soulstack/internal/textutil"
 	"slices"
 	"sort"
 
@@ -195,40 +196,6 @@ func (e *Env) checkIsolation(r Refs) error {
 	return errors.Join(errs...)
 }
 
-// closest returns " (did you mean x?)" for the candidate within edit
-// distance 2 of word, or "".
-func closest(word string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := editDistance(word, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return " (did you mean " + best + "?)"
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 99
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// closest returns " (did you mean x?)" for the candidate closest to word,
+// or "".
+func closest(word string, candidates []string) string { return textutil.Suggest(word, candidates) }
