@@ -247,6 +247,18 @@ func (f *fleet) awaitRun(id string, within time.Duration) apiclient.RunDetail {
 	return r
 }
 
+// awaitSleep waits until a run of scenario slow is in its sleep: the stamp
+// is written on every host before the sleep is dispatched, so once the
+// keeper recorded it (and a moment passed) the souls are sleeping.
+func (f *fleet) awaitSleep(id string) {
+	f.t.Helper()
+	waitFor(f.t, 15*time.Second, func() bool {
+		r, err := f.c.GetRun(f.ctx, id)
+		return err == nil && r.Status == store.RunRunning && len(hosts(r, "Write the stamp")) == 3
+	}, "run %s to reach its sleep", id)
+	time.Sleep(300 * time.Millisecond)
+}
+
 // run starts scenario on the fleet incarnation and waits for its end.
 func (f *fleet) run(scenario string, input map[string]any, check bool) apiclient.RunDetail {
 	f.t.Helper()
@@ -471,7 +483,7 @@ func testRuns(t *testing.T, dbURL string) {
 	})
 
 	t.Run("one run at a time", func(t *testing.T) {
-		acc, err := f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: "slow", Input: map[string]any{"stamp": "s1", "duration": "1500ms"}})
+		acc, err := f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: "slow", Input: map[string]any{"stamp": "s1", "duration": "2s"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -484,6 +496,18 @@ func testRuns(t *testing.T, dbURL string) {
 		if inc := f.incarnation(); inc.Status != store.IncarnationApplying || inc.ActiveRun != acc.ApplyID {
 			t.Errorf("during the run: status %s, active run %q", inc.Status, inc.ActiveRun)
 		}
+		// Its progress streams as Server-Sent Events until the done event.
+		ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+		defer cancel()
+		slept := map[string]bool{}
+		done, err := f.c.WatchRun(ctx, acc.ApplyID, func(ev apiclient.RunEvent) {
+			if ev.Type == "host" && ev.Result != nil && ev.Result.TaskName == "Sleep" {
+				slept[ev.Result.SID] = true
+			}
+		})
+		if err != nil || done.Status != store.RunSucceeded || len(slept) != 3 {
+			t.Fatalf("slow run's events: done %+v, %v; Sleep results from %v", done, err, slept)
+		}
 		if r := f.awaitRun(acc.ApplyID, 30*time.Second); r.Status != store.RunSucceeded {
 			t.Fatalf("slow run: %s (%s)", r.Status, r.Error)
 		}
@@ -494,6 +518,42 @@ func testRuns(t *testing.T, dbURL string) {
 		}
 		if inc := f.incarnation(); inc.Status != store.IncarnationReady || inc.State["stamp"] != "s1" {
 			t.Errorf("after the slow run: %s %v", inc.Status, inc.State)
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		inc0, hist := f.incarnation(), f.history()
+		acc, err := f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: "slow", Input: map[string]any{"stamp": "cancelled", "duration": "30s"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.awaitSleep(acc.ApplyID)
+		began := time.Now()
+		if err := f.c.CancelRun(f.ctx, acc.ApplyID); err != nil {
+			t.Fatal(err)
+		}
+		r := f.awaitRun(acc.ApplyID, 10*time.Second)
+		if r.Status != store.RunCancelled || time.Since(began) > 5*time.Second {
+			t.Fatalf("cancelled run: %s after %s (%s)", r.Status, time.Since(began), r.Error)
+		}
+		inc := f.incarnation()
+		if inc.Status != store.IncarnationErrorLocked || cmp.Diff(inc0.State, inc.State) != "" {
+			t.Errorf("after cancel: %s %v", inc.Status, inc.State)
+		}
+		if h := f.history(); len(h) != len(hist) {
+			t.Errorf("a cancelled run added history")
+		}
+		// The souls were told to stop their sleep.
+		waitFor(t, 5*time.Second, func() bool {
+			for _, sid := range fleetSIDs {
+				if !strings.Contains(f.souls[sid].out.String(), "keeper cancelled a task") {
+					return false
+				}
+			}
+			return true
+		}, "every soul to be told of the cancel")
+		if _, err := f.c.UnlockIncarnation(f.ctx, fleetInc, "slow run cancelled on purpose"); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -577,6 +637,22 @@ func testRuns(t *testing.T, dbURL string) {
 		}
 		f.waitSouls(store.SoulDisconnected, "soul-c")
 		t.Logf("the run with a dead soul failed in %s", took.Round(time.Millisecond))
+
+		// Known disconnected by now: unreachable at once again.
+		if _, err := f.c.UnlockIncarnation(f.ctx, fleetInc, "soul-c is being replaced"); err != nil {
+			t.Fatal(err)
+		}
+		began = time.Now()
+		r = f.run("create", map[string]any{"motd": "Hello"}, false)
+		if took := time.Since(began); r.Status != store.RunFailed || took > 10*time.Second || hosts(r, "Base directory")["soul-c"].Status != string(domain.StatusUnreachable) {
+			t.Fatalf("run with a disconnected soul: %s after %s\n%s", r.Status, took, runJSON(r))
+		}
+		if got := sortedKeys(hosts(r, "Base directory")); !slices.Equal(got, fleetSIDs) {
+			t.Errorf("first task's hosts %v", got)
+		}
+		if f.incarnation().Status != store.IncarnationErrorLocked {
+			t.Errorf("not error_locked after the second run with a dead soul")
+		}
 	})
 }
 
@@ -593,6 +669,21 @@ func TestRunsKeeperCrash(t *testing.T) {
 	backends(t, testKeeperCrash)
 }
 
+// awaitRun is a procedure waiting for a run given by its apply_id.
+const awaitRun = `vars:
+  apply_id:
+    type: string
+    visibility: public
+steps:
+  wait:
+    action:
+      apicall: "run show {{apply_id}}"
+      parse:
+        - filter: apply_id
+          op: push
+          var: "@deps"
+`
+
 // crashSleep is how long the run the keeper dies in sleeps on each soul.
 const crashSleep = 5 * time.Second
 
@@ -608,13 +699,19 @@ func testKeeperCrash(t *testing.T, dbURL string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The stamp is written on every host before the sleep is dispatched:
-	// once the keeper recorded it, the run is in the middle of its sleep.
-	waitFor(t, 15*time.Second, func() bool {
-		r, err := f.c.GetRun(f.ctx, acc.ApplyID)
-		return err == nil && r.Status == store.RunRunning && len(hosts(r, "Write the stamp")) == 3
-	}, "the run to reach its sleep")
-	time.Sleep(300 * time.Millisecond)
+	// A Checker task waits for the run through @deps.
+	if _, err := f.c.PutProcedure(f.ctx, "await_run", awaitRun); err != nil {
+		t.Fatal(err)
+	}
+	exec, err := f.c.ExecuteProcedure(f.ctx, "await_run", map[string]any{"apply_id": acc.ApplyID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.awaitSleep(acc.ApplyID)
+	waitFor(t, 10*time.Second, func() bool {
+		task, err := f.c.GetCheckerTask(f.ctx, exec.TaskIDs[0])
+		return err == nil && task.Status == "RUNNING" && strings.Contains(taskLog(task), "waiting for 1 dependency")
+	}, "the checker task to wait for the run")
 	if err := k.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -647,6 +744,10 @@ func testKeeperCrash(t *testing.T, dbURL string) {
 	}
 	if _, err := f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: "create"}); apiError(t, err).Status != 409 {
 		t.Fatalf("a run before unlocking: %v", err)
+	}
+	// The Checker task that waited is failed, not left RUNNING.
+	if task, err := f.c.GetCheckerTask(f.ctx, exec.TaskIDs[0]); err != nil || task.Status != "FAILURE" || !strings.Contains(task.RunError, "keeper stopped") {
+		t.Errorf("the checker task after the crash: %s %q, %v", task.Status, task.RunError, err)
 	}
 
 	// The restarted keeper marked every soul disconnected; they come back
