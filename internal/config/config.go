@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/soulstack/soulstack/internal/checker"
 	"io"
 	"log/slog"
 	"net"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/soulstack/soulstack/internal/checker"
 )
 
 // EnvDatabaseURL names the environment variable that may carry the

@@ -2,13 +2,14 @@ package dsl
 
 import (
 	"fmt"
-	"github.com/soulstack/soulstack/internal/textutil"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/soulstack/soulstack/internal/textutil"
 )
 
 // maxNodes bounds the YAML nodes visited while loading one repository:

@@ -3,12 +3,13 @@ package expr
 import (
 	"errors"
 	"fmt"
-	"github.com/soulstack/soulstack/internal/textutil"
 	"slices"
 	"sort"
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
+
+	"github.com/soulstack/soulstack/internal/textutil"
 )
 
 // Roots are the top-level names an expression may use (KindScenario).

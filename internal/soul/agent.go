@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/soulstack/soulstack/internal/executor"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/soulstack/soulstack/internal/executor"
 	"github.com/soulstack/soulstack/internal/jointoken"
 	"github.com/soulstack/soulstack/proto/soulstack/v1/soulstackv1connect"
 )
