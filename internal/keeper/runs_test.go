@@ -437,8 +437,8 @@ func testRuns(t *testing.T, dbURL string) {
 		if inc := f.incarnation(); inc.Status != store.IncarnationReady || cmp.Diff(helloState, inc.State) != "" {
 			t.Errorf("after re-run: %s %v", inc.Status, inc.State)
 		}
-		if h := f.history(); len(h) != 2 || h[0].RunID != r.ID {
-			t.Errorf("history after the re-run: %d snapshots, newest %+v", len(h), h[0])
+		if h := f.history(); len(h) != 2 || h[0].RunID != r.ID || cmp.Diff(helloState, h[0].State) != "" {
+			t.Errorf("history after the re-run (newest first): %+v", h)
 		}
 	})
 
