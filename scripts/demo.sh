@@ -91,9 +91,6 @@ sed -n '/^Soul Stack dev keeper is up/,/^Next/p' "$DIR/dev.log" | sed '$d'
 say "soulctl souls list"
 soulctl souls list
 
-say "soulctl service show hello"
-soulctl service show hello
-
 say "soulctl incarnation create hello-dev --service hello --covens dev --watch"
 soulctl incarnation create hello-dev --service hello --covens dev \
   --input '{"greeting": "Hello from the Soul Stack demo"}' --watch
@@ -111,16 +108,17 @@ say "soulctl incarnation show hello-dev — the committed state"
 soulctl incarnation show hello-dev
 
 elapsed=$(( $(date +%s) - started ))
+case "$BIN" in /*) path=$BIN ;; *) path="\$PWD/$BIN" ;; esac
 cat <<MSG
 
 Done in ${elapsed}s. The keeper and its 3 souls keep running in the background
-(pid $pid, log $DIR/dev.log):
+(pid $pid, log $DIR/dev.log). Try, from this directory (README.md has a tour):
 
-  export PATH="\$PWD/$BIN:\$PATH"    # soulctl is configured for this keeper
+  export PATH="$path:\$PATH"    # soulctl is already configured for this keeper
   soulctl incarnation run hello-dev --scenario greet --input '{"greeting": "Good evening"}' --watch
   soulctl run list
-  open $URL/ui and log in with the token in $DIR/admin.token
   curl -s $URL/v1/incarnations/hello-dev -H "Authorization: Bearer \$(cat $DIR/admin.token)"
 
+The web UI is at $URL/ui (log in with the token in $DIR/admin.token).
 Stop everything with: make demo-stop
 MSG

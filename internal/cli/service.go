@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -178,8 +179,8 @@ func newServiceDeleteCmd(g *Globals) *cobra.Command {
 // serviceDetail is the table form of one service.
 func serviceDetail(w io.Writer, s store.Service) error {
 	row(w, "Name:", s.Name)
-	if s.Description != "" {
-		row(w, "Description:", s.Description)
+	if d := strings.Join(strings.Fields(s.Description), " "); d != "" {
+		row(w, "Description:", d)
 	}
 	row(w, "Git:", s.Git)
 	row(w, "Ref:", s.Ref)

@@ -29,6 +29,9 @@ type Soul struct {
 	Log     string `json:"log"`
 }
 
+// rootSkeleton are the directories a soul's root starts with.
+var rootSkeleton = []string{"etc", "opt", "srv", "tmp", "var/lib", "var/log"}
+
 // soulCovens are the covens of soul i (1-based) of n: all carry dev; the
 // last one is db and the others web, so `on:` has something to narrow.
 func soulCovens(i, n int) []string {
@@ -73,8 +76,12 @@ type soulSupervisor struct {
 // start launches s and keeps it running until ctx ends; joinToken is used
 // only for a soul that never joined (no key in its data dir yet).
 func (sv *soulSupervisor) start(ctx context.Context, s Soul, joinToken string) error {
-	if err := os.MkdirAll(s.Root, 0o755); err != nil {
-		return fmt.Errorf("soul %s: %w", s.SID, err)
+	// The root starts as the skeleton of a host's file system, so services
+	// written for real hosts (/etc/motd, /srv/…) find their directories.
+	for _, d := range rootSkeleton {
+		if err := os.MkdirAll(filepath.Join(s.Root, d), 0o755); err != nil {
+			return fmt.Errorf("soul %s: %w", s.SID, err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(s.DataDir, soul.KeyFile)); err == nil {
 		joinToken = ""
