@@ -265,3 +265,29 @@ func TestExec(t *testing.T) {
 		t.Fatal("login ran in Exec")
 	}
 }
+
+// TestCompletion: shell completion scripts, and names completed from the
+// Keeper.
+func TestCompletion(t *testing.T) {
+	k := startKeeper(t)
+	repo := catalogtest.NewRepo(t)
+	repo.Commit(catalogtest.MyService, "ok")
+	k.ctl(t, "service", "register", "my-service", "--git", repo.Dir, "--ref", "master").must(t)
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		if r := k.ctl(t, "completion", sh).must(t); !strings.Contains(r.Stdout, "soulctl") {
+			t.Errorf("completion %s: %.200s", sh, r.Stdout)
+		}
+	}
+	r := k.ctl(t, "__complete", "service", "show", "my").must(t)
+	if !strings.HasPrefix(r.Stdout, "my-service\n:4\n") {
+		t.Errorf("service names: %q", r.Stdout)
+	}
+	r = k.ctl(t, "__complete", "incarnation", "create", "x", "--service", "").must(t)
+	if !strings.HasPrefix(r.Stdout, "my-service\n") {
+		t.Errorf("--service names: %q", r.Stdout)
+	}
+	// No Keeper: nothing, quietly.
+	if r := ctl(t, nil, "", "__complete", "service", "show", ""); r.Code != 0 || !strings.HasPrefix(r.Stdout, ":4\n") {
+		t.Errorf("completion without a keeper: exit %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+}

@@ -32,7 +32,11 @@ func newIncarnationCmd(g *Globals) *cobra.Command {
 		Short:   "Create incarnations of services, run their scenarios, read their state and history",
 	}
 	for _, sub := range incarnationSubcommands {
-		c.AddCommand(sub(g))
+		sc := sub(g)
+		if sc.Name() != "create" && sc.Name() != "list" && sc.Name() != "members" {
+			withNames(g, sc, kindIncarnation, "name")
+		}
+		c.AddCommand(sc)
 	}
 	return c
 }
@@ -107,6 +111,7 @@ state; it exits 1 if the run did not succeed.`,
 	c.Flags().StringVar(&essence, "essence", "", "essence overrides: JSON object or @file")
 	ff.register(c)
 	_ = c.MarkFlagRequired("service")
+	completeFlag(g, c, "service", kindService)
 	return c
 }
 
@@ -303,6 +308,8 @@ func newIncarnationMembersCmd(g *Globals) *cobra.Command {
 		}
 		addNameFlag(sub, &name, "name", "incarnation name")
 		sub.Flags().StringSliceVar(&sids, "sid", nil, "soul SIDs (comma-separated or repeated)")
+		withNames(g, sub, kindIncarnation, "name")
+		completeFlag(g, sub, "sid", kindSoul)
 		c.AddCommand(sub)
 	}
 	return c

@@ -21,7 +21,10 @@ func newRunCmd(g *Globals) *cobra.Command {
 		Aliases: []string{"runs"},
 		Short:   "Show, watch and cancel runs (by apply_id)",
 	}
-	c.AddCommand(newRunListCmd(g), newRunShowCmd(g), newRunWatchCmd(g), newRunCancelCmd(g))
+	c.AddCommand(newRunListCmd(g))
+	for _, sub := range []*cobra.Command{newRunShowCmd(g), newRunWatchCmd(g), newRunCancelCmd(g)} {
+		c.AddCommand(withNames(g, sub, kindRun, "id"))
+	}
 	return c
 }
 

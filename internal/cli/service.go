@@ -20,8 +20,10 @@ func newServiceCmd(g *Globals) *cobra.Command {
 		Aliases: []string{"services", "svc"},
 		Short:   "Register and inspect services (git repositories at a ref)",
 	}
-	c.AddCommand(newServiceRegisterCmd(g), newServiceListCmd(g), newServiceShowCmd(g),
-		newServiceUpdateCmd(g), newServiceDeleteCmd(g))
+	c.AddCommand(newServiceRegisterCmd(g), newServiceListCmd(g),
+		withNames(g, newServiceShowCmd(g), kindService, "name"),
+		withNames(g, newServiceUpdateCmd(g), kindService, "name"),
+		withNames(g, newServiceDeleteCmd(g), kindService, "name"))
 	return c
 }
 

@@ -19,8 +19,10 @@ func newSoulsCmd(g *Globals) *cobra.Command {
 		Aliases: []string{"soul"},
 		Short:   "List, inspect, accept and reject souls; set their covens",
 	}
-	c.AddCommand(newSoulsListCmd(g), newSoulsShowCmd(g), newSoulsAcceptCmd(g),
-		newSoulsRejectCmd(g), newSoulsCovensCmd(g))
+	c.AddCommand(newSoulsListCmd(g))
+	for _, sub := range []*cobra.Command{newSoulsShowCmd(g), newSoulsAcceptCmd(g), newSoulsRejectCmd(g), newSoulsCovensCmd(g)} {
+		c.AddCommand(withNames(g, sub, kindSoul, "sid"))
+	}
 	return c
 }
 
