@@ -45,11 +45,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// soulBinary builds ./cmd/soul (as a release would: no race detector, no
-// coverage) and returns its path.
+// soulBinary builds ./cmd/soul (as `make build` does: no race detector,
+// no coverage) and returns its path; $SOULSTACK_BENCH_SOUL names a soul
+// binary to use instead (to compare builds).
 func soulBinary(tb testing.TB) string {
 	tb.Helper()
 	buildOnce.Do(func() {
+		if soulPath = os.Getenv("SOULSTACK_BENCH_SOUL"); soulPath != "" {
+			return
+		}
 		if buildDir, buildErr = os.MkdirTemp("", "soulstack-bench-"); buildErr != nil {
 			return
 		}
