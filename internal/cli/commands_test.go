@@ -165,6 +165,7 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"missing required flag", []string{"service", "register", "x"}, 2, []string{`"git" not set`}},
 		{"bad output format", []string{"souls", "list", "-o", "xml"}, 2, []string{`unknown output format "xml"`}},
 		{"name twice", []string{"service", "show", "a", "--name", "b"}, 2, []string{"give the name once"}},
+		{"exclusive flags", []string{"incarnation", "run", "x", "--scenario", "s", "--watch", "-q"}, 2, []string{"[quiet watch]"}},
 		{"bad input JSON", []string{"incarnation", "create", "x", "--service", "s", "--input", "{"}, 2, []string{"--input must be a JSON object"}},
 		{"invalid service is a validation error", []string{"service", "register", "broken", "--git", bad.Dir, "--ref", "master"}, 2,
 			[]string{"[400 invalid]", "scenario/restart/main.yml:9:5: ", "scenario/restart/main.yml:10:13: "}},

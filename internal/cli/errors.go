@@ -35,6 +35,9 @@ func presentError(err error) error {
 		}
 		return &cmdutil.ExitError{Code: code, Err: errors.New(describeAPIError(ae))}
 	}
+	if flagGroupError(err) {
+		return cmdutil.Usage(err)
+	}
 	var de *domain.Error
 	if errors.As(err, &de) && de.Code == domain.CodeUnavailable {
 		msg := de.Message
@@ -44,6 +47,18 @@ func presentError(err error) error {
 		return cmdutil.Failed(errors.New(msg + "; is it running? check --keeper or soulctl login"))
 	}
 	return err
+}
+
+// flagGroupError reports cobra's flag-group violations (exclusive or
+// required-together flags), which are usage errors.
+func flagGroupError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"if any flags in the group", "at least one of the flags in the group", "none of the others can be"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func isAPIError(err error) bool {
