@@ -154,6 +154,10 @@ func Run(ctx context.Context, o Options) error {
 
 	err = setUp(ctx, o, k, &info, token, souls, soulCtx)
 	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(out, "\nstopping: souls first, then the keeper …")
+			return nil // Ctrl-C while starting
+		}
 		return err
 	}
 	if err := writeState(filepath.Join(o.DataDir, StateFile), info); err != nil {
