@@ -9,7 +9,7 @@ import (
 )
 
 // printBanner tells the user what runs where and what to type next.
-func printBanner(w io.Writer, o Options, info Info) {
+func printBanner(w io.Writer, info Info) {
 	rel := func(p string) string {
 		if wd, err := os.Getwd(); err == nil {
 			if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {

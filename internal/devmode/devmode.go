@@ -163,7 +163,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := writeState(filepath.Join(o.DataDir, StateFile), info); err != nil {
 		return err
 	}
-	printBanner(out, o, info)
+	printBanner(out, info)
 	if o.Ready != nil {
 		o.Ready(info)
 	}
