@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -239,14 +238,4 @@ func yn(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-// incarnationDetailJSON renders an answer that is an incarnation.
-func incarnationDetailJSON(w io.Writer, b json.RawMessage) error {
-	var i incarnationView
-	if err := json.Unmarshal(b, &i); err != nil || i.Name == "" {
-		_, err := fmt.Fprintf(w, "%s\n", b)
-		return err
-	}
-	return incarnationDetail(w, i)
 }
