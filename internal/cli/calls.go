@@ -13,10 +13,10 @@ import (
 	"github.com/soulstack/soulstack/internal/store"
 )
 
-// The incarnation and run routes (SPEC §10.1, issue 5) are called through
-// Client.Do here. Every call keeps the answer's raw JSON, which is what
-// -o json|yaml prints and Exec returns, so fields the engine adds reach
-// users unchanged; the typed views below only feed the tables.
+// The incarnation and run routes are called through Client.Do with
+// apiclient's wire types. Every call keeps the answer's raw JSON, which is
+// what -o json|yaml prints and Exec returns, so every field the API sends
+// reaches users unchanged; the typed views below only feed the tables.
 
 // incarnationView is the table view of GET /v1/incarnations/{name}.
 type incarnationView = store.Incarnation
@@ -69,26 +69,8 @@ func terminalRun(status string) bool {
 	return false
 }
 
-// createIncarnationRequest is the body of POST /v1/incarnations.
-type createIncarnationRequest struct {
-	Name    string         `json:"name"`
-	Service string         `json:"service"`
-	Covens  []string       `json:"covens"`
-	Input   map[string]any `json:"input,omitempty"`
-	Essence map[string]any `json:"essence,omitempty"`
-}
-
-// startRunRequest is the body of POST /v1/incarnations/{name}/runs.
-type startRunRequest struct {
-	Scenario string         `json:"scenario"`
-	Input    map[string]any `json:"input,omitempty"`
-	Check    bool           `json:"check,omitempty"`
-}
-
 // accepted is the 202 answer of a call that starts a run.
-type accepted struct {
-	ApplyID string `json:"apply_id"`
-}
+type accepted = apiclient.Accepted
 
 // raw is an API answer kept as JSON with its typed view.
 type raw[T any] struct {
@@ -119,7 +101,7 @@ func incPath(name string, rest ...string) string {
 	return p
 }
 
-func createIncarnation(ctx context.Context, cl *apiclient.Client, req createIncarnationRequest) (raw[accepted], error) {
+func createIncarnation(ctx context.Context, cl *apiclient.Client, req apiclient.CreateIncarnationRequest) (raw[accepted], error) {
 	return call[accepted](ctx, cl, http.MethodPost, "/v1/incarnations", nil, req)
 }
 
@@ -139,16 +121,16 @@ func incarnationHistory(ctx context.Context, cl *apiclient.Client, name string, 
 	return call[[]snapshotView](ctx, cl, http.MethodGet, incPath(name, "history"), q, nil)
 }
 
-func startRun(ctx context.Context, cl *apiclient.Client, name string, req startRunRequest) (raw[accepted], error) {
+func startRun(ctx context.Context, cl *apiclient.Client, name string, req apiclient.StartRunRequest) (raw[accepted], error) {
 	return call[accepted](ctx, cl, http.MethodPost, incPath(name, "runs"), nil, req)
 }
 
 func unlockIncarnation(ctx context.Context, cl *apiclient.Client, name, reason string) (raw[incarnationView], error) {
-	return call[incarnationView](ctx, cl, http.MethodPost, incPath(name, "unlock"), nil, map[string]string{"reason": reason})
+	return call[incarnationView](ctx, cl, http.MethodPost, incPath(name, "unlock"), nil, apiclient.UnlockRequest{Reason: reason})
 }
 
 func upgradeIncarnation(ctx context.Context, cl *apiclient.Client, name, ref string) (raw[incarnationView], error) {
-	return call[incarnationView](ctx, cl, http.MethodPost, incPath(name, "upgrade"), nil, map[string]string{"ref": ref})
+	return call[incarnationView](ctx, cl, http.MethodPost, incPath(name, "upgrade"), nil, apiclient.UpgradeRequest{Ref: ref})
 }
 
 // listRuns lists runs, newest first, of one incarnation ("" = all).
@@ -169,7 +151,7 @@ func deleteIncarnation(ctx context.Context, cl *apiclient.Client, name string) (
 
 // changeMembers adds (POST) or removes (DELETE) members by SID.
 func changeMembers(ctx context.Context, cl *apiclient.Client, method, name string, sids []string) (raw[incarnationView], error) {
-	return call[incarnationView](ctx, cl, method, incPath(name, "members"), nil, map[string][]string{"sids": sids})
+	return call[incarnationView](ctx, cl, method, incPath(name, "members"), nil, apiclient.MembersRequest{SIDs: sids})
 }
 
 func getRun(ctx context.Context, cl *apiclient.Client, id string) (raw[runView], error) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/soulstack/soulstack/internal/apiclient"
+
 	"github.com/soulstack/soulstack/internal/cmdutil"
 )
 
@@ -43,7 +45,7 @@ func newIncarnationCmd(g *Globals) *cobra.Command {
 
 func newIncarnationCreateCmd(g *Globals) *cobra.Command {
 	var (
-		req            createIncarnationRequest
+		req            apiclient.CreateIncarnationRequest
 		covens         []string
 		input, essence string
 		ff             followFlags

@@ -4,6 +4,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
 )
 
 func init() {
@@ -13,7 +15,7 @@ func init() {
 func newIncarnationRunCmd(g *Globals) *cobra.Command {
 	var (
 		name, input string
-		req         startRunRequest
+		req         apiclient.StartRunRequest
 		ff          followFlags
 	)
 	c := &cobra.Command{
