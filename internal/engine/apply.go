@@ -18,14 +18,14 @@ import (
 // round trip per host (per loop item when looping). The soul returns the
 // per-task results and the destiny's output, which register exposes as
 // register.<name>.output.
-func (r *runner) apply(ctx context.Context, t *dsl.Task, sid string, act *expr.Activation) domain.Result {
+func (r *runner) apply(ctx context.Context, t *dsl.Task, sid string, wave int, act *expr.Activation) domain.Result {
 	start := time.Now()
 	d := r.svc.Destinies[t.Apply.Destiny]
 	if d == nil {
 		return domain.Result{Failed: true, Msg: fmt.Sprintf("destiny %s does not exist in this service", t.Apply.Destiny)}
 	}
 	if t.Loop == nil {
-		res := r.applyOne(ctx, t, d, sid, act, 1)
+		res := r.applyOne(ctx, t, d, sid, wave, act, 1)
 		if res.DurationMS == 0 {
 			res.DurationMS = time.Since(start).Milliseconds()
 		}
@@ -43,7 +43,7 @@ func (r *runner) apply(ctx context.Context, t *dsl.Task, sid string, act *expr.A
 	for i, it := range items {
 		c := *act
 		c.Item, c.LoopIndex, c.HasItem = it, i, true
-		res := r.applyOne(ctx, t, d, sid, &c, int64(i+1))
+		res := r.applyOne(ctx, t, d, sid, wave, &c, int64(i+1))
 		agg.Results = append(agg.Results, res)
 		agg.Changed = agg.Changed || res.Changed
 		agg.Failed = agg.Failed || res.Failed
@@ -60,7 +60,7 @@ func (r *runner) apply(ctx context.Context, t *dsl.Task, sid string, act *expr.A
 	return agg
 }
 
-func (r *runner) applyOne(ctx context.Context, t *dsl.Task, d *dsl.Destiny, sid string, act *expr.Activation, n int64) domain.Result {
+func (r *runner) applyOne(ctx context.Context, t *dsl.Task, d *dsl.Destiny, sid string, wave int, act *expr.Activation, n int64) domain.Result {
 	a, err := executor.TaskActivation(ctx, t, act, r.env)
 	if err != nil {
 		return domain.Result{Failed: true, Msg: err.Error()}
@@ -94,5 +94,5 @@ func (r *runner) applyOne(ctx context.Context, t *dsl.Task, d *dsl.Destiny, sid 
 		Timeout: timeout,
 		Bundle:  &dispatch.Bundle{Destiny: d.Name, Files: d.Files, Input: input, Essence: a.Essence},
 	}
-	return r.dispatch(ctx, t, sid, w, n)
+	return r.dispatch(ctx, t, sid, wave, w, n)
 }

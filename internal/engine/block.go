@@ -44,7 +44,7 @@ func (r *runner) block(ctx context.Context, t *dsl.Task, hosts []string, wave in
 		child.acts[sid] = in.act
 		child.hosts = append(child.hosts, sid)
 	}
-	r.record(ctx, rows)
+	r.record(rows)
 	if len(failedOn) > 0 {
 		r.fail(fmt.Sprintf("block %q failed on %s", executor.TaskName(t), strings.Join(failedOn, ", ")))
 		return
@@ -123,7 +123,7 @@ func (r *runner) aggregate(ctx context.Context, t *dsl.Task, hosts []string, wav
 		}
 		rows = append(rows, r.row(t, sid, wave, agg, start, r.e.now()))
 	}
-	r.record(ctx, rows)
+	r.record(rows)
 }
 
 func evalBool(ctx context.Context, env *expr.Env, src string, act *expr.Activation) (bool, error) {

@@ -7,7 +7,6 @@ import (
 	"maps"
 
 	"github.com/soulstack/soulstack/internal/domain"
-	"github.com/soulstack/soulstack/internal/dsl"
 	"github.com/soulstack/soulstack/internal/executor"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -64,45 +63,18 @@ func (r *runner) newState(ctx context.Context) (map[string]any, error) {
 }
 
 // settleTriggers keeps the pending onchanges triggers of SPEC §8.3 (normal
-// runs only). A trigger the handler served successfully on its host is
-// cleared. When the run did not succeed, every handler owed to a host — a
-// task it watches changed there, or a trigger was pending — that did not
-// succeed there is recorded, so the next run of the scenario fires it even
-// if nothing changes then.
+// runs only) from this run's results: see taskIndex.settle.
 func (r *runner) settleTriggers(ctx context.Context, runFailed bool) {
-	var add []store.PendingTrigger
-	for t, key := range r.keys {
-		for _, sid := range r.members {
-			res, ran := r.result(t, sid)
-			served := ran && !res.Failed && !res.Skipped && !res.Unreachable
-			pending := r.pending[key][sid]
-			switch {
-			case served && pending:
-				if err := r.e.cfg.Store.ClearTrigger(ctx, r.inc.Name, r.sc.Name, key, sid); err != nil {
-					r.e.log.ErrorContext(ctx, "clearing a pending trigger failed", "apply_id", r.run.ID, "task", key, "sid", sid, "err", err)
-				}
-			case !served && runFailed && (pending || r.watchedChanged(t, sid)):
-				add = append(add, store.PendingTrigger{
-					Incarnation: r.inc.Name, Scenario: r.sc.Name, Task: key, SID: sid, RunID: r.run.ID, CreatedAt: r.e.now(),
-				})
-			}
+	add, clear := r.idx.settle(r.members, r.pending, runFailed, r.result)
+	for _, c := range clear {
+		if err := r.e.cfg.Store.ClearTrigger(ctx, r.inc.Name, r.sc.Name, c.key, c.sid); err != nil {
+			r.e.log.ErrorContext(ctx, "clearing a pending trigger failed", "apply_id", r.run.ID, "task", c.key, "sid", c.sid, "err", err)
 		}
 	}
 	if len(add) == 0 {
 		return
 	}
-	if err := r.e.cfg.Store.AddTriggers(ctx, add); err != nil {
+	if err := r.e.cfg.Store.AddTriggers(ctx, pendingTriggers(r.run, add, r.e.now())); err != nil {
 		r.e.log.ErrorContext(ctx, "recording pending triggers failed", "apply_id", r.run.ID, "err", err)
 	}
-}
-
-// watchedChanged reports whether a task handler t watches changed on sid
-// in this run.
-func (r *runner) watchedChanged(t *dsl.Task, sid string) bool {
-	for _, n := range t.Onchanges {
-		if m, ok := r.base.Registers.Get(n, sid); ok && m["changed"] == true {
-			return true
-		}
-	}
-	return false
 }

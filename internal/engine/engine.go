@@ -85,6 +85,7 @@ type Engine struct {
 	closed bool
 	runs   map[string]*liveRun
 	wg     sync.WaitGroup
+	late   lateQueue
 }
 
 // New returns an Engine.
@@ -111,14 +112,18 @@ func New(cfg Config) (*Engine, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{cfg: cfg, log: log, runs: map[string]*liveRun{}}, nil
+	return &Engine{cfg: cfg, log: log, runs: map[string]*liveRun{}, late: newLateQueue()}, nil
 }
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
 
 // Recover is called once at keeper start, before runs are accepted (SPEC
 // §8.5): every unfinished run this keeper owned is marked aborted and its
-// incarnation error_locked, nothing committed. It returns those runs.
+// incarnation error_locked, nothing committed. The onchanges handlers an
+// aborted run owed — a task they watch changed on a host, per the results
+// recorded before the crash, and the handler did not succeed there — are
+// recorded as pending triggers, as for a failed run (SPEC §8.3). It
+// returns the aborted runs.
 func (e *Engine) Recover(ctx context.Context) ([]store.Run, error) {
 	runs, err := e.cfg.Store.AbortRuns(ctx, e.cfg.KeeperID, e.now())
 	if err != nil {
@@ -127,6 +132,12 @@ func (e *Engine) Recover(ctx context.Context) ([]store.Run, error) {
 	for _, r := range runs {
 		e.log.WarnContext(ctx, "run aborted: the keeper stopped while it was running",
 			"apply_id", r.ID, "incarnation", r.Incarnation, "scenario", r.Scenario)
+		// The abort stands either way; a handler that could not be
+		// recorded as owed is worth an error in the log.
+		if err := e.settleAborted(ctx, r); err != nil {
+			e.log.ErrorContext(ctx, "recording the handlers owed by an aborted run failed: check its hosts before the next run",
+				"apply_id", r.ID, "incarnation", r.Incarnation, "err", err)
+		}
 	}
 	return runs, nil
 }
@@ -141,10 +152,13 @@ var errCancelled = errors.New("cancelled by an Archon")
 // Close stops accepting runs and waits for the running ones. When ctx ends
 // first, the remaining runs are cancelled (they end cancelled, their
 // incarnations error_locked) and Close waits for them to record that.
+// Then the late results received so far are recorded; later ones are
+// dropped.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
+	defer e.closeLate()
 	done := make(chan struct{})
 	go func() {
 		e.wg.Wait()
@@ -247,6 +261,7 @@ func (e *Engine) Live(applyID string) bool {
 func (e *Engine) launch(r *runner) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	lr := newLiveRun(r.run.ID, cancel)
+	lr.runner = r
 	r.live = lr
 	e.mu.Lock()
 	e.runs[r.run.ID] = lr
@@ -259,5 +274,6 @@ func (e *Engine) launch(r *runner) {
 		delete(e.runs, r.run.ID)
 		e.mu.Unlock()
 		lr.finish(final)
+		signal(e.late.wake) // its late results may wait for its end
 	}()
 }

@@ -42,6 +42,7 @@ type liveRun struct {
 	id     string
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+	runner *runner // set before the run starts; read after done
 
 	mu   sync.Mutex
 	subs map[chan Event]struct{}

@@ -18,8 +18,14 @@ import (
 // row's data says which fields were truncated). Loop items, a block's or a
 // destiny's task results and a destiny's output go into data.
 func (r *runner) row(t *dsl.Task, sid string, wave int, res domain.Result, start, end time.Time) store.HostResult {
-	res = executor.Mask(res, r.secretList())
-	c := capper{limit: r.e.cfg.OutputCap}
+	return rowOf(r.run.ID, r.seq[t], t.Path, executor.TaskName(t), sid, wave, res, start, end, r.secretList(), r.e.cfg.OutputCap)
+}
+
+// rowOf is row for a task known by its seq, path and name (late results
+// are recorded by the engine, possibly without the run's runner).
+func rowOf(runID string, seq int, path, name, sid string, wave int, res domain.Result, start, end time.Time, secrets []string, limit int) store.HostResult {
+	res = executor.Mask(res, secrets)
+	c := capper{limit: limit}
 	data := maps.Clone(res.Data)
 	if data == nil {
 		data = map[string]any{}
@@ -45,7 +51,7 @@ func (r *runner) row(t *dsl.Task, sid string, wave int, res domain.Result, start
 		data["tasks"] = tasks
 	}
 	hr := store.HostResult{
-		RunID: r.run.ID, Seq: r.seq[t], Path: t.Path, TaskName: executor.TaskName(t),
+		RunID: runID, Seq: seq, Path: path, TaskName: name,
 		SID: sid, Wave: wave, Status: string(res.Status()), Changed: res.Changed, RC: res.RC,
 		Stdout: c.text("stdout", res.Stdout), Stderr: c.text("stderr", res.Stderr),
 		Msg: c.text("msg", res.Msg), Diff: c.text("diff", res.Diff),

@@ -38,14 +38,17 @@ type runner struct {
 	members []string // sorted SIDs
 	hosts   map[string]*host
 	base    expr.Activation
-	seq     map[*dsl.Task]int
-	keys    map[*dsl.Task]string // pending-trigger key of each onchanges task
+	idx     *taskIndex
+	seq     map[*dsl.Task]int    // idx.seq
+	keys    map[*dsl.Task]string // idx.keys: pending-trigger key of each onchanges task
+	rec     *recorder
 
 	mu          sync.Mutex
 	secrets     []string
 	results     map[*dsl.Task]map[string]domain.Result
-	unreachable map[string]string // sid → first task it was lost in
-	failure     string            // first failure; "" while nothing failed
+	attempts    map[*dsl.Task]map[string]int64 // last attempt dispatched, per task and host
+	unreachable map[string]string              // sid → first task it was lost in
+	failure     string                         // first failure; "" while nothing failed
 	pending     map[string]map[string]bool
 }
 
@@ -55,29 +58,14 @@ func (e *Engine) newRunner(run store.Run, inc store.Incarnation, svc *dsl.Servic
 		env:         expr.ForKind(expr.KindScenario),
 		secrets:     secretValues(sc, input),
 		results:     map[*dsl.Task]map[string]domain.Result{},
+		attempts:    map[*dsl.Task]map[string]int64{},
 		unreachable: map[string]string{},
 		pending:     map[string]map[string]bool{},
-		seq:         map[*dsl.Task]int{},
-		keys:        map[*dsl.Task]string{},
+		idx:         indexScenario(sc),
 	}
-	r.indexTasks()
+	r.seq, r.keys = r.idx.seq, r.idx.keys
+	r.rec = newRecorder(context.Background(), e.cfg.Store, e.log, run.ID, r.emitRows)
 	return r
-}
-
-// indexTasks numbers the tasks in pre-order (the Seq of their results) and
-// keys the onchanges handlers for pending triggers.
-func (r *runner) indexTasks() {
-	var walk func([]*dsl.Task)
-	walk = func(ts []*dsl.Task) {
-		for _, t := range ts {
-			r.seq[t] = len(r.seq)
-			if len(t.Onchanges) > 0 {
-				r.keys[t] = TriggerKey(r.sc, t)
-			}
-			walk(t.Block)
-		}
-	}
-	walk(r.sc.Tasks)
 }
 
 // TriggerKey is the Task of the pending triggers of handler t: its name
@@ -107,6 +95,8 @@ func TriggerKey(sc *dsl.Scenario, t *dsl.Task) string {
 // execute runs the scenario and ends the run; it returns the final event.
 func (r *runner) execute(ctx context.Context) (final Event) {
 	started := time.Now()
+	r.rec.start()
+	defer r.rec.close()
 	r.e.cfg.Metrics.runStarted()
 	defer func() { r.e.cfg.Metrics.runFinished(final.Status, r.run.Check, time.Since(started)) }()
 	// Finishing writes must happen even when the run was cancelled.
@@ -124,6 +114,8 @@ func (r *runner) execute(ctx context.Context) (final Event) {
 		return r.end(bg, store.RunFailed, err.Error())
 	}
 	r.walk(ctx, r.sc.Tasks, r.topScope())
+	// Every result is stored before the run settles, commits or ends.
+	r.rec.flush()
 
 	status, msg := store.RunSucceeded, ""
 	switch {
@@ -272,6 +264,13 @@ func (r *runner) emit(ev Event) {
 	r.live.publish(ev)
 }
 
+// emitRows publishes the host events of rows just stored.
+func (r *runner) emitRows(rows []store.HostResult) {
+	for i := range rows {
+		r.emit(Event{Type: EventHost, Path: rows[i].Path, Task: rows[i].TaskName, Wave: rows[i].Wave, Result: &rows[i]})
+	}
+}
+
 // fail records the run's first failure (fail-fast: nothing further starts
 // but onfail handlers).
 func (r *runner) fail(msg string) {
@@ -340,6 +339,23 @@ func (r *runner) result(t *dsl.Task, sid string) (domain.Result, bool) {
 	defer r.mu.Unlock()
 	res, ok := r.results[t][sid]
 	return res, ok
+}
+
+// noteAttempt remembers the last attempt dispatched for t on sid: a late
+// result of an earlier one is superseded.
+func (r *runner) noteAttempt(t *dsl.Task, sid string, attempt int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.attempts[t] == nil {
+		r.attempts[t] = map[string]int64{}
+	}
+	r.attempts[t][sid] = max(r.attempts[t][sid], attempt)
+}
+
+func (r *runner) lastAttempt(t *dsl.Task, sid string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.attempts[t][sid]
 }
 
 // summary is the per-host outcome summary of the history snapshot: for each

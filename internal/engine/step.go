@@ -21,14 +21,17 @@ type hostRun struct {
 	sid        string
 	act        *expr.Activation
 	res        domain.Result
+	row        store.HostResult // as stored
 	start, end time.Time
 }
 
 // step runs a module or apply task on the hosts of one wave in parallel
 // (at most FanOut at once) and waits for all of them: the per-task
-// barrier. Only then are changed_when and failed_when applied, because
-// failed_when may read the task's own register across hosts (the probe's
-// completeness check).
+// barrier. Each host's result is recorded as it arrives (a keeper that
+// dies mid-wave keeps it); only at the barrier are changed_when and
+// failed_when applied, because failed_when may read the task's own
+// register across hosts (the probe's completeness check), and a result
+// they change is recorded again.
 func (r *runner) step(ctx context.Context, t *dsl.Task, hosts []string, wave int, sc scope, count int) {
 	regs := r.base.Registers
 	if t.Register != "" {
@@ -44,18 +47,26 @@ func (r *runner) step(ctx context.Context, t *dsl.Task, hosts []string, wave int
 		wg.Go(func() {
 			defer func() { <-sem }()
 			h.start = r.e.now()
-			h.res = r.attempt(ctx, t, h.sid, h.act)
+			h.res = r.attempt(ctx, t, h.sid, wave, h.act)
 			h.end = r.e.now()
 			if t.Register != "" && !h.res.Unreachable {
 				regs.Set(t.Register, h.sid, h.res)
 			}
+			h.row = r.row(t, h.sid, wave, h.res, h.start, h.end)
+			r.rec.add(h.row)
 		})
 	}
 	wg.Wait()
 
+	// Every host's failed_when sees every host's result as answered.
 	for i := range runs {
 		h := &runs[i]
-		h.res = executor.Finalize(ctx, t, h.act, h.res, r.env)
+		fin := executor.Finalize(ctx, t, h.act, h.res, r.env)
+		if fin.Changed != h.res.Changed || fin.Failed != h.res.Failed || fin.Msg != h.res.Msg {
+			h.row = r.row(t, h.sid, wave, fin, h.start, h.end)
+			r.rec.add(h.row)
+		}
+		h.res = fin
 	}
 	rows := make([]store.HostResult, 0, len(runs))
 	var failedOn []string
@@ -72,9 +83,10 @@ func (r *runner) step(ctx context.Context, t *dsl.Task, hosts []string, wave int
 				firstMsg = failReason(h.res)
 			}
 		}
-		rows = append(rows, r.row(t, h.sid, wave, h.res, h.start, h.end))
+		rows = append(rows, h.row)
 	}
-	r.record(ctx, rows)
+	r.e.cfg.Metrics.hostResults(rows)
+	r.rec.flush()
 	if len(failedOn) > 0 {
 		r.fail(fmt.Sprintf("task %q failed on %s: %s", executor.TaskName(t), strings.Join(failedOn, ", "), firstMsg))
 	}
@@ -82,17 +94,17 @@ func (r *runner) step(ctx context.Context, t *dsl.Task, hosts []string, wave int
 
 // attempt runs t on one host: requisites, then the module (through the
 // executor) or the destiny.
-func (r *runner) attempt(ctx context.Context, t *dsl.Task, sid string, act *expr.Activation) domain.Result {
+func (r *runner) attempt(ctx context.Context, t *dsl.Task, sid string, wave int, act *expr.Activation) domain.Result {
 	if reason, ok := r.gate(t, sid); !ok {
 		return domain.Result{Skipped: true, Msg: reason}
 	}
 	if t.Apply != nil {
-		return r.apply(ctx, t, sid, act)
+		return r.apply(ctx, t, sid, wave, act)
 	}
 	return executor.Attempt(ctx, t, act, executor.Options{
 		Env:            r.env,
 		Check:          r.run.Check,
-		Call:           r.caller(t, sid),
+		Call:           r.caller(t, sid, wave),
 		Files:          r.sc.Files,
 		DefaultTimeout: r.e.cfg.DefaultTimeout,
 		Sleep:          r.e.cfg.Sleep,
@@ -145,19 +157,20 @@ func (r *runner) owed(t *dsl.Task, sid string) bool {
 
 // caller dispatches the module calls of t on host sid, one Work per call
 // (loop items and retries get their own task ids).
-func (r *runner) caller(t *dsl.Task, sid string) executor.Caller {
+func (r *runner) caller(t *dsl.Task, sid string, wave int) executor.Caller {
 	var n atomic.Int64
 	return func(ctx context.Context, call dispatch.Call, check bool, timeout time.Duration) domain.Result {
-		return r.dispatch(ctx, t, sid, dispatch.Work{Check: check, Timeout: timeout, Call: &call}, n.Add(1))
+		return r.dispatch(ctx, t, sid, wave, dispatch.Work{Check: check, Timeout: timeout, Call: &call}, n.Add(1))
 	}
 }
 
 // dispatch sends one Work to host sid (or to the keeper-local runner) and
 // returns its result.
-func (r *runner) dispatch(ctx context.Context, t *dsl.Task, sid string, w dispatch.Work, attempt int64) domain.Result {
+func (r *runner) dispatch(ctx context.Context, t *dsl.Task, sid string, wave int, w dispatch.Work, attempt int64) domain.Result {
 	w.RunID = r.run.ID
-	w.TaskID = fmt.Sprintf("%s/%s/%s/%d", r.run.ID, t.Path, sid, attempt)
+	w.TaskID = taskRef{seq: r.seq[t], path: t.Path, wave: wave, sid: sid, attempt: attempt}.id(r.run.ID)
 	w.Task = executor.TaskName(t)
+	r.noteAttempt(t, sid, attempt)
 	d := r.e.cfg.Dispatcher
 	if sid == dispatch.KeeperSID {
 		d = r.e.cfg.Local
@@ -174,18 +187,15 @@ func (r *runner) dispatch(ctx context.Context, t *dsl.Task, sid string, w dispat
 	return res
 }
 
-// record stores rows (as they arrive: per wave) and streams them.
-func (r *runner) record(ctx context.Context, rows []store.HostResult) {
+// record stores rows of a wave (results decided by the engine itself:
+// block outcomes, where: errors) and streams them, before the run goes on.
+func (r *runner) record(rows []store.HostResult) {
 	if len(rows) == 0 {
 		return
 	}
 	r.e.cfg.Metrics.hostResults(rows)
-	if err := r.e.cfg.Store.RecordResults(context.WithoutCancel(ctx), rows); err != nil {
-		r.e.log.ErrorContext(ctx, "recording host results failed", "apply_id", r.run.ID, "err", err)
-	}
-	for i := range rows {
-		r.emit(Event{Type: EventHost, Path: rows[i].Path, Task: rows[i].TaskName, Wave: rows[i].Wave, Result: &rows[i]})
-	}
+	r.rec.add(rows...)
+	r.rec.flush()
 }
 
 // failReason says why a result failed, for the run's error: its message,

@@ -70,7 +70,7 @@ func (r *runner) task(ctx context.Context, t *dsl.Task, sc scope) {
 			r.setResult(t, sid, res)
 			rows = append(rows, r.row(t, sid, max(sc.wave, 1), res, now, now))
 		}
-		r.record(ctx, rows)
+		r.record(rows)
 		r.fail(fmt.Sprintf("task %q: where: could not be evaluated on %s: %s", name, strings.Join(sids, ", "), tg.errs[sids[0]]))
 		return
 	}
