@@ -262,6 +262,42 @@ type Schedule struct {
 	CreatedAt time.Time      `json:"created_at"`
 }
 
+// Relay statuses: a relay row is pending until the keeper holding the
+// soul's stream claims it, claimed while that keeper runs the work, and
+// done once the result is written.
+const (
+	RelayPending = "pending"
+	RelayClaimed = "claimed"
+	RelayDone    = "done"
+)
+
+// RelayWork is work one keeper relays through the database to the keeper
+// holding a soul's stream (SPEC §10.4), and that keeper's answer. Work and
+// Result are opaque to the store (the relay encodes dispatch.Work and
+// domain.Result); they can be far larger than a notification payload,
+// which is why they travel in a row.
+type RelayWork struct {
+	ID         int64      `json:"id"`
+	FromKeeper string     `json:"from_keeper"` // the keeper waiting for the result
+	ToKeeper   string     `json:"to_keeper"`   // the keeper holding the soul's stream
+	SID        string     `json:"sid"`
+	RunID      string     `json:"run_id,omitempty"`
+	TaskID     string     `json:"task_id,omitempty"`
+	Work       []byte     `json:"-"`
+	Status     string     `json:"status"`
+	Result     []byte     `json:"-"`        // nil until done
+	Deadline   time.Time  `json:"deadline"` // after it nobody waits for the result
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// RelayFilter narrows ListRelays; empty fields match everything.
+type RelayFilter struct {
+	FromKeeper string
+	ToKeeper   string
+	Status     string
+}
+
 // Store is everything Soul Stack persists.
 type Store interface {
 	// Ping checks the database is reachable (readyz).
@@ -409,6 +445,34 @@ type Store interface {
 	// was already claimed (by this or another keeper). ErrNotFound for an
 	// unknown schedule. Claims more than a day older than tick are pruned.
 	ClaimTick(ctx context.Context, scheduleID string, tick time.Time) (bool, error)
+
+	// Relayed work between keepers sharing a database (SPEC §10.4).
+	//
+	// CreateRelay inserts w as pending (w.ID, Status, Result and
+	// FinishedAt are ignored; zero CreatedAt is now) and returns its id.
+	CreateRelay(ctx context.Context, w RelayWork) (int64, error)
+	// ClaimRelay moves relay id from pending to claimed for keeperID, its
+	// addressee, and returns it. ErrNotFound when there is no such row;
+	// conflict when it is addressed to another keeper or not pending.
+	ClaimRelay(ctx context.Context, id int64, keeperID string) (RelayWork, error)
+	// FinishRelay marks relay id done with result and returns it without
+	// its Work. ErrNotFound when there is no such row (its sender gave up
+	// and took it); conflict when it is done already.
+	FinishRelay(ctx context.Context, id int64, result []byte, at time.Time) (RelayWork, error)
+	// TakeRelay deletes relay id and returns it without its Work (the
+	// sender collecting a result, or giving up). ErrNotFound when missing.
+	TakeRelay(ctx context.Context, id int64) (RelayWork, error)
+	// ListRelays lists the rows matching f by id, without Work and Result.
+	ListRelays(ctx context.Context, f RelayFilter) ([]RelayWork, error)
+	// ResetRelays, when keeperID starts, finishes every unfinished row
+	// addressed to it with result (whatever its previous process was doing
+	// is lost) and deletes every row it sent (nobody waits for them any
+	// more), in one transaction. It returns the rows it finished, without
+	// their Work, so their senders can be told.
+	ResetRelays(ctx context.Context, keeperID string, result []byte, at time.Time) ([]RelayWork, error)
+	// PruneRelays deletes the rows whose deadline is before `before` (left
+	// behind by keepers that went away for good) and returns how many.
+	PruneRelays(ctx context.Context, before time.Time) (int, error)
 
 	// Leases for singleton duties (leader election on SQLite; PostgreSQL may
 	// also use advisory locks). TryLease takes or renews the lease for

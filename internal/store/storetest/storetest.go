@@ -36,6 +36,7 @@ func Run(t *testing.T, open Opener) {
 		{"Runs", runTests},
 		{"Checker", checkerTests},
 		{"Concurrency", concurrencyTests},
+		{"Relays", relayTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
