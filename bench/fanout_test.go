@@ -7,6 +7,8 @@ import (
 	"runtime/pprof"
 	"testing"
 	"time"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
 )
 
 // BenchmarkFanOut is SPEC §15's fan-out through the whole product: an
@@ -47,7 +49,7 @@ func BenchmarkFanOut(b *testing.B) {
 		writeHeapProfile(b, p)
 	}
 
-	create, err := e.createIncarnation(ctx, "fan", "ping", []string{"fan"}, nil)
+	create, err := e.createIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "fan", Service: "ping", Covens: []string{"fan"}})
 	if err != nil {
 		b.Fatalf("create: %v", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
 )
 
 // BenchmarkSoulIdle is SPEC §15's soul idle footprint: one real `soul run`
@@ -33,7 +35,7 @@ func BenchmarkSoulIdle(b *testing.B) {
 		p := startProc(b, bin, []string{"SOUL_JOIN_TOKEN=" + e.joinToken(sid)}, "run", "--keeper", "https://"+e.addr,
 			"--sid", sid, "--data-dir", dir, "--root", filepath.Join(dir, "root"), "--log-level", "warn")
 		e.waitConnected(sid, 1, p, time.Minute)
-		if _, err := e.createIncarnation(ctx, sid, "ping", []string{sid}, nil); err != nil {
+		if _, err := e.createIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: sid, Service: "ping", Covens: []string{sid}}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := e.runScenario(ctx, sid, "ping", nil); err != nil {

@@ -110,10 +110,10 @@ func (e *env) runScenario(ctx context.Context, inc, scenario string, input map[s
 }
 
 // createIncarnation is timeRun of POST /v1/incarnations (the create
-// scenario over every soul carrying covens).
-func (e *env) createIncarnation(ctx context.Context, name, service string, covens []string, input map[string]any) (runTiming, error) {
+// scenario over every soul carrying req.Covens).
+func (e *env) createIncarnation(ctx context.Context, req apiclient.CreateIncarnationRequest) (runTiming, error) {
 	return e.timeRun(ctx, func(ctx context.Context) (apiclient.Accepted, error) {
-		return e.c.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: name, Service: service, Covens: covens, Input: input})
+		return e.c.CreateIncarnation(ctx, req)
 	})
 }
 
