@@ -52,7 +52,7 @@ func (r *runner) step(ctx context.Context, t *dsl.Task, hosts []string, wave int
 			if t.Register != "" && !h.res.Unreachable {
 				regs.Set(t.Register, h.sid, h.res)
 			}
-			h.row = r.row(t, h.sid, wave, h.res, h.start, h.end)
+			h.row = r.row(t, h.sid, wave, r.provisional(ctx, t, h.act, h.res), h.start, h.end)
 			r.rec.add(h.row)
 		})
 	}
@@ -61,12 +61,11 @@ func (r *runner) step(ctx context.Context, t *dsl.Task, hosts []string, wave int
 	// Every host's failed_when sees every host's result as answered.
 	for i := range runs {
 		h := &runs[i]
-		fin := executor.Finalize(ctx, t, h.act, h.res, r.env)
-		if fin.Changed != h.res.Changed || fin.Failed != h.res.Failed || fin.Msg != h.res.Msg {
-			h.row = r.row(t, h.sid, wave, fin, h.start, h.end)
+		h.res = executor.Finalize(ctx, t, h.act, h.res, r.env)
+		if st := string(h.res.Status()); st != h.row.Status || h.res.Changed != h.row.Changed || h.res.Failed && h.row.Msg != h.res.Msg {
+			h.row = r.row(t, h.sid, wave, h.res, h.start, h.end)
 			r.rec.add(h.row)
 		}
-		h.res = fin
 	}
 	rows := make([]store.HostResult, 0, len(runs))
 	var failedOn []string
@@ -90,6 +89,18 @@ func (r *runner) step(ctx context.Context, t *dsl.Task, hosts []string, wave int
 	if len(failedOn) > 0 {
 		r.fail(fmt.Sprintf("task %q failed on %s: %s", executor.TaskName(t), strings.Join(failedOn, ", "), firstMsg))
 	}
+}
+
+// provisional is a host's result as stored when it arrives, before the
+// barrier: with changed_when applied (so a probe does not show changed
+// meanwhile) but not failed_when, which may need every host's result.
+func (r *runner) provisional(ctx context.Context, t *dsl.Task, act *expr.Activation, res domain.Result) domain.Result {
+	if t.ChangedWhen == "" {
+		return res
+	}
+	c := *t
+	c.FailedWhen = ""
+	return executor.Finalize(ctx, &c, act, res, r.env)
 }
 
 // attempt runs t on one host: requisites, then the module (through the

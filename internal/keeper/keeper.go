@@ -34,6 +34,7 @@ import (
 	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/dispatch"
+	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/gateway"
 	_ "github.com/soulstack/soulstack/internal/module/core" // the modules services are validated against
@@ -116,6 +117,11 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		FanOut:            cfg.FanOut,
 		DefaultTimeout:    cfg.TaskTimeout.D(),
 		HeartbeatInterval: cfg.HeartbeatInterval.D(),
+		// The engine is built next; the gateway delivers nothing before
+		// Serve runs it. RecordLate queues, never blocking the reader.
+		OnLateResult: func(sid, runID, taskID string, r domain.Result) {
+			k.engine.RecordLate(sid, runID, taskID, r)
+		},
 	})
 	k.registry = prometheus.NewRegistry()
 	k.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
