@@ -99,9 +99,16 @@ type env struct {
 	logs *syncBuffer
 }
 
-// startKeeper initializes and serves a keeper in a fresh data directory
-// with the product's defaults (tune may change them) and logs at warn.
+// startKeeper initializes and serves a keeper on loopback in a fresh data
+// directory with the product's defaults (tune may change them) and logs at
+// warn.
 func startKeeper(tb testing.TB, tune func(*config.Keeper)) *env {
+	tb.Helper()
+	return startKeeperOn(tb, "127.0.0.1:0", tune)
+}
+
+// startKeeperOn is startKeeper listening on addr.
+func startKeeperOn(tb testing.TB, addr string, tune func(*config.Keeper)) *env {
 	tb.Helper()
 	ctx := context.Background()
 	dir := tb.TempDir()
@@ -122,7 +129,7 @@ func startKeeper(tb testing.TB, tune func(*config.Keeper)) *env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		k.Close()
 		tb.Fatal(err)
