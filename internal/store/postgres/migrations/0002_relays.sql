@@ -2,7 +2,13 @@
 -- request for a soul whose stream another keeper holds. Only the row id
 -- travels in NOTIFY (payloads are limited to 8000 bytes); work and result
 -- stay here.
-CREATE TABLE relays (
+--
+-- UNLOGGED: the rows live for one task's round trip and are worthless after
+-- a server crash (the keepers waiting on them have lost their connections
+-- too), so they skip the WAL and each relay write costs no WAL flush. A
+-- crash or a failover empties the table; waits on the lost rows end by
+-- their deadline.
+CREATE UNLOGGED TABLE relays (
     id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     from_keeper TEXT COLLATE "C" NOT NULL,
     to_keeper   TEXT COLLATE "C" NOT NULL,

@@ -1,0 +1,269 @@
+// Package relay lets several keepers on one PostgreSQL database serve runs
+// over souls connected to any of them (SPEC §10.4). Relay is the engine's
+// dispatch.Dispatcher: work for a soul connected to this keeper goes to the
+// local soul gateway; work for a soul whose stream another keeper holds is
+// written to the relays table and announced to that keeper with NOTIFY,
+// which runs it through its own gateway, writes the result to the row and
+// NOTIFYs back. Only row ids travel in notifications (their payloads are
+// limited to 8000 bytes; a destiny bundle is not); work and result stay in
+// the row.
+//
+// Each keeper LISTENs on its own channel over one dedicated connection,
+// which also holds a session advisory lock named after the keeper: a
+// keeper whose lock nobody holds is not running (its connection went away
+// with its process), so work for its souls is unreachable at once instead
+// of waiting out a timeout. Notifications are an optimization, not the
+// only path: a keeper rescans the rows addressed to it whenever its
+// listener (re)connects, and while it waits for relayed results it polls
+// for finished rows and for the liveness of the keepers it waits on.
+//
+// With SQLite (one keeper) there is nobody to relay to and Relay passes
+// every request to the local gateway.
+package relay
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/soulstack/soulstack/internal/dispatch"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// Defaults of Config's optional fields.
+const (
+	DefaultFanOut       = 1000
+	DefaultTaskTimeout  = 10 * time.Minute
+	DefaultPollInterval = time.Second
+)
+
+// relayGrace is how much longer than the target keeper's own bound (the
+// task timeout plus the gateway's grace) the sending keeper waits: the
+// target's timeout result, with its message, should win.
+const relayGrace = 5 * time.Second
+
+// pruneAge is how long after its deadline an abandoned row is deleted.
+const pruneAge = time.Hour
+
+// Local is this keeper's soul gateway as the relay sees it.
+type Local interface {
+	dispatch.Dispatcher
+	// Connected reports whether sid holds a stream to this keeper.
+	Connected(sid string) bool
+}
+
+// Config configures a Relay.
+type Config struct {
+	// Store holds the souls (which keeper holds each stream) and the relay
+	// rows.
+	Store store.Store
+	// Local is this keeper's gateway.
+	Local Local
+	// KeeperID names this keeper in the store.
+	KeeperID string
+	// DatabaseURL is the PostgreSQL database the keepers share; "" (SQLite)
+	// makes the Relay a pass-through to Local.
+	DatabaseURL string
+	// DefaultTimeout applies to work without its own Timeout (the
+	// gateway's default, so both keepers bound the work alike); 0 means
+	// DefaultTaskTimeout.
+	DefaultTimeout time.Duration
+	// FanOut bounds how many relayed requests of one Dispatch call are in
+	// flight at once (the local gateway bounds its own); 0 means
+	// DefaultFanOut.
+	FanOut int
+	// PollInterval is how often, while results are awaited, the relay
+	// checks that the keepers it waits on are still running and looks for
+	// finished rows whose notification was lost; 0 means
+	// DefaultPollInterval.
+	PollInterval time.Duration
+	// Logger receives relay events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Relay is a dispatch.Dispatcher that reaches souls connected to any
+// keeper on the database. Run must be running for relayed work to be
+// served and answered.
+type Relay struct {
+	cfg  Config
+	log  *slog.Logger
+	st   store.Store
+	pg   *pgx.ConnConfig // nil: pass-through
+	db   *sql.DB         // NOTIFY and liveness queries; the listener has its own connection
+	self string          // this keeper's channel
+
+	running   atomic.Pointer[runState]
+	listening atomic.Bool
+
+	mu    sync.Mutex
+	waits map[int64]*wait // relayed requests this keeper awaits, by row id
+	alive map[string]time.Time
+}
+
+var _ dispatch.Dispatcher = (*Relay)(nil)
+
+// runState is what exists while Run runs: the context of served work and
+// the goroutines serving it.
+type runState struct {
+	ctx     context.Context
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	serving map[int64]context.CancelCauseFunc
+}
+
+// New returns a Relay. With a PostgreSQL DatabaseURL it prepares (but does
+// not open) its connections; Close releases them.
+func New(cfg Config) (*Relay, error) {
+	if cfg.Store == nil || cfg.Local == nil || cfg.KeeperID == "" {
+		return nil, errors.New("relay.New: Store, Local and KeeperID are required")
+	}
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = DefaultTaskTimeout
+	}
+	if cfg.FanOut <= 0 {
+		cfg.FanOut = DefaultFanOut
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Relay{
+		cfg:   cfg,
+		log:   log.With("component", "relay"),
+		st:    cfg.Store,
+		self:  Channel(cfg.KeeperID),
+		waits: map[int64]*wait{},
+		alive: map[string]time.Time{},
+	}
+	if cfg.DatabaseURL == "" {
+		return r, nil
+	}
+	pc, err := pgx.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, &domain.Error{Code: domain.CodeInvalid, Message: "relay: invalid database URL", Err: err}
+	}
+	pc.RuntimeParams["application_name"] = "soulstack-relay " + cfg.KeeperID
+	r.pg = pc
+	r.db = stdlib.OpenDB(*pc.Copy())
+	r.db.SetMaxOpenConns(4)
+	r.db.SetMaxIdleConns(4)
+	r.db.SetConnMaxIdleTime(5 * time.Minute)
+	return r, nil
+}
+
+// Enabled reports whether the relay reaches other keepers (PostgreSQL).
+func (r *Relay) Enabled() bool { return r.pg != nil }
+
+// Listening reports whether Run's listener is up: connected, listening and
+// holding this keeper's relay lock, so other keepers see it running.
+func (r *Relay) Listening() bool { return r.listening.Load() }
+
+// Close releases the relay's connection pool. Run must have returned.
+func (r *Relay) Close() error {
+	if r.db == nil {
+		return nil
+	}
+	return r.db.Close()
+}
+
+// Recover cleans up after this keeper's previous process (call it before
+// dispatching anything): relayed work addressed to it that was not answered
+// is answered unreachable — the streams it ran on are gone — and its
+// senders are told; rows it sent are deleted, nobody waits for them.
+func (r *Relay) Recover(ctx context.Context) error {
+	if r.pg == nil {
+		return nil
+	}
+	res := domain.Result{Unreachable: true, RC: -1,
+		Msg: fmt.Sprintf("keeper %s restarted before the soul answered work relayed to it", r.cfg.KeeperID)}
+	body, err := encodeResult(res)
+	if err != nil {
+		return err
+	}
+	rows, err := r.st.ResetRelays(ctx, r.cfg.KeeperID, body, time.Now())
+	if err != nil {
+		return fmt.Errorf("relay: resetting relayed work of keeper %s: %w", r.cfg.KeeperID, err)
+	}
+	for _, w := range rows {
+		if err := r.notify(ctx, w.FromKeeper, msgResult, w.ID); err != nil {
+			r.log.Warn("telling a keeper its relayed work was lost", "to", w.FromKeeper, "id", w.ID, "err", err)
+		}
+	}
+	if len(rows) > 0 {
+		r.log.Warn("relayed work lost by the keeper's restart answered unreachable", "count", len(rows))
+	}
+	return nil
+}
+
+// Run listens for relayed work and results, serves the work through the
+// local gateway and watches the keepers this one waits on, until ctx ends.
+// Work being served is then answered unreachable (this keeper's streams
+// are going away) and Run waits for those answers to be written. With
+// SQLite it only waits for ctx.
+func (r *Relay) Run(ctx context.Context) error {
+	if r.pg == nil {
+		<-ctx.Done()
+		return nil
+	}
+	runCtx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
+	rs := &runState{ctx: runCtx, serving: map[int64]context.CancelCauseFunc{}}
+	if !r.running.CompareAndSwap(nil, rs) {
+		stop(nil)
+		return errors.New("relay: Run is already running")
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { r.listen(ctx) })
+	wg.Go(func() { r.poll(ctx) })
+	<-ctx.Done()
+	wg.Wait()
+	r.running.Store(nil)
+	stop(errShuttingDown)
+	rs.wg.Wait()
+	r.failWaits(domain.Result{Failed: true, RC: -1, Msg: fmt.Sprintf("keeper %s stopped relaying before the result came back", r.cfg.KeeperID)})
+	return nil
+}
+
+var errShuttingDown = errors.New("keeper shutting down")
+
+// Channel is the LISTEN/NOTIFY channel of the keeper with id keeperID: a
+// hash, so that any keeper id makes a short, safe identifier.
+func Channel(keeperID string) string {
+	sum := sha256.Sum256([]byte(keeperID))
+	return "soulstack_keeper_" + hex.EncodeToString(sum[:8])
+}
+
+// lockKey is the advisory lock the keeper's listener connection holds while
+// it listens: other keepers test it to know the keeper is running.
+func lockKey(keeperID string) int64 {
+	sum := sha256.Sum256([]byte("soulstack relay listener " + keeperID))
+	return int64(binary.BigEndian.Uint64(sum[:8]) &^ (1 << 63))
+}
+
+func unreachable(format string, args ...any) domain.Result {
+	return domain.Result{Unreachable: true, RC: -1, Msg: fmt.Sprintf(format, args...)}
+}
+
+func failed(format string, args ...any) domain.Result {
+	return domain.Result{Failed: true, RC: -1, Msg: fmt.Sprintf(format, args...)}
+}
+
+// grace mirrors the gateway's: how much longer than a task's timeout the
+// keeper holding the stream waits for the soul.
+func grace(timeout time.Duration) time.Duration {
+	return min(max(time.Second, timeout/10), 30*time.Second)
+}
