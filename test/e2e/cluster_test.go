@@ -35,9 +35,10 @@ const (
 	soulDataDir = "/var/lib/soul"
 )
 
-// labPackages are made installable in the hosts. The set is the one the
-// lab's own tests and labctl use, so all three share one cached repository.
-var labPackages = []string{"hello", "redis-server", "redis-tools"}
+// labPackages are made installable in the hosts: Redis for examples/redis,
+// htop for examples/my-service (the first-service guide), hello as in the
+// lab's own tests.
+var labPackages = []string{"hello", "htop", "redis-server", "redis-tools"}
 
 // cluster is a lab with a Keeper on the machine side and a connected soul
 // in every host.
@@ -347,7 +348,7 @@ func (c *cluster) registerService(t *testing.T, name string) store.Service {
 	t.Helper()
 	ctx := t.Context()
 	files := map[string]string{}
-	src := filepath.Join("..", "..", "examples", "redis")
+	src := filepath.Join("..", "..", "examples", name)
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -364,7 +365,7 @@ func (c *cluster) registerService(t *testing.T, name string) store.Service {
 		t.Fatalf("reading %s: %v", src, err)
 	}
 	repo := catalogtest.NewRepo(t)
-	commit := repo.Commit(files, "examples/redis")
+	commit := repo.Commit(files, "examples/"+name)
 	svc, err := c.api.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: name, Git: "file://" + repo.Dir, Ref: "master"})
 	if err != nil {
 		t.Fatalf("registering %s: %v", name, err)

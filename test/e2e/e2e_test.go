@@ -28,6 +28,7 @@ func TestRedisCluster(t *testing.T) {
 		{"soul killed before the probe", c.testSoulKilledBeforeProbe},
 		{"link cut mid-rollout", c.testLinkCutMidRollout},
 		{"keeper restarted mid-run", c.testKeeperRestartMidRun},
+		{"first service guide (seed 002) on the same hosts", c.testFirstService},
 	}
 	for _, s := range steps {
 		if !t.Run(s.name, s.run) {
