@@ -395,3 +395,48 @@ func TestResultsOfAWideWaveAreBatched(t *testing.T) {
 	}
 	t.Logf("%d RecordResults calls for %d rows", cs.calls, 2*n)
 }
+
+const probeScenario = `
+tasks:
+  - name: probe
+    module: core.exec.run
+    register: role
+    changed_when: false
+    failed_when: size(register.role) < incarnation.host_count
+    params: {command: role}
+`
+
+// TestProbeResultStoredOnArrival: a host's probe result is stored while
+// the wave waits for the others with changed_when applied (not shown
+// changed) and failed_when not yet (it needs every host's answer).
+func TestProbeResultStoredOnArrival(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/probe/main.yml": probeScenario})
+	w := newWorld(t, svc, "probe", `
+hosts: [{sid: a, covens: [app]}, {sid: b, covens: [app]}]
+incarnation: {covens: [app]}
+expect: {outcome: cancelled}
+`)
+	w.readyIncarnation(map[string]any{})
+	w.Sim.SetStubs([]dispatch.Stub{
+		{Module: "core.exec.run", Hosts: []string{"a"}, Results: []domain.Result{{Changed: true, Stdout: "master"}}},
+		{Module: "core.exec.run", Hosts: []string{"b"}, Hang: true},
+	})
+	k := w.keeperProcess(w.Sim)
+	id, err := k.StartRun(w.ctx, "test", "probe", nil, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a's probe in the store mid-wave", func() bool {
+		_, ok := rowsOf(w.results(id), "0")["a"]
+		return ok
+	})
+	if row := rowsOf(w.results(id), "0")["a"]; row.Status != "ok" || row.Changed || row.Stdout != "master" {
+		t.Errorf("a's probe mid-wave = %+v, want ok (changed_when: false) with its stdout", row)
+	}
+	if err := k.Cancel(w.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if run, err := k.Wait(w.ctx, id); err != nil || run.Status != store.RunCancelled {
+		t.Fatalf("run %+v %v", run, err)
+	}
+}

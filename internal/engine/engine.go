@@ -12,6 +12,12 @@
 // render, retry, check mode, changed_when/failed_when) come from package
 // executor, shared with the souls' destiny runner.
 //
+// Crash safety (SPEC §8.5): each host's result is stored as it arrives
+// (batched per run, see recorder), so a keeper that dies mid-wave keeps
+// what the hosts answered; Recover aborts the runs of a dead keeper and
+// records the onchanges handlers they owed as pending triggers; RecordLate
+// records the results that arrive after a run stopped waiting for them.
+//
 // Runs execute asynchronously in goroutines owned by the Engine; Close
 // waits for them.
 package engine

@@ -13,7 +13,7 @@ const (
 	EventRun  = "run"  // the run started executing (Status running)
 	EventTask = "task" // a task started: Path, Task, Hosts (its target)
 	EventWave = "wave" // a wave of a task started: Path, Wave, Hosts
-	EventHost = "host" // one host's final result of a task: Result
+	EventHost = "host" // one host's result of a task, once stored: Result (a result changed by failed_when at the barrier comes again)
 	EventDone = "done" // the run ended: Status, Error (always the last event)
 )
 

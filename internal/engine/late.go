@@ -111,7 +111,7 @@ func (e *Engine) RecordLate(sid, runID, taskID string, r domain.Result) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
-		e.log.Warn("late result not recorded: the engine is closed", "sid", sid, "apply_id", runID, "task_id", taskID)
+		e.log.Info("late result not recorded: the engine is closed", "sid", sid, "apply_id", runID, "task_id", taskID)
 		return
 	}
 	q.items = append(q.items, lateResult{runID: runID, taskID: taskID, ref: ref, res: r, at: e.now()})
