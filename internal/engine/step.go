@@ -28,10 +28,10 @@ type hostRun struct {
 // step runs a module or apply task on the hosts of one wave in parallel
 // (at most FanOut at once) and waits for all of them: the per-task
 // barrier. Each host's result is recorded as it arrives (a keeper that
-// dies mid-wave keeps it); only at the barrier are changed_when and
-// failed_when applied, because failed_when may read the task's own
-// register across hosts (the probe's completeness check), and a result
-// they change is recorded again.
+// dies mid-wave keeps it; see provisional); only at the barrier is
+// failed_when applied, because it may read the task's own register across
+// hosts (the probe's completeness check), and a result it changes is
+// recorded again.
 func (r *runner) step(ctx context.Context, t *dsl.Task, hosts []string, wave int, sc scope, count int) {
 	regs := r.base.Registers
 	if t.Register != "" {
