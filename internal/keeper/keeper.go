@@ -38,6 +38,7 @@ import (
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/gateway"
 	_ "github.com/soulstack/soulstack/internal/module/core" // the modules services are validated against
+	"github.com/soulstack/soulstack/internal/relay"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/ui"
 )
@@ -61,6 +62,7 @@ type Keeper struct {
 	auth      *auth.Authority
 	catalog   *catalog.Catalog
 	gateway   *gateway.Gateway
+	relay     *relay.Relay
 	api       *api.Server
 	engine    *engine.Engine
 	checker   *checker.Checker
@@ -123,11 +125,30 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 			k.engine.RecordLate(sid, runID, taskID, r)
 		},
 	})
+	// Souls may hold their streams to another keeper on the same
+	// PostgreSQL: the engine dispatches through the relay, which reaches
+	// them through the database (a pass-through to the gateway on SQLite).
+	relayURL := ""
+	if cfg.Postgres() {
+		relayURL = cfg.DatabaseURL
+	}
+	k.relay, err = relay.New(relay.Config{
+		Store:          k.store,
+		Local:          k.gateway,
+		KeeperID:       k.id,
+		DatabaseURL:    relayURL,
+		DefaultTimeout: cfg.TaskTimeout.D(),
+		FanOut:         cfg.FanOut,
+		Logger:         log,
+	})
+	if err != nil {
+		return nil, err
+	}
 	k.registry = prometheus.NewRegistry()
 	k.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	k.engine, err = engine.New(engine.Config{
 		Store:      k.store,
-		Dispatcher: k.gateway,
+		Dispatcher: k.relay,
 		Local: &dispatch.Local{
 			Root:           filepath.Join(cfg.DataDir, "keeper-root"),
 			DefaultTimeout: cfg.TaskTimeout.D(),
@@ -227,9 +248,16 @@ func (k *Keeper) Serve(ctx context.Context, ln net.Listener) error {
 	} else if n > 0 {
 		k.log.Warn("checker tasks failed by the keeper's restart", "count", n)
 	}
+	if err := k.relay.Recover(ctx); err != nil {
+		return fmt.Errorf("recovering relayed work: %w", err)
+	}
 	if err := k.commander.connect(ctx, k.auth, k.store, ln.Addr()); err != nil {
 		return fmt.Errorf("connecting the checker to the API: %w", err)
 	}
+	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRelay()
+	relayDone := make(chan error, 1)
+	go func() { relayDone <- k.relay.Run(relayCtx) }()
 	bg := k.startBackground(ctx)
 
 	gwCtx, stopGateway := context.WithCancel(context.WithoutCancel(ctx))
@@ -263,6 +291,12 @@ func (k *Keeper) Serve(ctx context.Context, ln net.Listener) error {
 	if err := k.engine.Close(shutdownCtx); err != nil {
 		k.log.Warn("closing the run engine", "err", err)
 	}
+	// The relay stops while the gateway still runs: work it serves for
+	// other keepers is answered (unreachable) before the streams close.
+	stopRelay()
+	if err := <-relayDone; err != nil {
+		k.log.Warn("stopping the relay", "err", err)
+	}
 	stopGateway()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		k.log.Warn("graceful shutdown timed out; closing connections", "err", err)
@@ -278,10 +312,16 @@ func (k *Keeper) Serve(ctx context.Context, ln net.Listener) error {
 	return runErr
 }
 
-// Close releases the store. It is safe to call more than once.
+// Close releases the store (and the relay's connections). It is safe to
+// call more than once.
 func (k *Keeper) Close() error {
 	if k.store == nil {
 		return nil
+	}
+	if k.relay != nil {
+		if err := k.relay.Close(); err != nil {
+			k.log.Warn("closing the relay", "err", err)
+		}
 	}
 	st := k.store
 	k.store = nil
@@ -303,8 +343,13 @@ func (k *Keeper) Auth() *auth.Authority { return k.auth }
 // Catalog returns the service catalog.
 func (k *Keeper) Catalog() *catalog.Catalog { return k.catalog }
 
-// Gateway returns the soul gateway, the engine's Dispatcher for souls.
+// Gateway returns the soul gateway: the streams of the souls connected to
+// this keeper.
 func (k *Keeper) Gateway() *gateway.Gateway { return k.gateway }
+
+// Relay returns the engine's Dispatcher for souls: the gateway, and through
+// PostgreSQL the souls connected to the other keepers on the database.
+func (k *Keeper) Relay() *relay.Relay { return k.relay }
 
 // Engine returns the run engine.
 func (k *Keeper) Engine() *engine.Engine { return k.engine }
