@@ -87,6 +87,13 @@ expect:
 	if _, err := w.Engine.CreateIncarnation(w.ctx, engine.CreateRequest{Name: "x", Service: "nope", Covens: []string{"prod"}}); domain.ErrorCode(err) != domain.CodeNotFound {
 		t.Errorf("unknown service: %v, want not found", err)
 	}
+	_, err = w.Engine.CreateIncarnation(w.ctx, engine.CreateRequest{Name: "typo", Service: "app", Covens: []string{"prdo"}})
+	if domain.ErrorCode(err) != domain.CodeUnprocessable || !strings.Contains(err.Error(), "no accepted soul carries all of the covens prdo") {
+		t.Errorf("covens matching no soul: %v, want unprocessable", err)
+	}
+	if _, err := w.Store.GetIncarnation(w.ctx, "typo"); domain.ErrorCode(err) != domain.CodeNotFound {
+		t.Errorf("the refused incarnation exists: %v", err)
+	}
 }
 
 const slowScenario = `

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -54,6 +55,9 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (id s
 		return "", domain.Errorf(domain.CodeInvalid, "covens are required: the incarnation's members are the accepted souls carrying all of them")
 	}
 	svcRec, err := e.cfg.Store.GetService(ctx, req.Service)
+	if errors.Is(err, domain.ErrNotFound) {
+		return "", domain.Errorf(domain.CodeNotFound, "service %q is not registered: register it first (POST /v1/services, soulctl service register)", req.Service)
+	}
 	if err != nil {
 		return "", fmt.Errorf("service %s: %w", req.Service, err)
 	}
@@ -72,6 +76,12 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (id s
 	members, err := e.membersOf(ctx, req.Covens)
 	if err != nil {
 		return "", err
+	}
+	if len(members) == 0 {
+		// Like an inventory pattern matching no host: almost always a typo,
+		// and an incarnation on nothing would commit state no host has.
+		return "", domain.Errorf(domain.CodeUnprocessable,
+			"no accepted soul carries all of the covens %s: check the covens (soulctl souls list --coven …) or accept the souls first", strings.Join(req.Covens, ", "))
 	}
 	inc := store.Incarnation{
 		Name: req.Name, Service: svcRec.Name, Ref: svcRec.Ref, Commit: svcRec.Commit,
