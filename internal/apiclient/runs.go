@@ -48,8 +48,11 @@ type RunHost struct {
 
 // RunEvent is one Server-Sent Event of GET /v1/runs/{apply_id}/events
 // (the SSE event name is Type): run (started), task (Path, Task, Hosts: its
-// target), wave (Path, Wave, Hosts), host (Result: one host's final result
-// of a task) and done (Status, Error), always the last.
+// target), wave (Path, Wave, Hosts), host (Result: one host's result of a
+// task as it is stored; it comes again when failed_when changes it at the
+// task's barrier) and done (Status, Error), always the last. A subscriber
+// that connects mid-run first gets the run, task and wave events it missed;
+// host results before that are in GET /v1/runs/{apply_id}.
 type RunEvent struct {
 	Type   string            `json:"type"`
 	RunID  string            `json:"apply_id"`

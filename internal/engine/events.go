@@ -47,7 +47,15 @@ type liveRun struct {
 	mu   sync.Mutex
 	subs map[chan Event]struct{}
 	over bool
+	// past are the run's structural events so far (run, task, wave), replayed
+	// to a subscriber that arrives late so it knows every task and wave
+	// already started; host results it reads from the run's record.
+	past []Event
 }
+
+// maxReplay bounds the structural events kept for late subscribers; a run
+// with more (thousands of one-host waves) replays the first maxReplay.
+const maxReplay = subscriberBuffer / 2
 
 func newLiveRun(id string, cancel context.CancelCauseFunc) *liveRun {
 	return &liveRun{id: id, cancel: cancel, done: make(chan struct{}), subs: map[chan Event]struct{}{}}
@@ -60,6 +68,9 @@ func (lr *liveRun) subscribe() (<-chan Event, func()) {
 	if lr.over {
 		close(ch)
 		return ch, func() {}
+	}
+	for _, ev := range lr.past {
+		ch <- ev // fits: len(past) <= maxReplay < cap(ch)
 	}
 	lr.subs[ch] = struct{}{}
 	return ch, func() {
@@ -77,6 +88,9 @@ func (lr *liveRun) subscribe() (<-chan Event, func()) {
 func (lr *liveRun) publish(ev Event) {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
+	if ev.Type != EventHost && ev.Type != EventDone && len(lr.past) < maxReplay {
+		lr.past = append(lr.past, ev)
+	}
 	for ch := range lr.subs {
 		select {
 		case ch <- ev:

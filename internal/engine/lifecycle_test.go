@@ -347,3 +347,39 @@ expect: {outcome: succeeded}
 		t.Errorf("incarnation %+v %v", inc, err)
 	}
 }
+
+// TestLateSubscriberSeesTasksAlreadyStarted: a watcher that connects while
+// a run is in its second task first receives the run, task and wave events
+// it missed, so it can place the host results it reads from the record.
+func TestLateSubscriberSeesTasksAlreadyStarted(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/slow/main.yml": `
+tasks:
+  - {name: first, module: core.test.ping}
+  - {name: slow, module: core.exec.run, params: {command: sleep 600}}
+`})
+	w := newWorld(t, svc, "slow", `
+hosts: [{sid: a}]
+expect: {outcome: cancelled}
+`)
+	w.Sim.SetStubs([]dispatch.Stub{{Module: "core.exec.run", Hosts: []string{"a"}, Hang: true}})
+	id := w.start()
+	w.waitForCall("a", "slow")
+	events, stop := w.Engine.Subscribe(id)
+	defer stop()
+	if err := w.Engine.Cancel(w.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var tasks []string
+	sawRun := false
+	for ev := range events {
+		switch ev.Type {
+		case engine.EventRun:
+			sawRun = true
+		case engine.EventTask:
+			tasks = append(tasks, ev.Task)
+		}
+	}
+	if !sawRun || strings.Join(tasks, ",") != "first,slow" {
+		t.Fatalf("replayed run event %v and tasks %v, want the run event and first,slow", sawRun, tasks)
+	}
+}
