@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -54,12 +55,19 @@ func (c *Catalog) materialize(ctx context.Context, repo *git.Repository, name st
 		return "", fmt.Errorf("creating temporary tree: %w", err)
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
+	var links []string
 	err = tree.Files().ForEach(func(f *object.File) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if f.Mode == filemode.Symlink {
+			links = append(links, f.Name)
+		}
 		return writeFile(tmp, f)
 	})
+	if err == nil {
+		err = checkLinks(tmp, links)
+	}
 	if err != nil {
 		return "", fmt.Errorf("materializing %s at %s: %w", name, commit, err)
 	}
@@ -119,6 +127,34 @@ func writeFile(root string, f *object.File) error {
 	default:
 		return nil // submodules and other entries are not part of a service
 	}
+}
+
+// checkLinks resolves every symlink of a written tree the way the kernel
+// does and refuses one that leaves it. writeFile's check is textual and
+// cannot see that ".." after a link climbs from where the link points (with
+// "s -> .", "s/s/../../x" reads as "x" but resolves two levels above the
+// tree); os.Root follows links component by component and fails on any
+// escape, loop or overly long chain of links. A link whose target does not
+// exist stays dangling: the tree is never written to once materialized.
+func checkLinks(dir string, links []string) error {
+	if len(links) == 0 {
+		return nil
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, name := range links {
+		_, err := root.Stat(filepath.FromSlash(name))
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		target, _ := os.Readlink(filepath.Join(dir, filepath.FromSlash(name)))
+		return &domain.Error{Code: domain.CodeInvalid,
+			Message: fmt.Sprintf("symlink %s points outside the repository or loops (%s): only relative links that resolve inside it are allowed", name, target), Err: err}
+	}
+	return nil
 }
 
 func isDir(p string) bool {
