@@ -122,9 +122,10 @@ func (r *Relay) relay(ctx context.Context, req dispatch.Request, target string) 
 		return failed("encoding work: %v", err)
 	}
 	bound := work.Timeout + grace(work.Timeout) + relayGrace
+	now := time.Now()
 	id, err := r.st.CreateRelay(ctx, store.RelayWork{
 		FromKeeper: r.cfg.KeeperID, ToKeeper: target, SID: sid, RunID: work.RunID, TaskID: work.TaskID,
-		Work: payload, Deadline: time.Now().Add(bound),
+		Work: payload, CreatedAt: now, Deadline: now.Add(bound),
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -10,50 +10,62 @@ import (
 	"github.com/soulstack/soulstack/internal/domain"
 )
 
-// serveAsync serves relay row id in a goroutine owned by Run.
+// serveAsync serves relay row id in a goroutine owned by Run, unless it is
+// being served already (a notification and a rescan may both name it).
 func (r *Relay) serveAsync(id int64) {
 	rs := r.running.Load()
 	if rs == nil {
 		return
 	}
-	rs.wg.Go(func() { r.serve(rs, id) })
+	// Cancellable before the claim: a cancel that arrives meanwhile is not
+	// lost (the sender deletes the row before it sends one, so the claim
+	// then finds nothing).
+	ctx, cancel := context.WithCancelCause(rs.ctx)
+	rs.mu.Lock()
+	if rs.serving[id] != nil {
+		rs.mu.Unlock()
+		cancel(nil)
+		return
+	}
+	rs.serving[id] = cancel
+	rs.mu.Unlock()
+	rs.wg.Go(func() {
+		defer func() {
+			rs.mu.Lock()
+			delete(rs.serving, id)
+			rs.mu.Unlock()
+			cancel(nil)
+		}()
+		r.serve(ctx, id)
+	})
 }
 
 // serve claims row id (when it is addressed here and nobody claimed it
 // yet), runs its work through the local gateway, writes the result and
 // tells the sender.
-func (r *Relay) serve(rs *runState, id int64) {
-	row, err := r.st.ClaimRelay(rs.ctx, id, r.cfg.KeeperID)
+func (r *Relay) serve(ctx context.Context, id int64) {
+	row, err := r.st.ClaimRelay(ctx, id, r.cfg.KeeperID)
 	if err != nil {
-		if c := domain.ErrorCode(err); c != domain.CodeNotFound && c != domain.CodeConflict && rs.ctx.Err() == nil {
+		if c := domain.ErrorCode(err); c != domain.CodeNotFound && c != domain.CodeConflict && ctx.Err() == nil {
 			r.log.Warn("claiming relayed work", "id", id, "err", err)
 		}
 		return
 	}
 	var res domain.Result
 	var work dispatch.Work
-	switch err := json.Unmarshal(row.Work, &work); {
-	case err != nil:
+	if err := json.Unmarshal(row.Work, &work); err != nil {
 		res = failed("keeper %s could not decode the work relayed for soul %s: %v", r.cfg.KeeperID, row.SID, err)
-	case !time.Now().Before(row.Deadline):
-		res = failed("timed out: the work for soul %s expired before keeper %s picked it up", row.SID, r.cfg.KeeperID)
-	default:
-		ctx, cancel := context.WithCancelCause(rs.ctx)
-		ctx, cancelDeadline := context.WithDeadline(ctx, row.Deadline)
-		rs.mu.Lock()
-		rs.serving[id] = cancel
-		rs.mu.Unlock()
-		res = r.cfg.Local.Dispatch(ctx, []dispatch.Request{{SID: row.SID, Work: work}}, nil)[row.SID]
-		if errors.Is(context.Cause(ctx), errShuttingDown) && !res.Unreachable && res.Failed {
+	} else {
+		// The sender's bound, measured from now on this keeper's clock
+		// (the keepers' clocks may disagree).
+		dctx, cancelDeadline := context.WithTimeout(ctx, row.Deadline.Sub(row.CreatedAt))
+		res = r.cfg.Local.Dispatch(dctx, []dispatch.Request{{SID: row.SID, Work: work}}, nil)[row.SID]
+		if errors.Is(context.Cause(dctx), errShuttingDown) && !res.Unreachable && res.Failed {
 			// The streams are going away with this keeper: to the sender
 			// that is a connection dropping before the soul answered.
 			res = unreachable("keeper %s, which holds soul %s's stream, shut down before the soul answered", r.cfg.KeeperID, row.SID)
 		}
 		cancelDeadline()
-		cancel(nil)
-		rs.mu.Lock()
-		delete(rs.serving, id)
-		rs.mu.Unlock()
 	}
 	r.finish(row.ID, row.SID, res)
 }
