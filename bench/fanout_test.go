@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"testing"
 	"time"
@@ -22,9 +23,10 @@ import (
 // the phases say where the time goes (see runTiming).
 //
 // It also measures the keeper's memory per connected soul: live Go heap plus
-// goroutine stacks of this process after GC, and its RSS, before and after
-// the N souls connected (the process holds the keeper and this harness;
-// the souls live in the swarm process).
+// goroutine stacks of this process after GC, and its RSS, before (after
+// returning free memory to the OS) and after the N souls connected, and
+// after the runs (the process holds the keeper and this harness; the souls
+// live in the swarm process).
 func BenchmarkFanOut(b *testing.B) {
 	n := envInt(b, "SOULSTACK_BENCH_SOULS", 1000)
 	ctx := context.Background()
@@ -33,6 +35,7 @@ func BenchmarkFanOut(b *testing.B) {
 	soulBinary(b)
 
 	heap0, stack0 := liveBytes()
+	debug.FreeOSMemory() // the baseline must not hold an earlier -count run's garbage
 	self0, err := readProc(os.Getpid())
 	if err != nil {
 		b.Fatal(err)

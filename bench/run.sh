@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs Soul Stack's SPEC §15 benchmarks (see bench/README.md) and keeps
+# their output, with the machine, date, Go version and commit, under
+# bench/results/<date>/ (or $RESULTS).
+#
+#   bench/run.sh [fanout|fanout10k|idle|checker|versus|lab|all]...
+#
+# Default: all but lab (lab needs root and builds a lab of 20 Debian hosts;
+# it also compares against Ansible when ansible-playbook is installed:
+# apt-get install ansible). The numbers are noisy on a shared machine: each
+# benchmark repeats (-count) and reports medians.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${RESULTS:-bench/results/$(date -u +%Y-%m-%d)}
+mkdir -p "$out"
+
+header() {
+	echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+	echo "# $(go version); $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+bench() { # name, then go test arguments
+	local name=$1
+	shift
+	echo "== $name → $out/$name.txt"
+	{
+		header
+		go test ./bench/ -run '^$' -timeout 3h "$@" 2>&1
+	} | tee "$out/$name.txt"
+}
+
+run() {
+	case $1 in
+	fanout) SOULSTACK_BENCH_SOULS=1000 bench fanout-1000 -bench '^BenchmarkFanOut$' -benchtime 10x -count 3 -v ;;
+	fanout10k) SOULSTACK_BENCH_SOULS=10000 bench fanout-10000 -bench '^BenchmarkFanOut$' -benchtime 5x -count 3 -v ;;
+	idle) bench idle -bench '^BenchmarkSoulIdle$' -benchtime 3x -v ;;
+	checker) bench checker -bench '^BenchmarkChecker$' -benchtime 1x -count 2 -v ;;
+	versus) bench versus -bench '^BenchmarkVersusAnsible$' -benchtime 10x -v ;;
+	lab) SOULSTACK_BENCH_LAB=1 bench lab -bench '^BenchmarkVersusAnsibleLab$' -benchtime 5x -v ;;
+	all) for b in fanout fanout10k idle checker versus; do run "$b"; done ;;
+	*)
+		echo "unknown benchmark $1 (fanout fanout10k idle checker versus lab all)" >&2
+		exit 2
+		;;
+	esac
+}
+
+for b in "${@:-all}"; do run "$b"; done
