@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -182,6 +183,9 @@ func (u *UI) services(r *http.Request) (view, error) {
 	if err != nil {
 		return view{}, fmt.Errorf("listing incarnations: %w", err)
 	}
+	for i := range svcs {
+		svcs[i].Git = auth.RedactURL(svcs[i].Git)
+	}
 	sv := servicesView{Services: svcs, Uses: map[string]int{}}
 	for _, inc := range incs {
 		sv.Uses[inc.Service]++
@@ -205,6 +209,8 @@ func (u *UI) service(r *http.Request) (view, error) {
 	if err != nil {
 		return view{}, fmt.Errorf("listing incarnations: %w", err)
 	}
+	// The catalog needs a URL's password; readers of the page do not.
+	s.Git = auth.RedactURL(s.Git)
 	sv := serviceView{Service: s}
 	for _, inc := range incs {
 		if inc.Service == name {

@@ -112,6 +112,23 @@ func TestServicePages(t *testing.T) {
 		`<a href="/ui/incarnations/cache">cache</a>`, `<a href="/ui/incarnations/queue">queue</a>`)
 }
 
+// TestServiceGitPasswordHidden: a git URL with credentials is shown without
+// its password, as the API shows it: any viewer reads these pages.
+func TestServiceGitPasswordHidden(t *testing.T) {
+	e := newEnv(t)
+	if err := e.st.CreateService(context.Background(), store.Service{
+		Name: "private", Git: "https://deploy:hunter2@git.example.com/ops/private.git", Ref: "main", Commit: commit,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := e.session()
+	for _, path := range []string{"/ui/services", "/ui/services/private"} {
+		body := e.page(c, path)
+		contains(t, path, body, "https://deploy:****@git.example.com/ops/private.git")
+		lacks(t, path, body, "hunter2")
+	}
+}
+
 func TestIncarnationPages(t *testing.T) {
 	e := newEnv(t)
 	c := e.session()
