@@ -2,7 +2,6 @@ package dsl
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -70,6 +69,12 @@ func (in Inputs) Resolve(given map[string]any) (map[string]any, error) {
 		switch {
 		case ok:
 			nv, err := CoerceInput(s.Type, v)
+			if err != nil && s.Secret {
+				// The message reaches API answers and run results: it
+				// names the kind of a secret value, never the value.
+				errs = append(errs, fmt.Errorf("input %s: must be %s %s, got %s (value not shown: the input is secret)", s.Name, article(string(s.Type)), s.Type, kindOf(v)))
+				continue
+			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("input %s: %w", s.Name, err))
 				continue
@@ -84,7 +89,12 @@ func (in Inputs) Resolve(given map[string]any) (map[string]any, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, &domain.Error{Code: domain.CodeInvalid, Message: "invalid input", Err: errors.Join(errs...)}
+		// Every reason is in the message: it is what API clients see.
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		return nil, &domain.Error{Code: domain.CodeInvalid, Message: "invalid input: " + strings.Join(msgs, "; ")}
 	}
 	return out, nil
 }
@@ -169,6 +179,21 @@ func describe(v any) string {
 		return "a map"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// kindOf names the kind of v without its value (for secret inputs).
+func kindOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int, int64, int32, uint, uint64, uint32:
+		return "an integer"
+	case float64, float32, json.Number:
+		return "a number"
+	}
+	return describe(v) // "a list", "a map" or the Go type: no value
 }
 
 func toFloat(v any) (float64, bool) {

@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -118,5 +119,27 @@ func TestInputsHelpers(t *testing.T) {
 	}
 	if in.Get("port").Type != InputInteger || in.Get("nope") != nil {
 		t.Error("Get does not find declared inputs by name")
+	}
+}
+
+// TestResolveErrorSaysWhy: the reasons are in the error's message, which is
+// what an API client is shown (the cause under a *domain.Error is not), and
+// a secret value is never quoted in them.
+func TestResolveErrorSaysWhy(t *testing.T) {
+	_, err := testInputs().Resolve(map[string]any{"password": 424242, "port": "many"})
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Code != domain.CodeInvalid {
+		t.Fatalf("error %v, want a *domain.Error with code invalid", err)
+	}
+	for _, w := range []string{
+		`input port: must be an integer, got string "many"`,
+		"input password: must be a string, got an integer (value not shown: the input is secret)",
+	} {
+		if !strings.Contains(de.Message, w) {
+			t.Errorf("message %q does not say %q", de.Message, w)
+		}
+	}
+	if strings.Contains(err.Error(), "424242") {
+		t.Errorf("error %q quotes the secret value", err)
 	}
 }
