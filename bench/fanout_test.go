@@ -21,6 +21,8 @@ import (
 // the one-task scenario (core.test.ping on every soul) and wait until the
 // run has committed. Metrics are medians over the ops (ns/op is the mean);
 // the phases say where the time goes (see runTiming).
+// $SOULSTACK_BENCH_CPUPROFILE profiles the keeper side during the runs;
+// $SOULSTACK_BENCH_HEAPPROFILE writes its heap with the N souls connected.
 //
 // It also measures the keeper's memory per connected soul: live Go heap plus
 // goroutine stacks of this process after GC, and its RSS, before (after
@@ -61,6 +63,10 @@ func BenchmarkFanOut(b *testing.B) {
 		b.Fatal(err)
 	}
 
+	if p := os.Getenv("SOULSTACK_BENCH_CPUPROFILE"); p != "" {
+		stop := startCPUProfile(b, p)
+		defer stop()
+	}
 	var ts timings
 	b.ResetTimer()
 	for b.Loop() {
@@ -96,6 +102,22 @@ func BenchmarkFanOut(b *testing.B) {
 	b.ReportMetric(per(self2.RSS-self0.RSS), "keeper-rss-after-runs-B/soul")
 	b.ReportMetric(float64(goroutines)/float64(n), "keeper-goroutines/soul")
 	b.ReportMetric(per(swarm.RSS), "swarm-rss-B/soul")
+}
+
+// startCPUProfile profiles this process (the keeper side) into path until
+// stop; unlike -cpuprofile it leaves out the souls' connecting.
+func startCPUProfile(b *testing.B, path string) (stop func()) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // writeHeapProfile writes this process's heap profile (the keeper side

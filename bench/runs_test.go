@@ -20,8 +20,12 @@ type runTiming struct {
 	Start   time.Duration // request sent → run marked running (started_at)
 	Prepare time.Duration // running → first host's task started (soulprints, triggers, targeting, render)
 	Hosts   time.Duration // first host started → last host finished: dispatch over the stream, the souls' work, results back
-	Record  time.Duration // last host finished → the last wave's results written to the store
-	Commit  time.Duration // results written → commit transaction done (state_changes, schema, state + history + run + incarnation)
+	Finish  time.Duration // last host finished → run ended: the last results written, state_changes, commit transaction
+	// Record and Commit split Finish when the run's events were all seen
+	// (a subscriber that lags behind a large wave is dropped by the
+	// engine, which never blocks on it).
+	Record  time.Duration // last host finished → its result written to the store (announced by its host event)
+	Commit  time.Duration // → the run's done event (commit transaction included)
 	Status  string
 	Results int
 }
@@ -38,10 +42,8 @@ func (e *env) timeRun(ctx context.Context, start startFunc) (runTiming, error) {
 		return rt, err
 	}
 	rt.Accept = time.Since(t0)
-	// The run executes in the keeper's engine; its events carry the time
-	// the last wave's results were recorded and the time it ended. The
-	// first events may already be gone; the ones used come after the
-	// souls' round trips.
+	// The run executes in the keeper's engine; its host events are emitted
+	// once their results are written, and its done event once it ended.
 	events, stop := e.k.Engine().Subscribe(acc.ApplyID)
 	defer stop()
 	var recorded, done time.Time
@@ -51,7 +53,9 @@ func (e *env) timeRun(ctx context.Context, start startFunc) (runTiming, error) {
 		for ev := range events {
 			switch ev.Type {
 			case engine.EventHost:
-				recorded = ev.Time // emitted after the wave's RecordResults
+				if ev.Time.After(recorded) {
+					recorded = ev.Time
+				}
 			case engine.EventDone:
 				done = ev.Time
 			}
@@ -64,12 +68,6 @@ func (e *env) timeRun(ctx context.Context, start startFunc) (runTiming, error) {
 		return rt, err
 	}
 	<-got
-	if done.IsZero() {
-		// The subscription lagged behind a large wave's host events and was
-		// dropped (the engine never blocks on a subscriber): the end is when
-		// Wait returned, which adds one store read.
-		done = end
-	}
 	rt.Status = run.Status
 	if run.Status != store.RunSucceeded {
 		return rt, fmt.Errorf("run %s %s: %s", run.ID, run.Status, run.Error)
@@ -79,7 +77,7 @@ func (e *env) timeRun(ctx context.Context, start startFunc) (runTiming, error) {
 		return rt, err
 	}
 	rt.Results = len(results)
-	rt.Start, rt.Prepare, rt.Hosts, rt.Record, rt.Commit = -1, -1, -1, -1, -1
+	rt.Start, rt.Prepare, rt.Hosts, rt.Finish, rt.Record, rt.Commit = -1, -1, -1, -1, -1, -1
 	if run.StartedAt == nil || len(results) == 0 {
 		return rt, nil
 	}
@@ -95,7 +93,8 @@ func (e *env) timeRun(ctx context.Context, start startFunc) (runTiming, error) {
 	rt.Start = run.StartedAt.Sub(t0)
 	rt.Prepare = first.Sub(*run.StartedAt)
 	rt.Hosts = last.Sub(first)
-	if !recorded.IsZero() {
+	rt.Finish = end.Sub(last)
+	if !done.IsZero() && !recorded.IsZero() {
 		rt.Record = recorded.Sub(last)
 		rt.Commit = done.Sub(recorded)
 	}
@@ -161,6 +160,7 @@ func (ts timings) report(b interface{ ReportMetric(float64, string) }, prefix st
 		{"start", func(t runTiming) time.Duration { return t.Start }},
 		{"prepare", func(t runTiming) time.Duration { return t.Prepare }},
 		{"hosts", func(t runTiming) time.Duration { return t.Hosts }},
+		{"finish", func(t runTiming) time.Duration { return t.Finish }},
 		{"record", func(t runTiming) time.Duration { return t.Record }},
 		{"commit", func(t runTiming) time.Duration { return t.Commit }},
 	}
@@ -176,6 +176,10 @@ func (ts timings) report(b interface{ ReportMetric(float64, string) }, prefix st
 
 // String is one line per run for -v logs.
 func (t runTiming) String() string {
-	return fmt.Sprintf("total %.1fms (accept %.1f, start %.1f, prepare %.1f, hosts %.1f, record %.1f, commit %.1f) %d results",
-		ms(t.Total), ms(t.Accept), ms(t.Start), ms(t.Prepare), ms(t.Hosts), ms(t.Record), ms(t.Commit), t.Results)
+	split := "events dropped"
+	if t.Record >= 0 {
+		split = fmt.Sprintf("record %.1f, commit %.1f", ms(t.Record), ms(t.Commit))
+	}
+	return fmt.Sprintf("total %.1fms (accept %.1f, start %.1f, prepare %.1f, hosts %.1f, finish %.1f: %s) %d results",
+		ms(t.Total), ms(t.Accept), ms(t.Start), ms(t.Prepare), ms(t.Hosts), ms(t.Finish), split, t.Results)
 }
