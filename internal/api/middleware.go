@@ -76,6 +76,16 @@ func (s *Server) audit(r *http.Request, p auth.Principal, st *reqState, status i
 			summary["body_bytes"] = len(body)
 		}
 	}
+	for k, v := range st.fields {
+		old, ok := summary[k]
+		switch {
+		case !ok:
+		case v == maskValues:
+			summary[k] = maskedValues(old)
+		default:
+			summary[k] = v
+		}
+	}
 	summary["status"] = status
 	target := st.target
 	if target == "" {
@@ -115,6 +125,8 @@ func mutating(method string) bool {
 type reqState struct {
 	target string
 	archon string
+	// fields replace fields of the request body in the audit summary.
+	fields map[string]any
 }
 
 type reqStateKey struct{}
@@ -126,6 +138,41 @@ func SetAuditTarget(r *http.Request, target string) {
 	if st, ok := r.Context().Value(reqStateKey{}).(*reqState); ok {
 		st.target = target
 	}
+}
+
+// SetAuditField replaces a field of the request body in the call's audit
+// summary (a field the body does not have is not added). Handlers use it
+// for values only they know to be secret, such as the secret inputs of a
+// scenario, which auth.Mask cannot tell by their names.
+func SetAuditField(r *http.Request, key string, value any) {
+	if st, ok := r.Context().Value(reqStateKey{}).(*reqState); ok {
+		if st.fields == nil {
+			st.fields = map[string]any{}
+		}
+		st.fields[key] = value
+	}
+}
+
+// maskValues, given to SetAuditField, masks every value of a JSON object
+// field of the request body (or the whole field when it is not an object).
+var maskValues = &struct{ _ byte }{}
+
+// MaskAuditValues masks every value of the JSON object under key in the
+// call's audit summary, keeping its keys: what a handler sets for a field
+// that may hold secrets before it can tell which (refused calls included,
+// even those whose body does not decode).
+func MaskAuditValues(r *http.Request, key string) { SetAuditField(r, key, maskValues) }
+
+func maskedValues(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return auth.Masked
+	}
+	out := make(map[string]any, len(m))
+	for k := range m {
+		out[k] = auth.Masked
+	}
+	return out
 }
 
 // measure records latency by route and status and logs the request (at

@@ -38,6 +38,7 @@ func (s *Server) routesIncarnations(rt *Router) {
 
 func (s *Server) createIncarnation(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	var req apiclient.CreateIncarnationRequest
+	MaskAuditValues(r, "input")
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -51,6 +52,7 @@ func (s *Server) createIncarnation(w http.ResponseWriter, r *http.Request, p aut
 	if err != nil {
 		return err
 	}
+	s.auditInput(r, req.Input, id)
 	writeJSON(w, http.StatusAccepted, apiclient.Accepted{ApplyID: id})
 	return nil
 }
@@ -115,6 +117,7 @@ func (s *Server) incarnationHistory(w http.ResponseWriter, r *http.Request, _ au
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	var req apiclient.StartRunRequest
+	MaskAuditValues(r, "input")
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -125,9 +128,27 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if err != nil {
 		return err
 	}
+	s.auditInput(r, req.Input, id)
 	SetAuditTarget(r, r.PathValue("name")+"/"+id)
 	writeJSON(w, http.StatusAccepted, apiclient.Accepted{ApplyID: id})
 	return nil
+}
+
+// auditInput keeps the values of secret inputs out of the audit entry of a
+// call that started a run (SPEC §10.2). Only the scenario knows which
+// inputs are secret, so the handler masks every value of "input" until the
+// run exists; then the run's stored input, masked by the engine, shows the
+// given values that are not secret.
+func (s *Server) auditInput(r *http.Request, input map[string]any, runID string) {
+	run, err := s.store.GetRun(r.Context(), runID)
+	if input == nil || err != nil {
+		return
+	}
+	shown := make(map[string]any, len(input))
+	for k := range input {
+		shown[k] = run.Input[k]
+	}
+	SetAuditField(r, "input", shown)
 }
 
 func (s *Server) unlockIncarnation(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
