@@ -18,10 +18,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -42,6 +45,10 @@ const (
 	// MaxMessageBytes bounds one stream message (a destiny bundle, a
 	// result with large stdout).
 	MaxMessageBytes = 64 << 20
+	// MaxHandshakeBytes bounds what a connection may send before it is an
+	// accepted soul (hello with its soulprint, proof): anyone who reaches
+	// the port can open one, so it must not cost the keeper much memory.
+	MaxHandshakeBytes = 1 << 20
 )
 
 // missedHeartbeats is how many heartbeat intervals of silence end a session.
@@ -152,12 +159,69 @@ func (g *Gateway) Handler() (string, http.Handler) {
 			http.Error(w, "the soul stream is served over TLS only", http.StatusUpgradeRequired)
 			return
 		}
+		if compressedRequest(r.Header) {
+			// A compressed message could inflate to MaxMessageBytes from a
+			// few kilobytes of an unauthenticated hello; souls never
+			// compress what they send.
+			http.Error(w, "the soul stream takes uncompressed messages", http.StatusUnsupportedMediaType)
+			return
+		}
+		body := &handshakeBody{ReadCloser: r.Body}
+		body.left.Store(MaxHandshakeBytes)
+		r.Body = body
 		ctx := context.WithValue(r.Context(), rcKey{}, http.NewResponseController(w))
+		ctx = context.WithValue(ctx, bodyKey{}, body)
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
 type rcKey struct{}
+
+type bodyKey struct{}
+
+// handshakeBody is the request body of a soul stream: until lift is called
+// (the soul was accepted) reads stop with an error after MaxHandshakeBytes.
+type handshakeBody struct {
+	io.ReadCloser
+	left   atomic.Int64
+	lifted atomic.Bool
+}
+
+var errHandshakeTooLarge = fmt.Errorf("the handshake is larger than %d bytes", MaxHandshakeBytes)
+
+func (b *handshakeBody) Read(p []byte) (int, error) {
+	if b.lifted.Load() {
+		return b.ReadCloser.Read(p)
+	}
+	left := b.left.Load()
+	if left <= 0 {
+		return 0, errHandshakeTooLarge
+	}
+	if int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left.Add(-int64(n))
+	return n, err
+}
+
+// liftHandshakeLimit ends the handshake budget of the stream ctx belongs to.
+func liftHandshakeLimit(ctx context.Context) {
+	if b, ok := ctx.Value(bodyKey{}).(*handshakeBody); ok {
+		b.lifted.Store(true)
+	}
+}
+
+// compressedRequest reports whether the request's messages may be
+// compressed (gRPC and Connect streaming headers).
+func compressedRequest(h http.Header) bool {
+	for _, k := range []string{"Grpc-Encoding", "Connect-Content-Encoding", "Content-Encoding"} {
+		if v := h.Get(k); v != "" && !strings.EqualFold(v, "identity") {
+			return true
+		}
+	}
+	return false
+}
 
 // Run resets this keeper's souls to disconnected (they held streams to a
 // previous process), then accepts souls and keeps house — ending silent

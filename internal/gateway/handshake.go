@@ -66,6 +66,7 @@ func (sv *service) Connect(ctx context.Context, stream *connect.BidiStream[pb.So
 		log.Info("soul pending", "reason", out.pending)
 		return sendClose(stream, &pb.KeeperMessage{Msg: &pb.KeeperMessage_Pending{Pending: &pb.Pending{Reason: out.pending}}})
 	}
+	liftHandshakeLimit(ctx)
 	s := newSession(g, hello.Sid, stream, rc)
 	return s.serve(ctx, out.covens, log)
 }

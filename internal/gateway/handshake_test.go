@@ -1,0 +1,123 @@
+package gateway_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/gateway"
+	"github.com/soulstack/soulstack/internal/jointoken"
+	"github.com/soulstack/soulstack/internal/tlsutil"
+	pb "github.com/soulstack/soulstack/proto/soulstack/v1"
+	"github.com/soulstack/soulstack/proto/soulstack/v1/soulstackv1connect"
+)
+
+// rawSoul is a hand-driven soul stream: the tests send what a real soul
+// would not.
+type rawSoul struct {
+	t      *testing.T
+	k      *keeper
+	key    ed25519.PrivateKey
+	stream *connect.BidiStreamForClient[pb.SoulMessage, pb.KeeperMessage]
+}
+
+func dialRaw(t *testing.T, k *keeper, opts ...connect.ClientOption) *rawSoul {
+	t.Helper()
+	tlsCfg, err := tlsutil.PinnedClientConfig(k.fp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	protos := new(http.Protocols)
+	protos.SetHTTP2(true)
+	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true, Protocols: protos}
+	t.Cleanup(tr.CloseIdleConnections)
+	cl := soulstackv1connect.NewSoulServiceClient(&http.Client{Transport: tr}, k.url,
+		append([]connect.ClientOption{connect.WithGRPC(), connect.WithSendMaxBytes(gateway.MaxMessageBytes)}, opts...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := cl.Connect(ctx)
+	t.Cleanup(func() { _ = st.CloseRequest(); _ = st.CloseResponse() })
+	return &rawSoul{t: t, k: k, key: key, stream: st}
+}
+
+// handshake says hello as sid with soulprint and answers the challenge; it
+// returns the keeper's answer after the proof (or the stream's error).
+func (r *rawSoul) handshake(sid string, soulprint []byte, joinToken string) (*pb.KeeperMessage, error) {
+	hello := &pb.Hello{Sid: sid, PublicKey: r.key.Public().(ed25519.PublicKey), Version: "test", Soulprint: soulprint}
+	if joinToken != "" {
+		secret, _, err := jointoken.Decode(joinToken)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		hello.JoinSecret = secret
+	}
+	if err := r.stream.Send(&pb.SoulMessage{Msg: &pb.SoulMessage_Hello{Hello: hello}}); err != nil {
+		return nil, err
+	}
+	m, err := r.stream.Receive()
+	if err != nil {
+		return nil, err
+	}
+	ch := m.GetChallenge()
+	if ch == nil {
+		return m, nil
+	}
+	sig := ed25519.Sign(r.key, pb.ProofPayload(ch.Nonce, sid, r.k.fp))
+	if err := r.stream.Send(&pb.SoulMessage{Msg: &pb.SoulMessage_Proof{Proof: &pb.Proof{Signature: sig}}}); err != nil {
+		return nil, err
+	}
+	return r.stream.Receive()
+}
+
+// An unauthenticated hello may not make the keeper hold a message of up to
+// MaxMessageBytes: the handshake has a budget of MaxHandshakeBytes, and a
+// compressed stream (a small gzip bomb inflating to MaxMessageBytes) is
+// refused outright. A soul, once accepted, may send large messages again.
+func TestHandshakeIsSmall(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{})
+
+	big := []byte(`{"pad":"` + strings.Repeat("x", 2*gateway.MaxHandshakeBytes) + `"}`)
+	if m, err := dialRaw(t, k).handshake("bloated", big, ""); err == nil {
+		t.Fatalf("a %d-byte hello was answered: %v", len(big), m)
+	}
+	if _, err := k.store.GetSoul(context.Background(), "bloated"); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("the bloated hello registered a soul: %v", err)
+	}
+
+	small := []byte(`{"pad":"` + strings.Repeat("x", 8<<10) + `"}`)
+	if m, err := dialRaw(t, k, connect.WithSendGzip()).handshake("zipped", small, ""); err == nil {
+		t.Fatalf("a compressed stream was answered: %v", m)
+	}
+	if _, err := k.store.GetSoul(context.Background(), "zipped"); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("the compressed hello registered a soul: %v", err)
+	}
+
+	// An accepted soul's later messages are not held to the budget.
+	r := dialRaw(t, k)
+	m, err := r.handshake("roomy", []byte(`{"os":{"family":"debian"}}`), k.joinToken(t, "web"))
+	if err != nil || m.GetWelcome() == nil {
+		t.Fatalf("handshake of roomy: %v, %v", m, err)
+	}
+	k.waitConnected(t, "roomy")
+	if err := r.stream.Send(&pb.SoulMessage{Msg: &pb.SoulMessage_Soulprint{Soulprint: &pb.SoulprintUpdate{Soulprint: big}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		s, err := k.store.GetSoul(context.Background(), "roomy")
+		return err == nil && s.Soulprint["pad"] != nil
+	}, "the large soulprint update of an accepted soul")
+}
