@@ -96,23 +96,27 @@ output:
 
 const relayInc = "relay-1"
 
-// twoKeepers is two in-process keepers on one PostgreSQL database and the
-// real soul processes connected to them.
+// twoKeepers is two keepers on one PostgreSQL database and the real soul
+// processes connected to them. keeper-1 runs in this process; keeper-2
+// too, or as the real binary (so that a test can SIGKILL it).
 type twoKeepers struct {
 	t       *testing.T
 	ctx     context.Context
 	dir     string
-	fp      string
-	keepers [2]*keeper.Keeper
+	ids     [2]string
+	keepers [2]*keeper.Keeper // nil for a binary keeper
 	addrs   [2]string
 	clients [2]*apiclient.Client
-	join    string // a join token of coven relay
+	join    string   // a join token of coven relay
+	serve   []string // `keeper serve` arguments of a binary keeper-2
+	binary  *proc    // the binary keeper-2
 	souls   map[string]*proc
 }
 
 // startTwoKeepers initializes a fresh database with keeper-1, gives
-// keeper-2 the same TLS identity, and serves both until the test ends.
-func startTwoKeepers(t *testing.T) *twoKeepers {
+// keeper-2 the same TLS identity, and serves both until the test ends;
+// with binary set keeper-2 is the real binary.
+func startTwoKeepers(t *testing.T, binary bool) *twoKeepers {
 	t.Helper()
 	ctx := context.Background()
 	dbURL := freshDatabase(t)
@@ -126,16 +130,28 @@ func startTwoKeepers(t *testing.T) *twoKeepers {
 		cfg.HeartbeatInterval = config.Duration(time.Second)
 		cfg.ShutdownTimeout = config.Duration(5 * time.Second)
 		cfgs[i] = cfg
+		c.ids[i] = cfg.KeeperID
 	}
 	res, err := keeper.Init(ctx, keeper.InitOptions{Keeper: cfgs[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.fp = res.Fingerprint
 	if err := os.CopyFS(cfgs[1].TLSDir(), os.DirFS(cfgs[0].TLSDir())); err != nil {
 		t.Fatal(err)
 	}
 	for i, cfg := range cfgs {
+		if i == 1 && binary {
+			c.addrs[1] = freeAddr(t)
+			c.serve = []string{"serve", "--data-dir", cfg.DataDir, "--database-url", dbURL, "--keeper-id", cfg.KeeperID,
+				"--listen", c.addrs[1], "--shutdown-timeout", "5s"}
+			cl, err := apiclient.New("http://"+c.addrs[1], res.Token.Token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.clients[1] = cl
+			c.startBinary()
+			continue
+		}
 		logs := &syncBuffer{}
 		k, err := keeper.New(ctx, keeper.Config{Keeper: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		if err != nil {
@@ -174,6 +190,14 @@ func startTwoKeepers(t *testing.T) *twoKeepers {
 	return c
 }
 
+// startBinary starts (or restarts) the binary keeper-2 and waits until it
+// is ready.
+func (c *twoKeepers) startBinary() {
+	c.t.Helper()
+	c.binary = start(c.t, "keeper-2", keeperBin, c.serve...)
+	waitFor(c.t, 15*time.Second, func() bool { return c.clients[1].Ready(c.ctx) == nil }, "keeper-2 ready")
+}
+
 func (c *twoKeepers) root(sid string) string { return filepath.Join(c.dir, sid, "root") }
 
 // startSoul runs soul sid connected to keeper i (0 or 1) and waits until
@@ -186,7 +210,7 @@ func (c *twoKeepers) startSoul(sid string, i int) {
 	c.souls[sid] = start(c.t, "soul "+sid, soulBin, "run", "--keeper", "https://"+c.addrs[i], "--sid", sid,
 		"--data-dir", filepath.Join(c.dir, sid), "--root", c.root(sid), "--join-token", c.join,
 		"--reconnect-min", "50ms", "--reconnect-max", "300ms")
-	want := c.keepers[i].ID()
+	want := c.ids[i]
 	waitFor(c.t, 20*time.Second, func() bool {
 		s, err := c.clients[0].GetSoul(c.ctx, sid)
 		return err == nil && s.Status == store.SoulConnected && s.KeeperID == want
@@ -242,24 +266,11 @@ func (c *twoKeepers) noRelayRows() {
 // unreachable at once; soul-b reconnected to keeper-1 serves again. It
 // measures the relay's round trip against the local gateway's.
 func TestRelayTwoKeepers(t *testing.T) {
-	c := startTwoKeepers(t)
+	c := startTwoKeepers(t, false)
 	ctx := c.ctx
 	c.startSoul("soul-a", 0)
 	c.startSoul("soul-b", 1)
-	repo := catalogtest.NewRepo(t)
-	repo.Commit(relayService, "relay service")
-	if _, err := c.clients[0].RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "relay", Git: repo.Dir, Ref: "master"}); err != nil {
-		t.Fatal(err)
-	}
-
-	acc, err := c.clients[0].CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: relayInc, Service: "relay", Covens: []string{"relay"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := c.awaitRun(0, acc.ApplyID)
-	if r.Status != store.RunSucceeded {
-		t.Fatalf("create run %s: %s (%s)\n%s", r.ID, r.Status, r.Error, runJSON(r))
-	}
+	r := c.createRelayed()
 	both := []string{"soul-a", "soul-b"}
 	for _, task := range []string{"Base directory", "Big file", "Big destiny", "Probe"} {
 		hs := hosts(r, task)
@@ -293,7 +304,7 @@ func TestRelayTwoKeepers(t *testing.T) {
 	if inc.Status != store.IncarnationReady || inc.State["hosts"] != float64(2) {
 		t.Fatalf("after create: %s %v", inc.Status, inc.State)
 	}
-	if s, _ := c.clients[0].GetSoul(ctx, "soul-b"); s.KeeperID != c.keepers[1].ID() {
+	if s, _ := c.clients[0].GetSoul(ctx, "soul-b"); s.KeeperID != c.ids[1] {
 		t.Fatalf("soul-b is held by %q: its work was not relayed", s.KeeperID)
 	}
 	c.noRelayRows()
@@ -373,5 +384,78 @@ func TestRelayTwoKeepers(t *testing.T) {
 			t.Fatalf("run through keeper-2 with both souls on keeper-1: %s (%s)\n%s", r.Status, r.Error, runJSON(r))
 		}
 	})
+	c.noRelayRows()
+}
+
+// createRelayed registers the relay service and creates its incarnation
+// through keeper-1; the create run must succeed.
+func (c *twoKeepers) createRelayed() apiclient.RunDetail {
+	c.t.Helper()
+	repo := catalogtest.NewRepo(c.t)
+	repo.Commit(relayService, "relay service")
+	if _, err := c.clients[0].RegisterService(c.ctx, apiclient.RegisterServiceRequest{Name: "relay", Git: repo.Dir, Ref: "master"}); err != nil {
+		c.t.Fatal(err)
+	}
+	acc, err := c.clients[0].CreateIncarnation(c.ctx, apiclient.CreateIncarnationRequest{Name: relayInc, Service: "relay", Covens: []string{"relay"}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	r := c.awaitRun(0, acc.ApplyID)
+	if r.Status != store.RunSucceeded {
+		c.t.Fatalf("create run %s: %s (%s)\n%s", r.ID, r.Status, r.Error, runJSON(r))
+	}
+	return r
+}
+
+// TestRelayKeeperKilled SIGKILLs the real keeper-2 binary holding soul-b's
+// stream: the store still shows soul-b connected to it, yet a run through
+// keeper-1 finds soul-b unreachable at once (keeper-2's relay lock went
+// with its connection). keeper-2 restarted, soul-b reconnects to it and the
+// next run through keeper-1 commits.
+func TestRelayKeeperKilled(t *testing.T) {
+	c := startTwoKeepers(t, true)
+	ctx := c.ctx
+	c.startSoul("soul-a", 0)
+	c.startSoul("soul-b", 1)
+	if r := c.createRelayed(); len(hosts(r, "Probe")) != 2 {
+		t.Fatalf("create through keeper-1 with soul-b on the keeper-2 binary:\n%s", runJSON(r))
+	}
+
+	if err := c.binary.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.binary.wait(t, 10*time.Second)
+	if s, _ := c.clients[0].GetSoul(ctx, "soul-b"); s.Status != store.SoulConnected || s.KeeperID != c.ids[1] {
+		t.Fatalf("soul-b after keeper-2 died: %s on %q (the test wants the stale record)", s.Status, s.KeeperID)
+	}
+	began := time.Now()
+	acc, err := c.clients[0].StartRun(ctx, relayInc, apiclient.StartRunRequest{Scenario: "create"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.awaitRun(0, acc.ApplyID)
+	took := time.Since(began)
+	base := hosts(r, "Base directory")
+	if r.Status != store.RunFailed || took > 5*time.Second || base["soul-b"].Status != string(domain.StatusUnreachable) ||
+		!strings.Contains(base["soul-b"].Msg, "keeper-2") || base["soul-a"].Status == string(domain.StatusUnreachable) {
+		t.Fatalf("run with keeper-2 killed: %s after %s\n%s", r.Status, took, runJSON(r))
+	}
+	t.Logf("the run through keeper-1 with keeper-2 killed failed in %s: %s", took.Round(time.Millisecond), base["soul-b"].Msg)
+
+	c.startBinary()
+	waitFor(t, 20*time.Second, func() bool {
+		s, err := c.clients[0].GetSoul(ctx, "soul-b")
+		return err == nil && s.Status == store.SoulConnected && s.KeeperID == c.ids[1] && s.LastSeen.After(began)
+	}, "soul-b to reconnect to the restarted keeper-2")
+	if _, err := c.clients[0].UnlockIncarnation(ctx, relayInc, "keeper-2 restarted"); err != nil {
+		t.Fatal(err)
+	}
+	acc, err = c.clients[0].StartRun(ctx, relayInc, apiclient.StartRunRequest{Scenario: "create"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.awaitRun(0, acc.ApplyID); r.Status != store.RunSucceeded {
+		t.Fatalf("run after keeper-2's restart: %s (%s)\n%s", r.Status, r.Error, runJSON(r))
+	}
 	c.noRelayRows()
 }
