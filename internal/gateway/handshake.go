@@ -175,6 +175,13 @@ const (
 // by an Archon, or another key bound to its SID — audited), or a known
 // accepted soul coming back.
 func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcome, error) {
+	// Two hellos of one SID must not both find it unknown and both
+	// register it: the second would overwrite the first's key and status
+	// (the store's upsert replaces them). The SID's lock orders them on
+	// this keeper.
+	l := g.sidLock(h.Sid)
+	l.Lock()
+	defer l.Unlock()
 	st := g.cfg.Store
 	now := time.Now()
 	soulprint, _ := decodeSoulprint(h.Soulprint)

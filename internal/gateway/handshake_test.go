@@ -121,3 +121,44 @@ func TestHandshakeIsSmall(t *testing.T) {
 		return err == nil && s.Soulprint["pad"] != nil
 	}, "the large soulprint update of an accepted soul")
 }
+
+// Hellos of one new SID under different keys at once: exactly one
+// registers it; the others are refused, never silently rebinding the key.
+func TestConcurrentHellosOfOneSID(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{quiet: true})
+	const n = 16
+	souls := make([]*rawSoul, n)
+	for i := range souls {
+		souls[i] = dialRaw(t, k)
+	}
+	type answer struct {
+		m   *pb.KeeperMessage
+		err error
+	}
+	answers := make(chan answer, n)
+	start := make(chan struct{})
+	for _, r := range souls {
+		go func() {
+			<-start
+			m, err := r.handshake("contested", nil, "")
+			answers <- answer{m, err}
+		}()
+	}
+	close(start)
+	pending := 0
+	for range n {
+		a := <-answers
+		switch {
+		case a.err != nil:
+			t.Errorf("handshake: %v", a.err)
+		case a.m.GetPending() != nil:
+			pending++
+		case a.m.GetRejected().GetReason() != pb.Rejected_REASON_KEY_MISMATCH:
+			t.Errorf("answer %v, want pending or a key mismatch", a.m)
+		}
+	}
+	if pending != 1 {
+		t.Fatalf("%d of %d hellos registered the SID, want exactly 1", pending, n)
+	}
+}
