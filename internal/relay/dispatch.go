@@ -62,7 +62,16 @@ func (r *Relay) Dispatch(ctx context.Context, reqs []dispatch.Request, onResult 
 	}
 	var wg sync.WaitGroup
 	if len(local) > 0 {
-		wg.Go(func() { r.cfg.Local.Dispatch(ctx, local, record) })
+		wg.Go(func() {
+			for sid, res := range r.cfg.Local.Dispatch(ctx, local, record) {
+				mu.Lock()
+				_, seen := out[sid]
+				mu.Unlock()
+				if !seen { // a Dispatcher that skipped onResult for it
+					record(sid, res)
+				}
+			}
+		})
 	}
 	sem := make(chan struct{}, r.cfg.FanOut)
 	for _, rm := range remotes {

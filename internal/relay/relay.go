@@ -108,8 +108,8 @@ type Relay struct {
 	listening atomic.Bool
 
 	mu    sync.Mutex
-	waits map[int64]*wait // relayed requests this keeper awaits, by row id
-	alive map[string]time.Time
+	waits map[int64]*wait      // relayed requests this keeper awaits, by row id
+	alive map[string]time.Time // keeper id → when it was last seen running
 }
 
 var _ dispatch.Dispatcher = (*Relay)(nil)
