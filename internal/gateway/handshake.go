@@ -216,6 +216,9 @@ func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcom
 		return outcome{rejected: &pb.Rejected{Reason: pb.Rejected_REASON_REJECTED, Message: "an Archon rejected soul " + h.Sid}}, nil
 	}
 	if !bytes.Equal(known.PublicKey, h.PublicKey) {
+		if out, ok, err := g.reclaimPending(ctx, known, h, soulprint, peer, now); ok || err != nil {
+			return out, err
+		}
 		if err := st.AppendAudit(ctx, store.AuditEntry{
 			Time: now, Action: "soul.key_mismatch", Target: h.Sid,
 			Summary: map[string]any{
@@ -262,6 +265,46 @@ func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcom
 	}
 	g.log.Info("pending soul joined with a join token", "sid", h.Sid, "token", tok.ID, "covens", tok.Covens)
 	return outcome{covens: tok.Covens}, nil
+}
+
+// reclaimPending lets a soul presenting a valid join token take a SID
+// that is only pending under another key. A pending record proves nothing
+// (anyone who reaches the port can create one for any SID), and the key is
+// bound on acceptance (SPEC §10.3); the join token is an Archon's
+// acceptance. Without this, whoever said hello first with a host's name
+// would lock the host out of joining with its token for good. ok is false
+// when the soul is not pending or has no valid token: the key mismatch
+// stands.
+func (g *Gateway) reclaimPending(ctx context.Context, known store.Soul, h *pb.Hello, soulprint map[string]any, peer string, now time.Time) (outcome, bool, error) {
+	if known.Status != store.SoulPending || len(h.JoinSecret) == 0 {
+		return outcome{}, false, nil
+	}
+	tok, ok, err := g.useToken(ctx, h.JoinSecret, now)
+	if err != nil || !ok {
+		return outcome{}, false, err
+	}
+	st := g.cfg.Store
+	if err := st.AppendAudit(ctx, store.AuditEntry{
+		Time: now, Action: "soul.pending_key_replaced", Target: h.Sid,
+		Summary: map[string]any{
+			"pending_key":   keyFingerprint(known.PublicKey),
+			"presented_key": keyFingerprint(h.PublicKey),
+			"join_token":    tok.ID,
+			"peer":          peer,
+			"keeper_id":     g.cfg.KeeperID,
+		},
+	}); err != nil {
+		return outcome{}, false, fmt.Errorf("auditing the key change of pending soul %s: %w", h.Sid, err)
+	}
+	s := store.Soul{
+		SID: h.Sid, PublicKey: h.PublicKey, Status: store.SoulDisconnected, Covens: tok.Covens,
+		Soulprint: soulprint, Version: h.Version, KeeperID: g.cfg.KeeperID, LastSeen: now, CreatedAt: known.CreatedAt,
+	}
+	if err := st.UpsertSoul(ctx, s); err != nil {
+		return outcome{}, false, fmt.Errorf("registering soul %s: %w", h.Sid, err)
+	}
+	g.log.Warn("a soul with a join token took over a SID pending under another key", "sid", h.Sid, "token", tok.ID, "peer", peer)
+	return outcome{covens: tok.Covens}, true, nil
 }
 
 // useToken redeems a join secret; ok is false for no secret or an unknown,

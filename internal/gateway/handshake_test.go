@@ -16,6 +16,7 @@ import (
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/gateway"
 	"github.com/soulstack/soulstack/internal/jointoken"
+	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/tlsutil"
 	pb "github.com/soulstack/soulstack/proto/soulstack/v1"
 	"github.com/soulstack/soulstack/proto/soulstack/v1/soulstackv1connect"
@@ -120,6 +121,42 @@ func TestHandshakeIsSmall(t *testing.T) {
 		s, err := k.store.GetSoul(context.Background(), "roomy")
 		return err == nil && s.Soulprint["pad"] != nil
 	}, "the large soulprint update of an accepted soul")
+}
+
+// A pending record binds nothing: a soul with a valid join token takes
+// the SID over from whoever said hello first under another key (audited);
+// without a token the first key stands.
+func TestJoinTokenReclaimsPendingSID(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{})
+	squatter := dialRaw(t, k)
+	if m, err := squatter.handshake("web-9", nil, ""); err != nil || m.GetPending() == nil {
+		t.Fatalf("squatter: %v, %v", m, err)
+	}
+	other := dialRaw(t, k)
+	if m, err := other.handshake("web-9", nil, ""); err != nil || m.GetRejected().GetReason() != pb.Rejected_REASON_KEY_MISMATCH {
+		t.Fatalf("a second key without a token: %v, %v; want a key mismatch", m, err)
+	}
+
+	real := dialRaw(t, k)
+	if m, err := real.handshake("web-9", nil, k.joinToken(t, "web")); err != nil || m.GetWelcome() == nil {
+		t.Fatalf("the soul with the join token: %v, %v; want welcome", m, err)
+	}
+	k.waitConnected(t, "web-9")
+	s := k.soul(t, "web-9")
+	if !ed25519.PublicKey(s.PublicKey).Equal(real.key.Public()) || strings.Join(s.Covens, ",") != "web" {
+		t.Fatalf("soul = %+v, want the token holder's key and covens", s)
+	}
+	audit, err := k.store.ListAudit(context.Background(), store.AuditFilter{Action: "soul.pending_key_replaced"})
+	if err != nil || len(audit) != 1 || audit[0].Target != "web-9" {
+		t.Fatalf("audit = %+v, %v", audit, err)
+	}
+
+	again := dialRaw(t, k)
+	again.key = squatter.key
+	if m, err := again.handshake("web-9", nil, ""); err != nil || m.GetRejected().GetReason() != pb.Rejected_REASON_KEY_MISMATCH {
+		t.Fatalf("the squatter after the takeover: %v, %v; want a key mismatch", m, err)
+	}
 }
 
 // Hellos of one new SID under different keys at once: exactly one
