@@ -23,7 +23,8 @@ const KeeperSID = "@keeper"
 // keeper tasks (keeper-side modules such as core.cloud.created, and the
 // modules that make sense anywhere: core.http.request, core.test.*).
 // Modules that touch host-global state (packages, services, sysctl, users)
-// are refused: they are meant for souls, not for the Keeper's own host.
+// or run programs (core.exec.run, core.cmd.shell) are refused: they are
+// meant for souls, not for the Keeper's own host.
 type Local struct {
 	// Root confines file-touching modules ("" = the real /).
 	Root string
@@ -96,6 +97,9 @@ func (l *Local) run(ctx context.Context, w Work) (res domain.Result) {
 	}
 	if m.Schema().Unconfinable {
 		return localFailed(fmt.Sprintf("%s changes host-global state and does not run inside the Keeper: target souls instead of on: keeper", w.Call.Module))
+	}
+	if m.Schema().RunsProgram {
+		return localFailed(fmt.Sprintf("%s runs a program and does not run inside the Keeper: target souls instead of on: keeper", w.Call.Module))
 	}
 	files, err := filesFS(w.Call.Files)
 	if err != nil {

@@ -21,6 +21,8 @@ func TestLocalRunsModulesInProcess(t *testing.T) {
 	}{
 		{name: "a module that runs anywhere", work: dispatch.Work{Call: &dispatch.Call{Module: "core.test.echo", Params: map[string]any{"message": "hi"}}}, message: "hi"},
 		{name: "host-global modules are refused", work: dispatch.Work{Call: &dispatch.Call{Module: "core.pkg.installed", Params: map[string]any{"name": "htop"}}}, failed: true, msg: "does not run inside the Keeper"},
+		{name: "commands are refused", work: dispatch.Work{Call: &dispatch.Call{Module: "core.exec.run", Params: map[string]any{"command": "echo pwned"}}}, failed: true, msg: "runs a program and does not run inside the Keeper"},
+		{name: "shell commands are refused", work: dispatch.Work{Call: &dispatch.Call{Module: "core.cmd.shell", Params: map[string]any{"cmd": "echo pwned"}}}, failed: true, msg: "runs a program and does not run inside the Keeper"},
 		{name: "unknown module", work: dispatch.Work{Call: &dispatch.Call{Module: "core.nope"}}, failed: true, msg: "unknown module"},
 		{name: "no destiny bundles", work: dispatch.Work{Bundle: &dispatch.Bundle{Destiny: "d"}}, failed: true, msg: "destinies run on souls"},
 		{name: "the timeout fails the task", work: dispatch.Work{Timeout: 20 * time.Millisecond, Call: &dispatch.Call{Module: "core.test.sleep", Params: map[string]any{"duration": "5s"}}}, failed: true, msg: "timed out"},

@@ -44,6 +44,8 @@ func (p *parser) moduleCall(u *unit, file string, t *Task, modNode, paramsNode *
 		p.add(modPos, "module", fmt.Sprintf("%s runs inside the Keeper: add on: keeper to this task", name))
 	case schema.Unconfinable && t.On != nil && t.On.Keeper:
 		p.add(modPos, "module", fmt.Sprintf("%s changes host-global state and cannot run on: keeper (the Keeper is not a member host): drop on: keeper", name))
+	case schema.RunsProgram && t.On != nil && t.On.Keeper:
+		p.add(modPos, "module", fmt.Sprintf("%s runs a program and cannot run on: keeper (the Keeper is not a member host): drop on: keeper", name))
 	}
 	paramsPos := modPos
 	if paramsNode != nil {

@@ -51,6 +51,12 @@ type Schema struct {
 	// Unconfinable marks modules that touch host-global state (packages,
 	// services, sysctl, users) and so refuse to run under --root.
 	Unconfinable bool
+	// RunsProgram marks modules that run a program of the caller's
+	// choosing (core.exec.run, core.cmd.shell). A --root confines the
+	// files a module touches, not what a program does, so these never run
+	// inside the Keeper: on the Keeper's host a scenario's command could
+	// read its signing key and database.
+	RunsProgram bool
 	// ReadOnly marks modules that never change anything (test.ping, …), so
 	// they run in check mode too.
 	ReadOnly bool

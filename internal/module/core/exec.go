@@ -22,7 +22,8 @@ func init() {
 			"cwd":     str(false, "working directory (absolute)"),
 			"stdin":   str(false, "data written to stdin"),
 		},
-		ExactlyOne: [][]string{{"command", "cmd"}},
+		ExactlyOne:  [][]string{{"command", "cmd"}},
+		RunsProgram: true,
 	}, execRun)
 	register("core.cmd.shell", module.Schema{
 		Params: map[string]module.Param{
@@ -31,6 +32,7 @@ func init() {
 			"cwd":   str(false, "working directory (absolute)"),
 			"stdin": str(false, "data written to stdin"),
 		},
+		RunsProgram: true,
 	}, cmdShell)
 }
 
