@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -117,12 +118,16 @@ func (c *Command) Vars() []string {
 	return out
 }
 
-// Argv renders the command's arguments with vars.
+// Argv renders the command's arguments with vars. A value that would
+// start an argument with '-' is refused (a negative number excepted): the
+// program would read it as an option, so a var — which may come from a
+// launch, another system's JSON or a soul's facts — could add flags to the
+// command. As a flag's value written --flag={{ v }} it is safe.
 func (c *Command) Argv(vars map[string]any) ([]string, error) {
 	argv := make([]string, 0, len(c.args))
 	for _, a := range c.args {
 		var sb strings.Builder
-		for _, p := range a {
+		for i, p := range a {
 			if !p.ref {
 				sb.WriteString(p.text)
 				continue
@@ -131,9 +136,14 @@ func (c *Command) Argv(vars map[string]any) ([]string, error) {
 			if err != nil {
 				return nil, fmt.Errorf("command %q: %w", c.src, err)
 			}
+			if i == 0 && strings.HasPrefix(s, "-") && !negativeNumber.MatchString(s) {
+				return nil, fmt.Errorf("command %q: {{ %s }} is %q, which would start an argument with '-' and be read as an option; write --flag={{ %s }} to pass such a value", c.src, p.name, s, p.name)
+			}
 			sb.WriteString(s)
 		}
 		argv = append(argv, sb.String())
 	}
 	return argv, nil
 }
+
+var negativeNumber = regexp.MustCompile(`^-[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)

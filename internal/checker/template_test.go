@@ -144,6 +144,47 @@ func TestCommandArgv(t *testing.T) {
 	}
 }
 
+// TestCommandArgvRefusesOptionValues: a var cannot add an option to the
+// command it is rendered into; as a flag's value (--flag={{v}}) or a
+// negative number it may start with '-'.
+func TestCommandArgvRefusesOptionValues(t *testing.T) {
+	vars := map[string]any{"node": "--all", "dash": "-", "end": "--", "n": -3, "f": "-2.5e3", "ok": "web-1"}
+	for _, src := range []string{
+		"commands ipmi power reset {{node}}",
+		"commands ipmi power reset --node_uuid {{node}}",
+		"scheduler drain add --nodes {{ dash }}",
+		"scheduler drain add {{end}} x",
+		"x {{node}}suffix",
+	} {
+		c, err := ParseCommand(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if argv, err := c.Argv(vars); err == nil || !strings.Contains(err.Error(), "read as an option") {
+			t.Errorf("%s: argv %q, %v; want refused", src, argv, err)
+		}
+	}
+	for src, want := range map[string][]string{
+		"x --node_uuid={{node}}": {"x", "--node_uuid=--all"},
+		"x --count {{n}} {{f}}":  {"x", "--count", "-3", "-2.5e3"},
+		"x prefix{{node}}":       {"x", "prefix--all"},
+		"x {{ok}}":               {"x", "web-1"},
+	} {
+		c, err := ParseCommand(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Argv(vars)
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: argv (-want +got):\n%s", src, diff)
+		}
+	}
+}
+
 func FuzzTemplate(f *testing.F) {
 	for _, s := range []string{
 		"plain", "{{ s }}", "{{*list}}", "{{*list | @}}", `{ "node": {{*list}} }`, "{{{n}}}", "{{*@deps_status | {a: task_id}}}",
