@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -172,7 +173,7 @@ func (c *Checker) external(ctx context.Context, b Binding, args []string) (any, 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, b.Executable, append(append([]string{}, b.Args...), args...)...)
-	cmd.Env = append(os.Environ(), b.Env...)
+	cmd.Env = append(childEnv(os.Environ()), b.Env...)
 	cmd.WaitDelay = time.Second
 	var stdout, stderr limitedBuffer
 	stdout.max, stderr.max = maxOutput, maxOutput
@@ -198,6 +199,24 @@ func (c *Checker) external(ctx context.Context, b Binding, args []string) (any, 
 		return nil, stderr.String(), fmt.Errorf("%s: stdout is not JSON: %w", b.Prefix, err)
 	}
 	return v, stderr.String(), nil
+}
+
+// keeperOnlyEnv are the variables of the keeper's environment that hold
+// its own credentials (the database URL with its password): a bound
+// executable gets the rest of the environment, not these. A binding that
+// needs one sets it in its env.
+var keeperOnlyEnv = []string{"SOULSTACK_DATABASE_URL", "PGPASSWORD"}
+
+// childEnv is env without keeperOnlyEnv.
+func childEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(keeperOnlyEnv, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func lastLine(s string) string {

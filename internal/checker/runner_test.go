@@ -389,6 +389,27 @@ func TestExternalBindingFailures(t *testing.T) {
 	}
 }
 
+// TestBindingsDoNotGetTheKeeperCredentials: a bound executable inherits
+// the keeper's environment, but not the database URL (with its password)
+// the keeper may be configured with there.
+func TestBindingsDoNotGetTheKeeperCredentials(t *testing.T) {
+	t.Setenv("SOULSTACK_DATABASE_URL", "postgres://keeper:hunter2@db/keeper")
+	t.Setenv("PGPASSWORD", "hunter3")
+	t.Setenv("SOULSTACK_TEST_VISIBLE", "kept")
+	b := Binding{Prefix: "env", Executable: "/bin/sh", Args: []string{"-c",
+		`printf '{"db": "%s", "pg": "%s", "other": "%s", "own": "%s"}' "$SOULSTACK_DATABASE_URL" "$PGPASSWORD" "$SOULSTACK_TEST_VISIBLE" "$OWN"`},
+		Env: []string{"OWN=set"}}
+	e := newEnv(t, Config{Bindings: []Binding{b}})
+	e.put("p", "vars:\n  out: {type: object}\nsteps:\n  s:\n    action:\n      apicall: env show\n      parse: [{filter: '@', op: store, var: out}]\n      log: \"{{*out}}\"\n")
+	task := e.execWait("p", nil)
+	if task.Status != StatusSuccess {
+		t.Fatalf("status %s (%s)", task.Status, task.RunError)
+	}
+	if task.Message != `{"db":"","other":"kept","own":"set","pg":""}` {
+		t.Errorf("the binding saw %s", task.Message)
+	}
+}
+
 func TestNewRejectsBadBindings(t *testing.T) {
 	s := newStore(t)
 	for _, bs := range [][]Binding{
