@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -35,7 +36,7 @@ func addNameFlag(c *cobra.Command, p *string, flag, what string) {
 
 // jsonObject parses a --input/--essence value: a JSON object, or @file to
 // read it from a file ("-" for stdin is @-).
-func jsonObject(flag, val string, stdin func() ([]byte, error)) (map[string]any, error) {
+func jsonObject(g *Globals, flag, val string) (map[string]any, error) {
 	if val == "" {
 		return nil, nil
 	}
@@ -43,9 +44,9 @@ func jsonObject(flag, val string, stdin func() ([]byte, error)) (map[string]any,
 	if rest, ok := strings.CutPrefix(val, "@"); ok {
 		var err error
 		if rest == "-" {
-			b, err = stdin()
+			b, err = io.ReadAll(g.stdin())
 		} else {
-			b, err = os.ReadFile(rest)
+			b, err = g.readLocalFile("--"+flag, rest)
 		}
 		if err != nil {
 			return nil, cmdutil.Usage(fmt.Errorf("--%s %s: %w", flag, val, err))
@@ -59,6 +60,23 @@ func jsonObject(flag, val string, stdin func() ([]byte, error)) (map[string]any,
 		return nil, cmdutil.Usage(errors.New("--" + flag + " must be a JSON object, not null"))
 	}
 	return m, nil
+}
+
+// readLocalFile reads a file named on the command line. In a procedure
+// (Exec) the command runs inside the Keeper: a file of the Keeper's host
+// (its data directory, its configuration) is not the procedure author's to
+// read, so values must be given inline there.
+func (g *Globals) readLocalFile(what, path string) ([]byte, error) {
+	if g.capture {
+		return nil, errLocalFiles(what)
+	}
+	return os.ReadFile(path)
+}
+
+// errLocalFiles refuses a command-line form that reads the local file
+// system when the command runs inside the Keeper (Exec).
+func errLocalFiles(what string) error {
+	return cmdutil.Usage(fmt.Errorf("%s reads files of the Keeper's host, which procedures may not do: give the value inline", what))
 }
 
 // covensFlag normalizes a --covens list: trims, drops empties.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,7 +81,7 @@ func readSource(g *Globals, file string) (string, error) {
 	if file == "-" {
 		b, err = io.ReadAll(g.stdin())
 	} else {
-		b, err = os.ReadFile(file)
+		b, err = g.readLocalFile("--file", file)
 	}
 	if err != nil {
 		return "", cmdutil.Usage(fmt.Errorf("--file %s: %w", file, err))
@@ -196,7 +195,7 @@ the list of task ids as JSON (what a procedure's apicall pushes into @deps).
 			if err != nil {
 				return err
 			}
-			vm, err := jsonObject("vars", vars, func() ([]byte, error) { return io.ReadAll(g.stdin()) })
+			vm, err := jsonObject(g, "vars", vars)
 			if err != nil {
 				return err
 			}

@@ -190,7 +190,7 @@ no Keeper led are not replayed.`,
 				return err
 			}
 			req.Procedure = n
-			if req.Vars, err = jsonObject("vars", vars, func() ([]byte, error) { return io.ReadAll(g.stdin()) }); err != nil {
+			if req.Vars, err = jsonObject(g, "vars", vars); err != nil {
 				return err
 			}
 			cl, err := g.Client(cmd.Context())

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -264,6 +266,52 @@ func TestExec(t *testing.T) {
 	}
 	if _, err := cli.Exec(ctx, c, []string{"login"}); err == nil {
 		t.Fatal("login ran in Exec")
+	}
+}
+
+// TestExecReadsNoLocalFiles: a procedure's apicall runs inside the Keeper,
+// so the forms that read a file (@file values, --file, a repository
+// directory) would read the Keeper's host — its database, its keys — with
+// the Keeper's rights. Exec refuses them; the same commands from a shell
+// still read files.
+func TestExecReadsNoLocalFiles(t *testing.T) {
+	k := startKeeper(t)
+	c := k.client(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	leak := filepath.Join(dir, "leak.json")
+	if err := os.WriteFile(leak, []byte(`{"database_url": "postgres://keeper:hunter2@db/keeper"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proc := filepath.Join(dir, "proc.yaml")
+	if err := os.WriteFile(proc, []byte("steps:\n  s:\n    action:\n      log: hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	repo := catalogtest.NewRepo(t)
+	repo.Commit(catalogtest.MyService, "ok")
+	for _, argv := range [][]string{
+		{"incarnation", "run", "--name", "x", "--scenario", "create", "--input", "@" + leak},
+		{"incarnation", "create", "--name", "x", "--service", "s", "--covens", "c", "--essence", "@" + leak},
+		{"checker", "procedure", "create", "--name", "leaked", "--file", proc},
+		{"checker", "procedure", "execute", "--name", "leaked", "--vars", "@" + leak},
+		{"checker", "procedure", "schedule", "add", "--name", "leaked", "--cron", "@hourly", "--vars", "@" + leak},
+		{"scenario", "validate", repo.Dir},
+		{"scenario", "test", repo.Dir},
+	} {
+		_, err := cli.Exec(ctx, c, argv)
+		if err == nil || !strings.Contains(err.Error(), "files of the Keeper's host") {
+			t.Errorf("%q: %v, want refused for reading local files", argv, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%q: error shows the file: %v", argv, err)
+		}
+	}
+	if _, err := c.GetProcedure(ctx, "leaked"); err == nil {
+		t.Error("a procedure was created from a file of the keeper's host")
+	}
+	// From a shell, the same forms read files.
+	if r := k.ctl(t, "checker", "procedure", "create", "--name", "from-shell", "--file", proc); r.Code != 0 {
+		t.Errorf("procedure create --file from a shell: exit %d: %s", r.Code, r.Stderr)
 	}
 }
 

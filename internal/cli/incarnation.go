@@ -67,10 +67,10 @@ state; it exits 1 if the run did not succeed.`,
 				return err
 			}
 			req.Name, req.Covens = name, covensFlag(covens)
-			if req.Input, err = jsonObject("input", input, stdinReader(g)); err != nil {
+			if req.Input, err = jsonObject(g, "input", input); err != nil {
 				return err
 			}
-			if req.Essence, err = jsonObject("essence", essence, stdinReader(g)); err != nil {
+			if req.Essence, err = jsonObject(g, "essence", essence); err != nil {
 				return err
 			}
 			cl, err := g.Client(cmd.Context())
@@ -368,9 +368,4 @@ func snapshotHosts(summary map[string]any) string {
 		s += fmt.Sprintf(", %d failed", failed)
 	}
 	return s
-}
-
-// stdinReader reads all of g's stdin, for @- values.
-func stdinReader(g *Globals) func() ([]byte, error) {
-	return func() ([]byte, error) { return io.ReadAll(g.stdin()) }
 }

@@ -35,7 +35,7 @@ both exit 1 unless the run succeeded.`,
 			if err != nil {
 				return err
 			}
-			if req.Input, err = jsonObject("input", input, stdinReader(g)); err != nil {
+			if req.Input, err = jsonObject(g, "input", input); err != nil {
 				return err
 			}
 			cl, err := g.Client(cmd.Context())

@@ -21,7 +21,7 @@ func init() {
 	scenarioSubcommands = append(scenarioSubcommands, newScenarioTestCmd)
 }
 
-func newScenarioTestCmd(*Globals) *cobra.Command {
+func newScenarioTestCmd(g *Globals) *cobra.Command {
 	var pattern string
 	c := &cobra.Command{
 		Use:   "test <repo-dir>",
@@ -33,6 +33,9 @@ with the expectations that did not hold. Exit 0 when all pass, 1 when one
 fails, 2 when the repository or a test file is invalid.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if g.capture {
+				return errLocalFiles("scenario test")
+			}
 			return runScenarioTest(cmd.Context(), cmd.OutOrStdout(), args[0], pattern)
 		},
 	}

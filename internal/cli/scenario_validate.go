@@ -47,6 +47,9 @@ summary (exit 0). With -o json (or yaml) the problems are printed as a list
 of {file, line, col, key, message}. Works offline.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if g.capture {
+				return errLocalFiles("scenario validate")
+			}
 			return runScenarioValidate(cmd.OutOrStdout(), g.Output, args[0])
 		},
 	}
