@@ -315,6 +315,19 @@ func TestExecReadsNoLocalFiles(t *testing.T) {
 	}
 }
 
+// TestExecIssuesNoTokens: a token issued by a procedure would be the
+// Checker's and would be kept in the task's step log, which viewers read.
+func TestExecIssuesNoTokens(t *testing.T) {
+	k := startKeeper(t)
+	_, err := cli.Exec(context.Background(), k.client(t), []string{"token", "create", "--ttl", "1h"})
+	if err == nil || !strings.Contains(err.Error(), "not available in procedures") {
+		t.Fatalf("token create in Exec: %v, want refused", err)
+	}
+	if r := k.ctl(t, "token", "create", "--ttl", "1h", "-q"); r.Code != 0 || !strings.HasPrefix(r.Stdout, "ey") {
+		t.Fatalf("token create from a shell: exit %d %q %s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
 // TestCompletion: shell completion scripts, and names completed from the
 // Keeper.
 func TestCompletion(t *testing.T) {

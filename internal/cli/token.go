@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -39,6 +40,11 @@ soulctl login --token …). -q prints the token alone, for scripts.`,
   TOKEN=$(soulctl token create -q --ttl 1h)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.capture {
+				// A procedure's results land in its task's step log, which
+				// every viewer reads, and the token would be the Checker's.
+				return cmdutil.Usage(errors.New("token create is not available in procedures: the token would be kept in the task's step log"))
+			}
 			if ttl != "" {
 				d, err := apiclient.ParseDuration(ttl)
 				if err != nil {
