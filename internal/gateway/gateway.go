@@ -42,6 +42,7 @@ const (
 	DefaultTaskTimeout       = 10 * time.Minute
 	DefaultHeartbeatInterval = 15 * time.Second
 	DefaultHandshakeTimeout  = 10 * time.Second
+	DefaultMaxPending        = 1000
 	// MaxMessageBytes bounds one stream message (a destiny bundle, a
 	// result with large stdout).
 	MaxMessageBytes = 64 << 20
@@ -77,6 +78,11 @@ type Config struct {
 	// HandshakeTimeout bounds hello and proof; 0 means
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// MaxPending bounds how many souls may wait as pending: anyone who
+	// reaches the port can register one per SID. A new soul without a
+	// valid join token beyond it is told to retry later and is not
+	// recorded. 0 means DefaultMaxPending; negative means no bound.
+	MaxPending int
 	// OnLateResult, when set, receives results nobody waits for any more
 	// (the task timed out, was cancelled, or its soul reconnected after the
 	// run gave up on it), so they can be recorded (SPEC §8.5). It runs on
@@ -121,6 +127,9 @@ func New(cfg Config) *Gateway {
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.MaxPending == 0 {
+		cfg.MaxPending = DefaultMaxPending
 	}
 	log := cfg.Logger
 	if log == nil {

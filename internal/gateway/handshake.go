@@ -166,6 +166,7 @@ type outcome struct {
 }
 
 const (
+	pendingFull     = "too many souls are waiting for acceptance; this one is not registered yet and will try again"
 	pendingWaiting  = "waiting for an Archon to accept this soul"
 	pendingBadToken = "the join token is invalid, expired or used up; waiting for an Archon to accept this soul"
 )
@@ -194,6 +195,11 @@ func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcom
 		tok, ok, err := g.useToken(ctx, h.JoinSecret, now)
 		if err != nil {
 			return outcome{}, err
+		}
+		if !ok {
+			if full, err := g.pendingFull(ctx); err != nil || full {
+				return outcome{pending: pendingFull}, err
+			}
 		}
 		if ok {
 			// Registered as disconnected; attach records it connected.
@@ -305,6 +311,22 @@ func (g *Gateway) reclaimPending(ctx context.Context, known store.Soul, h *pb.He
 	}
 	g.log.Warn("a soul with a join token took over a SID pending under another key", "sid", h.Sid, "token", tok.ID, "peer", peer)
 	return outcome{covens: tok.Covens}, true, nil
+}
+
+// pendingFull reports whether MaxPending souls are pending already.
+func (g *Gateway) pendingFull(ctx context.Context) (bool, error) {
+	if g.cfg.MaxPending < 0 {
+		return false, nil
+	}
+	souls, err := g.cfg.Store.ListSouls(ctx, store.SoulFilter{Status: store.SoulPending})
+	if err != nil {
+		return false, fmt.Errorf("counting pending souls: %w", err)
+	}
+	if len(souls) < g.cfg.MaxPending {
+		return false, nil
+	}
+	g.log.Warn("refusing to register another pending soul: too many are pending; accept or reject them", "pending", len(souls), "max", g.cfg.MaxPending)
+	return true, nil
 }
 
 // useToken redeems a join secret; ok is false for no secret or an unknown,

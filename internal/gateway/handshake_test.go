@@ -199,3 +199,33 @@ func TestConcurrentHellosOfOneSID(t *testing.T) {
 		t.Fatalf("%d of %d hellos registered the SID, want exactly 1", pending, n)
 	}
 }
+
+// Anyone who reaches the port can register a pending soul per SID: their
+// number is bounded. Beyond MaxPending a new soul without a token is told
+// to retry and not recorded; souls with a join token still join.
+func TestPendingSoulsAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{maxPending: 2})
+	for _, sid := range []string{"p1", "p2"} {
+		if m, err := dialRaw(t, k).handshake(sid, nil, ""); err != nil || m.GetPending() == nil {
+			t.Fatalf("%s: %v, %v; want pending", sid, m, err)
+		}
+	}
+	m, err := dialRaw(t, k).handshake("p3", nil, "")
+	if err != nil || !strings.Contains(m.GetPending().GetReason(), "too many souls") {
+		t.Fatalf("p3: %v, %v; want told to retry", m, err)
+	}
+	if _, err := k.store.GetSoul(context.Background(), "p3"); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("p3 was registered beyond the bound: %v", err)
+	}
+	if m, err := dialRaw(t, k).handshake("j1", nil, k.joinToken(t, "web")); err != nil || m.GetWelcome() == nil {
+		t.Fatalf("a soul with a join token: %v, %v; want welcome", m, err)
+	}
+	// Once an Archon decided on one, there is room again.
+	if err := k.store.SetSoulStatus(context.Background(), "p1", store.SoulRejected, "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := dialRaw(t, k).handshake("p3", nil, ""); err != nil || m.GetPending().GetReason() == "" || strings.Contains(m.GetPending().GetReason(), "too many") {
+		t.Fatalf("p3 after a rejection: %v, %v; want pending", m, err)
+	}
+}

@@ -89,6 +89,7 @@ type keeperOpts struct {
 	fanOut       int
 	onLateResult func(sid, runID, taskID string, r domain.Result)
 	quiet        bool // log warnings only (benchmarks)
+	maxPending   int
 }
 
 // startKeeper starts a keeper whose state (database, TLS material) lives
@@ -137,6 +138,7 @@ func startKeeper(t testing.TB, dir string, o keeperOpts) *keeper {
 		Logger:            slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})),
 		HeartbeatInterval: o.heartbeat,
 		OnLateResult:      o.onLateResult,
+		MaxPending:        o.maxPending,
 	})
 	mux := http.NewServeMux()
 	pattern, h := k.gw.Handler()
