@@ -88,9 +88,12 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		}
 	}
 	k = &Keeper{cfg: cfg, log: log}
+	// Every error return below sets the named k to nil: release what was
+	// opened through its own pointer.
+	built := k
 	defer func() {
 		if err != nil {
-			k.Close()
+			built.Close()
 		}
 	}()
 	if k.id, err = keeperID(cfg.Keeper); err != nil {
