@@ -359,3 +359,35 @@ func TestMask(t *testing.T) {
 		t.Fatal("Mask modified its input")
 	}
 }
+
+// TestMaskFindsSecretsInTheirOutputForms: a multi-line secret (a private
+// key given as a secret input) never appears whole in a diff, whose lines
+// each start with + or -, nor in JSON output, where its line breaks are
+// \n escapes; Mask finds it there too.
+func TestMaskFindsSecretsInTheirOutputForms(t *testing.T) {
+	key := "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIFakeKeyMaterial0123456789\n-----END PRIVATE KEY-----\n"
+	r := domain.Result{
+		Diff:   "--- /etc/ssl/app.key\n+++ /etc/ssl/app.key\n@@ -0,0 +1,3 @@\n+-----BEGIN PRIVATE KEY-----\n+MC4CAQAwBQYDK2VwBCIEIFakeKeyMaterial0123456789\n+-----END PRIVATE KEY-----\n",
+		Stdout: `{"content": "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIFakeKeyMaterial0123456789\n-----END PRIVATE KEY-----\n"}`,
+		Stderr: "line 2: MC4CAQAwBQYDK2VwBCIEIFakeKeyMaterial0123456789\r\n",
+		Data:   map[string]any{"pw": `say "hi" <b>`},
+	}
+	m := executor.Mask(r, []string{key, `say "hi" <b>`})
+	for what, text := range map[string]string{"diff": m.Diff, "stdout": m.Stdout, "stderr": m.Stderr} {
+		if strings.Contains(text, "FakeKeyMaterial") {
+			t.Errorf("%s shows the secret: %q", what, text)
+		}
+	}
+	if m.Data["pw"] != "****" {
+		t.Errorf("data = %v", m.Data)
+	}
+	if !strings.Contains(m.Diff, "--- /etc/ssl/app.key") {
+		t.Errorf("the diff lost more than the secret: %q", m.Diff)
+	}
+	if got := executor.MaskString(`{"v":"say \"hi\" \u003cb\u003e"}`, []string{`say "hi" <b>`}); strings.Contains(got, "hi") {
+		t.Errorf("MaskString of the HTML-escaped JSON form = %q", got)
+	}
+	if got := executor.MaskValue(map[string]any{"d": "+MC4CAQAwBQYDK2VwBCIEIFakeKeyMaterial0123456789"}, []string{key}); strings.Contains(got.(map[string]any)["d"].(string), "FakeKey") {
+		t.Errorf("MaskValue = %v", got)
+	}
+}

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"encoding/json"
 	"sort"
 	"strings"
 
@@ -13,7 +14,9 @@ const MaskText = "****"
 // Mask returns r with every occurrence of a secret value replaced by ****
 // in its text fields, data, output and nested results. Empty secrets are
 // ignored; longer secrets are replaced first so a secret containing another
-// is masked whole.
+// is masked whole. A secret is also found in the forms it takes in output
+// (see usable): line by line, as a diff or a line-numbering tool shows a
+// multi-line secret such as a private key, and JSON-escaped.
 func Mask(r domain.Result, secrets []string) domain.Result {
 	s := usable(secrets)
 	if len(s) == 0 {
@@ -22,27 +25,59 @@ func Mask(r domain.Result, secrets []string) domain.Result {
 	return maskResult(r, s)
 }
 
+// minSecretLine is the shortest line of a multi-line secret masked on its
+// own: shorter ones (blank lines, a lone brace) are too common to be
+// telling, and masking them would shred unrelated output.
+const minSecretLine = 4
+
+// usable returns the non-empty secrets with the forms they take in output,
+// longest first: each line of a multi-line secret (a diff prefixes every
+// line with + or -, so the whole value never appears in it) and the
+// JSON-escaped value (output that embeds the secret in a JSON string).
 func usable(secrets []string) []string {
+	seen := map[string]bool{}
 	out := make([]string, 0, len(secrets))
-	for _, x := range secrets {
-		if x != "" {
+	add := func(x string) {
+		if x != "" && !seen[x] {
+			seen[x] = true
 			out = append(out, x)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	for _, x := range secrets {
+		if x == "" {
+			continue
+		}
+		add(x)
+		for _, html := range []bool{false, true} {
+			var b strings.Builder
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(html)
+			if enc.Encode(x) == nil {
+				add(strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(b.String(), `"`), "\n"), `"`))
+			}
+		}
+		if strings.ContainsAny(x, "\r\n") {
+			for _, line := range strings.FieldsFunc(x, func(r rune) bool { return r == '\n' || r == '\r' }) {
+				if len(strings.TrimSpace(line)) >= minSecretLine {
+					add(line)
+				}
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
 }
 
 func maskResult(r domain.Result, s []string) domain.Result {
-	r.Stdout = MaskString(r.Stdout, s)
-	r.Stderr = MaskString(r.Stderr, s)
-	r.Msg = MaskString(r.Msg, s)
-	r.Diff = MaskString(r.Diff, s)
+	r.Stdout = maskString(r.Stdout, s)
+	r.Stderr = maskString(r.Stderr, s)
+	r.Msg = maskString(r.Msg, s)
+	r.Diff = maskString(r.Diff, s)
 	if r.Data != nil {
-		r.Data = MaskValue(r.Data, s).(map[string]any)
+		r.Data = maskValue(r.Data, s).(map[string]any)
 	}
 	if r.Output != nil {
-		r.Output = MaskValue(r.Output, s).(map[string]any)
+		r.Output = maskValue(r.Output, s).(map[string]any)
 	}
 	if r.Results != nil {
 		rs := make([]domain.Result, len(r.Results))
@@ -62,8 +97,13 @@ func maskResult(r domain.Result, s []string) domain.Result {
 	return r
 }
 
-// MaskString replaces every secret in str with ****.
+// MaskString replaces every secret in str with **** (in the forms Mask
+// finds them in).
 func MaskString(str string, secrets []string) string {
+	return maskString(str, usable(secrets))
+}
+
+func maskString(str string, secrets []string) string {
 	for _, x := range secrets {
 		if x != "" && strings.Contains(str, x) {
 			str = strings.ReplaceAll(str, x, MaskText)
@@ -74,19 +114,23 @@ func MaskString(str string, secrets []string) string {
 
 // MaskValue returns a copy of v with secrets masked in every string.
 func MaskValue(v any, secrets []string) any {
+	return maskValue(v, usable(secrets))
+}
+
+func maskValue(v any, secrets []string) any {
 	switch x := v.(type) {
 	case string:
-		return MaskString(x, secrets)
+		return maskString(x, secrets)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = MaskValue(e, secrets)
+			out[k] = maskValue(e, secrets)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = MaskValue(e, secrets)
+			out[i] = maskValue(e, secrets)
 		}
 		return out
 	}
