@@ -96,10 +96,15 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 			built.Close()
 		}
 	}()
-	if k.id, err = keeperID(cfg.Keeper); err != nil {
+	// Nothing is written into the data directory before it is known to
+	// be an initialized keeper's.
+	if k.tls, k.fp, err = loadTLS(cfg.Keeper); err != nil {
 		return nil, err
 	}
-	if k.tls, k.fp, err = loadTLS(cfg.Keeper); err != nil {
+	if err = checkInitialized(cfg.Keeper); err != nil {
+		return nil, err
+	}
+	if k.id, err = keeperID(cfg.Keeper); err != nil {
 		return nil, err
 	}
 	if k.store, err = openStore(ctx, cfg.Keeper); err != nil {

@@ -83,7 +83,7 @@ func Init(ctx context.Context, opts InitOptions) (Initialized, error) {
 			where = "the PostgreSQL database"
 		}
 		return Initialized{}, domain.Errorf(domain.CodeConflict,
-			"the keeper is already initialized (%s already has archons): start it with `keeper serve --data-dir %s`", where, cfg.DataDir)
+			"the keeper is already initialized (%s already has archons): start it with %s", where, ServeHint(cfg))
 	}
 
 	fp, err := initTLS(cfg)
@@ -115,6 +115,32 @@ func Init(ctx context.Context, opts InitOptions) (Initialized, error) {
 		return Initialized{}, err
 	}
 	return Initialized{Archon: ar, Token: tok, Fingerprint: fp, KeeperID: id}, nil
+}
+
+// checkInitialized refuses to serve on SQLite when the data directory has
+// no database: opening it would create an empty one, and the keeper was
+// most likely initialized on PostgreSQL and started without its URL.
+func checkInitialized(cfg config.Keeper) error {
+	if cfg.Postgres() {
+		return nil
+	}
+	_, err := os.Stat(cfg.SQLitePath())
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("no SQLite database at %s: if this keeper was initialized on PostgreSQL, give the same --database-url (or SOULSTACK_DATABASE_URL); otherwise run `keeper init --data-dir %s` first", cfg.SQLitePath(), cfg.DataDir)
+	case err != nil:
+		return fmt.Errorf("opening SQLite store: %w", err)
+	}
+	return nil
+}
+
+// ServeHint says how to start the keeper Init prepared with cfg: on
+// PostgreSQL, serve needs the database URL again.
+func ServeHint(cfg config.Keeper) string {
+	if cfg.Postgres() {
+		return fmt.Sprintf("`keeper serve --data-dir %s`, giving it the same --database-url (or SOULSTACK_DATABASE_URL)", cfg.DataDir)
+	}
+	return fmt.Sprintf("`keeper serve --data-dir %s`", cfg.DataDir)
 }
 
 // openStore opens PostgreSQL when a database URL is set, else the SQLite

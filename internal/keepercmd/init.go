@@ -57,7 +57,7 @@ Initializing an initialized keeper is refused.`,
 		fmt.Fprintf(stderr, "Archon %q (admin, id %s); its token, valid until %s, is on stdout and is shown only once.\n",
 			res.Archon.Name, res.Archon.ID, res.Token.ExpiresAt.Format(time.RFC3339))
 		fmt.Fprintf(stderr, "Keeper CA fingerprint (souls pin it; join tokens carry it): %s\n", res.Fingerprint)
-		fmt.Fprintf(stderr, "Start it with: keeper serve --data-dir %s\n", cfg.DataDir)
+		fmt.Fprintf(stderr, "Start it with %s.\n", keeper.ServeHint(cfg))
 		fmt.Fprintln(cmd.OutOrStdout(), res.Token.Token)
 		return nil
 	}
