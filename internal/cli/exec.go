@@ -37,6 +37,9 @@ func Exec(ctx context.Context, client *apiclient.Client, argv []string) (any, er
 	var stderr bytes.Buffer
 	root.SetOut(io.Discard)
 	root.SetErr(&stderr)
+	if err := unknownSubcommand(root, argv); err != nil {
+		return nil, fmt.Errorf("soulctl %s: %w", strings.Join(argv, " "), err)
+	}
 	if err := root.ExecuteContext(ctx); err != nil {
 		return nil, fmt.Errorf("soulctl %s: %w", strings.Join(argv, " "), err)
 	}

@@ -13,8 +13,10 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -103,7 +105,35 @@ func run(ctx context.Context, g *Globals, args []string, stdout, stderr io.Write
 	if g.Stdin != nil {
 		root.SetIn(g.Stdin)
 	}
+	if err := unknownSubcommand(root, args); err != nil {
+		return cmdutil.Code(err, stderr)
+	}
 	return cmdutil.Code(presentError(root.ExecuteContext(ctx)), stderr)
+}
+
+// unknownSubcommand refuses args that reach a command group (souls,
+// incarnation, checker procedure, …) with a word that names none of its
+// subcommands: cobra would print the group's help and succeed, so
+// `soulctl incarnation lst` in a script, or a mistyped Checker apicall,
+// would pass silently. A group alone still prints its help.
+func unknownSubcommand(root *cobra.Command, args []string) error {
+	c, rest, err := root.Find(args)
+	if err != nil || c == root || c.Runnable() || !c.HasSubCommands() {
+		return nil
+	}
+	if err := c.ParseFlags(rest); err != nil {
+		return nil // cobra reports it (or serves --help)
+	}
+	pos := c.Flags().Args()
+	if len(pos) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", pos[0], c.CommandPath())
+	c.SuggestionsMinimumDistance = 2
+	if s := c.SuggestionsFor(pos[0]); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, ", "))
+	}
+	return cmdutil.Usage(fmt.Errorf("%s; run '%s --help' for its commands", msg, c.CommandPath()))
 }
 
 func (g *Globals) getenv(k string) string {
