@@ -76,7 +76,7 @@ func (s *Server) getSoul(w http.ResponseWriter, r *http.Request, _ auth.Principa
 }
 
 func (s *Server) acceptSoul(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
-	var req apiclient.CovensRequest
+	var req apiclient.AcceptSoulRequest
 	if err := decodeOptional(r, &req); err != nil {
 		return err
 	}
@@ -84,7 +84,19 @@ func (s *Server) acceptSoul(w http.ResponseWriter, r *http.Request, _ auth.Princ
 	if err != nil {
 		return err
 	}
-	soul, err := s.soulAdmin().AcceptSoul(r.Context(), r.PathValue("sid"), covens)
+	sid := r.PathValue("sid")
+	if req.Key != "" {
+		// A pending record holds whatever key said hello first under
+		// this SID: the Archon names the key of the host it means.
+		known, err := s.store.GetSoul(r.Context(), sid)
+		if err != nil {
+			return fmt.Errorf("soul %s: %w", sid, err)
+		}
+		if !domain.SameKeyFingerprint(req.Key, known.PublicKey) {
+			return domain.Errorf(domain.CodeConflict, "soul %s holds key %s, not %s: it is not the host you mean, so it was not accepted (reject it, and check the host's soul log)", sid, domain.KeyFingerprint(known.PublicKey), req.Key)
+		}
+	}
+	soul, err := s.soulAdmin().AcceptSoul(r.Context(), sid, covens)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,4 +138,32 @@ func TestJoinTokens(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAcceptChecksTheKey: a pending record holds whatever key said hello
+// first under the SID; with key the Archon accepts only the host it means.
+func TestAcceptChecksTheKey(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	admin := e.client(auth.RoleAdmin)
+	e.addSoul("web-7", store.SoulPending)
+	want := domain.KeyFingerprint([]byte("key-web-7"))
+
+	_, err := admin.AcceptSoulKey(ctx, "web-7", []string{"prod"}, domain.KeyFingerprint([]byte("the real host's key")))
+	wantAPI(t, err, http.StatusConflict, domain.CodeConflict)
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not name the key the soul holds", err)
+	}
+	if s, _ := admin.GetSoul(ctx, "web-7"); s.Status != store.SoulPending || len(s.Covens) != 0 {
+		t.Fatalf("a soul with another key was accepted: %+v", s)
+	}
+	// The fingerprint as the soul logs it, or without its prefix, in any case.
+	for _, key := range []string{want, strings.ToUpper(strings.TrimPrefix(want, "sha256:"))} {
+		e.addSoul("web-7", store.SoulPending)
+		if s, err := admin.AcceptSoulKey(ctx, "web-7", []string{"prod"}, key); err != nil || s.Status != store.SoulDisconnected {
+			t.Fatalf("accept with key %s: %+v, %v", key, s, err)
+		}
+	}
+	st, b := e.do("POST", "/v1/souls/web-7/accept", e.tokens[auth.RoleAdmin], `{"covens":["prod"],"kee":"x"}`)
+	e.wantError("POST", "/v1/souls/web-7/accept", http.StatusBadRequest, "invalid", b, st)
 }

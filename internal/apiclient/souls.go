@@ -29,8 +29,14 @@ func (c *Client) GetSoul(ctx context.Context, sid string) (store.Soul, error) {
 
 // AcceptSoul accepts a pending soul into covens (admin).
 func (c *Client) AcceptSoul(ctx context.Context, sid string, covens []string) (store.Soul, error) {
+	return c.AcceptSoulKey(ctx, sid, covens, "")
+}
+
+// AcceptSoulKey is AcceptSoul that accepts the soul only if it holds the
+// key with fingerprint key ("" checks nothing).
+func (c *Client) AcceptSoulKey(ctx context.Context, sid string, covens []string, key string) (store.Soul, error) {
 	var out store.Soul
-	return out, c.Do(ctx, http.MethodPost, "/v1/souls/"+url.PathEscape(sid)+"/accept", nil, CovensRequest{Covens: nonNil(covens)}, &out)
+	return out, c.Do(ctx, http.MethodPost, "/v1/souls/"+url.PathEscape(sid)+"/accept", nil, AcceptSoulRequest{Covens: nonNil(covens), Key: key}, &out)
 }
 
 // RejectSoul rejects a soul (admin).

@@ -137,10 +137,18 @@ type SoulQuery struct {
 	Covens []string
 }
 
-// CovensRequest is the body of POST /v1/souls/{sid}/accept and
-// PUT /v1/souls/{sid}/covens.
+// CovensRequest is the body of PUT /v1/souls/{sid}/covens.
 type CovensRequest struct {
 	Covens []string `json:"covens"`
+}
+
+// AcceptSoulRequest is the body of POST /v1/souls/{sid}/accept. Key, when
+// given, is the fingerprint of the key the Archon expects the soul to hold
+// (the soul logs it while pending): the Keeper refuses to accept a soul
+// presenting another.
+type AcceptSoulRequest struct {
+	Covens []string `json:"covens"`
+	Key    string   `json:"key,omitempty"`
 }
 
 // CreateJoinTokenRequest is the body of POST /v1/join-tokens.

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -95,11 +96,16 @@ func newSoulsAcceptCmd(g *Globals) *cobra.Command {
 	var (
 		sid    string
 		covens []string
+		key    string
 	)
 	c := &cobra.Command{
-		Use:     "accept [sid] [--covens a,b]",
-		Short:   "Accept a pending soul into covens",
-		Example: `  soulctl souls accept web-07.example.com --covens prod,web`,
+		Use:   "accept [sid] [--covens a,b] [--key sha256:…]",
+		Short: "Accept a pending soul into covens",
+		Long: `Accepts a pending (or rejected) soul into covens. Anyone who reaches the
+Keeper can say hello under any SID, so give --key: the fingerprint the soul
+logs while it waits ("soul is pending acceptance … key=sha256:…"); a soul
+holding another key is not accepted. souls show prints the key it holds.`,
+		Example: `  soulctl souls accept web-07.example.com --covens prod,web --key sha256:3f2a…`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := nameArg(args, sid, "sid")
@@ -110,7 +116,7 @@ func newSoulsAcceptCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := cl.AcceptSoul(cmd.Context(), id, covensFlag(covens))
+			s, err := cl.AcceptSoulKey(cmd.Context(), id, covensFlag(covens), key)
 			if err != nil {
 				return err
 			}
@@ -119,6 +125,7 @@ func newSoulsAcceptCmd(g *Globals) *cobra.Command {
 	}
 	addNameFlag(c, &sid, "sid", "soul SID")
 	c.Flags().StringSliceVar(&covens, "covens", nil, "covens of the soul (comma-separated)")
+	c.Flags().StringVar(&key, "key", "", "accept only if the soul holds the key with this fingerprint (from the soul's log)")
 	return c
 }
 
@@ -206,6 +213,7 @@ func soulLine(w io.Writer, verb string, s store.Soul) error {
 func soulDetail(w io.Writer, s store.Soul) error {
 	row(w, "SID:", s.SID)
 	row(w, "Status:", s.Status)
+	row(w, "Key:", domain.KeyFingerprint(s.PublicKey))
 	row(w, "Covens:", list(s.Covens))
 	row(w, "OS:", osOf(s.Soulprint))
 	row(w, "Address:", dash(fact(s.Soulprint, "network", "primary_ip")))

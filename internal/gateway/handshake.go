@@ -5,8 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -229,8 +227,8 @@ func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcom
 			Time: now, Action: "soul.key_mismatch", Target: h.Sid,
 			Summary: map[string]any{
 				"status":        known.Status,
-				"bound_key":     keyFingerprint(known.PublicKey),
-				"presented_key": keyFingerprint(h.PublicKey),
+				"bound_key":     domain.KeyFingerprint(known.PublicKey),
+				"presented_key": domain.KeyFingerprint(h.PublicKey),
 				"peer":          peer,
 				"keeper_id":     g.cfg.KeeperID,
 			},
@@ -293,8 +291,8 @@ func (g *Gateway) reclaimPending(ctx context.Context, known store.Soul, h *pb.He
 	if err := st.AppendAudit(ctx, store.AuditEntry{
 		Time: now, Action: "soul.pending_key_replaced", Target: h.Sid,
 		Summary: map[string]any{
-			"pending_key":   keyFingerprint(known.PublicKey),
-			"presented_key": keyFingerprint(h.PublicKey),
+			"pending_key":   domain.KeyFingerprint(known.PublicKey),
+			"presented_key": domain.KeyFingerprint(h.PublicKey),
 			"join_token":    tok.ID,
 			"peer":          peer,
 			"keeper_id":     g.cfg.KeeperID,
@@ -364,10 +362,4 @@ func decodeSoulprint(b []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("decoding soulprint: %w", err)
 	}
 	return m, nil
-}
-
-// keyFingerprint shortens a public key for the audit log.
-func keyFingerprint(k []byte) string {
-	sum := sha256.Sum256(k)
-	return "sha256:" + hex.EncodeToString(sum[:16])
 }

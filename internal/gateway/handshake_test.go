@@ -229,3 +229,14 @@ func TestPendingSoulsAreBounded(t *testing.T) {
 		t.Fatalf("p3 after a rejection: %v, %v; want pending", m, err)
 	}
 }
+
+// A pending soul logs the fingerprint of its key: what the Archon gives to
+// souls accept --key, and what the keeper computes from the stored key.
+func TestPendingSoulLogsItsKey(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{})
+	p := startSoul(t, k, "waiting-1", filepath.Join(dir, "soul"), "--fingerprint", k.fp)
+	k.waitStatus(t, "waiting-1", store.SoulPending)
+	want := "key=" + domain.KeyFingerprint(k.soul(t, "waiting-1").PublicKey)
+	waitFor(t, 10*time.Second, func() bool { return strings.Contains(p.out.String(), want) }, "the soul to log %s", want)
+}

@@ -23,6 +23,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/executor"
 	"github.com/soulstack/soulstack/internal/jointoken"
 	"github.com/soulstack/soulstack/proto/soulstack/v1/soulstackv1connect"
@@ -254,7 +255,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		delay := a.backoff(attempt)
 		attempt++
 		if errors.Is(err, errPending) {
-			a.log.Info("soul is pending acceptance; will say hello again", "reason", err, "retry_in", delay)
+			// The Archon accepting it compares this with souls show.
+			a.log.Info("soul is pending acceptance; will say hello again", "reason", err, "key", domain.KeyFingerprint(a.PublicKey()), "retry_in", delay)
 		} else {
 			a.log.Warn("keeper stream ended; reconnecting", "err", err, "retry_in", delay)
 		}
