@@ -92,6 +92,10 @@ type Engine struct {
 	runs   map[string]*liveRun
 	wg     sync.WaitGroup
 	late   lateQueue
+	// giveUp is closed when Close stops waiting for the runs: the writes
+	// that wait for an unavailable store (storeRetry) stop waiting.
+	giveUp     chan struct{}
+	giveUpOnce sync.Once
 }
 
 // New returns an Engine.
@@ -118,7 +122,7 @@ func New(cfg Config) (*Engine, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{cfg: cfg, log: log, runs: map[string]*liveRun{}, late: newLateQueue()}, nil
+	return &Engine{cfg: cfg, log: log, runs: map[string]*liveRun{}, late: newLateQueue(), giveUp: make(chan struct{})}, nil
 }
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
@@ -175,6 +179,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
+	e.giveUpOnce.Do(func() { close(e.giveUp) })
 	e.mu.Lock()
 	for _, lr := range e.runs {
 		lr.cancel(errShutdown)
@@ -282,4 +287,41 @@ func (e *Engine) launch(r *runner) {
 		lr.finish(final)
 		signal(e.late.wake) // its late results may wait for its end
 	}()
+}
+
+// Backoff of storeRetry.
+const (
+	storeRetryFirst = 50 * time.Millisecond
+	storeRetryMax   = 5 * time.Second
+)
+
+// storeRetry calls write until it succeeds, fails for another reason than
+// an unavailable store, or giveUp is closed (the keeper shuts down and
+// stops waiting; its next start aborts the run, SPEC §8.5). The writes
+// that end a run go through it: a database that is briefly away when a
+// run finishes must not leave the run running and its incarnation
+// applying, refusing every run and unlock until a restart.
+func storeRetry(giveUp <-chan struct{}, log *slog.Logger, what string, write func() error) error {
+	delay := storeRetryFirst
+	for waited := false; ; {
+		err := write()
+		if err == nil || domain.ErrorCode(err) != domain.CodeUnavailable {
+			if waited && err == nil {
+				log.Info(what + ": the store is back")
+			}
+			return err
+		}
+		if !waited {
+			log.Warn(what+": the store is unavailable; retrying until it is back", "err", err)
+			waited = true
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-giveUp:
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, storeRetryMax)
+	}
 }

@@ -37,8 +37,10 @@ type recorder struct {
 	ctx   context.Context // not cancelled with the run: results are facts
 	runID string
 	emit  func([]store.HostResult)
-	every time.Duration
-	batch int
+	// giveUp ends the wait of a write for an unavailable store.
+	giveUp <-chan struct{}
+	every  time.Duration
+	batch  int
 
 	mu      sync.Mutex
 	pending []store.HostResult
@@ -53,9 +55,9 @@ type recorder struct {
 	once sync.Once
 }
 
-func newRecorder(ctx context.Context, st store.Store, log *slog.Logger, runID string, emit func([]store.HostResult)) *recorder {
+func newRecorder(ctx context.Context, st store.Store, log *slog.Logger, runID string, emit func([]store.HostResult), giveUp <-chan struct{}) *recorder {
 	return &recorder{
-		st: st, log: log, ctx: context.WithoutCancel(ctx), runID: runID, emit: emit,
+		st: st, log: log, ctx: context.WithoutCancel(ctx), runID: runID, emit: emit, giveUp: giveUp,
 		every: recordEvery, batch: recordBatch, index: map[rowKey]int{},
 		wake: make(chan struct{}, 1), full: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
@@ -126,7 +128,10 @@ func (rc *recorder) flush() {
 	if len(rows) == 0 {
 		return
 	}
-	if err := rc.st.RecordResults(rc.ctx, rows); err != nil {
+	// The run waits here for a store that is briefly away: what it decides
+	// on next must be stored first.
+	write := func() error { return rc.st.RecordResults(rc.ctx, rows) }
+	if err := storeRetry(rc.giveUp, rc.log.With("apply_id", rc.runID), "recording host results", write); err != nil {
 		rc.log.ErrorContext(rc.ctx, "recording host results failed", "apply_id", rc.runID, "rows", len(rows), "err", err)
 	}
 	rc.emit(rows)

@@ -64,7 +64,7 @@ func (e *Engine) newRunner(run store.Run, inc store.Incarnation, svc *dsl.Servic
 		idx:         indexScenario(sc),
 	}
 	r.seq, r.keys = r.idx.seq, r.idx.keys
-	r.rec = newRecorder(context.Background(), e.cfg.Store, e.log, run.ID, r.emitRows)
+	r.rec = newRecorder(context.Background(), e.cfg.Store, e.log, run.ID, r.emitRows, e.giveUp)
 	return r
 }
 
@@ -147,7 +147,8 @@ func (r *runner) execute(ctx context.Context) (final Event) {
 // failure: the incarnation becomes error_locked).
 func (r *runner) end(ctx context.Context, status, msg string) Event {
 	msg = executor.MaskString(msg, r.secretList())
-	if err := r.e.cfg.Store.FinishRun(ctx, r.run.ID, status, msg, r.e.now()); err != nil {
+	finish := func() error { return r.e.cfg.Store.FinishRun(ctx, r.run.ID, status, msg, r.e.now()) }
+	if err := storeRetry(r.e.giveUp, r.e.log.With("apply_id", r.run.ID), "recording the end of the run", finish); err != nil {
 		r.e.log.ErrorContext(ctx, "recording the end of the run failed", "apply_id", r.run.ID, "err", err)
 	}
 	return r.final(status, msg)
