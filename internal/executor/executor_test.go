@@ -391,3 +391,23 @@ func TestMaskFindsSecretsInTheirOutputForms(t *testing.T) {
 		t.Errorf("MaskValue = %v", got)
 	}
 }
+
+// TestMaskFindsTheElementsOfASecretListOrMap: a secret list or map input
+// reaches Mask as its JSON text, but tasks render its elements one by one
+// (${ input.creds.password }); every string and number inside is masked.
+func TestMaskFindsTheElementsOfASecretListOrMap(t *testing.T) {
+	secrets := []string{`{"user":"app-user","password":"hunter2-map","port":5432,"tls":true,"keys":["k-one","k-two"]}`}
+	r := domain.Result{Msg: "login app-user/hunter2-map on 5432 with k-two: true", Stdout: "k-one"}
+	m := executor.Mask(r, secrets)
+	if m.Msg != "login ****/**** on **** with ****: true" || m.Stdout != "****" {
+		t.Fatalf("not masked: %+v", m)
+	}
+	if got := executor.MaskString("[a-secret] x", []string{`["a-secret"]`}); got != "[****] x" {
+		t.Errorf("MaskString = %q", got)
+	}
+	in := []string{`["x-secret"]`, "plain"}
+	executor.Mask(r, in[:1])
+	if in[1] != "plain" {
+		t.Error("Mask wrote into its caller's slice")
+	}
+}

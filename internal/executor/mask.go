@@ -2,6 +2,7 @@ package executor
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,9 +32,10 @@ func Mask(r domain.Result, secrets []string) domain.Result {
 const minSecretLine = 4
 
 // usable returns the non-empty secrets with the forms they take in output,
-// longest first: each line of a multi-line secret (a diff prefixes every
-// line with + or -, so the whole value never appears in it) and the
-// JSON-escaped value (output that embeds the secret in a JSON string).
+// longest first: the elements of a secret list or map (its JSON text), each
+// line of a multi-line secret (a diff prefixes every line with + or -, so
+// the whole value never appears in it) and the JSON-escaped value (output
+// that embeds the secret in a JSON string).
 func usable(secrets []string) []string {
 	seen := map[string]bool{}
 	out := make([]string, 0, len(secrets))
@@ -43,11 +45,16 @@ func usable(secrets []string) []string {
 			out = append(out, x)
 		}
 	}
-	for _, x := range secrets {
-		if x == "" {
+	queue := slices.Clone(secrets)
+	for i := 0; i < len(queue); i++ {
+		x := queue[i]
+		if x == "" || seen[x] {
 			continue
 		}
 		add(x)
+		// A secret list or map input arrives as its JSON text, but a
+		// task renders its elements one by one: each is secret too.
+		queue = append(queue, jsonLeaves(x)...)
 		for _, html := range []bool{false, true} {
 			var b strings.Builder
 			enc := json.NewEncoder(&b)
@@ -95,6 +102,40 @@ func maskResult(r domain.Result, s []string) domain.Result {
 		r.Tasks = ts
 	}
 	return r
+}
+
+// jsonLeaves returns the strings and numbers inside s when s is the JSON
+// text of a list or a map (nil otherwise).
+func jsonLeaves(s string) []string {
+	if s[0] != '{' && s[0] != '[' {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			out = append(out, x)
+		case json.Number:
+			out = append(out, x.String())
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
 }
 
 // MaskString replaces every secret in str with **** (in the forms Mask
