@@ -2,6 +2,8 @@ package dsl
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/soulstack/soulstack/internal/expr"
 	"gopkg.in/yaml.v3"
@@ -71,6 +73,9 @@ func (p *parser) predicate(u *unit, file string, n *yaml.Node, key string, opts 
 
 // checkRefs checks the register references of one expression.
 func (p *parser) checkRefs(u *unit, pos Pos, key string, refs expr.Refs, opts templateOpts) {
+	if len(refs.Inputs) > 0 {
+		u.inputUses = append(u.inputUses, exprUse{pos: pos, key: key, refs: refs})
+	}
 	if refs.RegisterSelf && !opts.allowSelf {
 		p.add(pos, key, fmt.Sprintf("%s: register.self is only available in retry.until, failed_when and changed_when", key))
 	}
@@ -88,5 +93,34 @@ func (p *parser) checkRefs(u *unit, pos Pos, key string, refs expr.Refs, opts te
 			continue
 		}
 		p.add(pos, key, fmt.Sprintf("%s: register.%s is not defined by an earlier task: add register: %s to a task before this one%s", key, name, name, hint))
+	}
+}
+
+// checkInputs reports the expressions of u that read an input its input:
+// does not declare: evaluation would fail on every host (no input can be
+// given that is not declared). n is the input: node (nil when absent); an
+// input: that is not a map is reported elsewhere and checks nothing.
+func (p *parser) checkInputs(u *unit, n *yaml.Node) {
+	var names []string
+	if n = deref(n); n != nil {
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			names = append(names, n.Content[i].Value)
+		}
+	}
+	hint := " (no inputs are declared)"
+	if len(names) > 0 {
+		hint = " (declared: " + strings.Join(names, ", ") + ")"
+	}
+	for _, use := range u.inputUses {
+		for _, name := range use.refs.Inputs {
+			if slices.Contains(names, name) {
+				continue
+			}
+			p.add(use.pos, use.key, fmt.Sprintf("%s: input.%s is not declared in input: of %s %s%s%s",
+				use.key, name, u.kind, u.name, hint, suggest(name, names)))
+		}
 	}
 }

@@ -299,6 +299,9 @@ type unit struct {
 	// registered maps each register name to the task that defines it.
 	registered map[string]Pos
 	deferred   []exprUse
+	// inputUses are the expressions that read input.<name>, checked
+	// against the unit's input: once it is parsed (checkInputs).
+	inputUses []exprUse
 	// including is the include stack, for cycle detection.
 	including []string
 }

@@ -36,13 +36,14 @@ func (p *parser) scenario(svc *Service, name, dir string, files map[string][]byt
 	if !ok {
 		return s
 	}
-	var tasksNode *yaml.Node
+	var tasksNode, inputNode *yaml.Node
 	for _, e := range ents {
 		switch e.key {
 		case "description":
 			p.str(file, e.value, "description")
 		case "input":
 			s.Input = p.inputs(file, e.value)
+			inputNode = e.value
 		case "state_changes":
 			s.StateChanges = p.stateChanges(u, file, e)
 		case "tasks":
@@ -57,6 +58,7 @@ func (p *parser) scenario(svc *Service, name, dir string, files map[string][]byt
 		s.Tasks = p.taskList(u, file, tasksNode, "tasks", "")
 	}
 	p.checkDeferred(u)
+	p.checkInputs(u, inputNode)
 	return s
 }
 
@@ -78,13 +80,14 @@ func (p *parser) destiny(name, dir string, files map[string][]byte) *Destiny {
 	if !ok {
 		return d
 	}
-	var tasksNode, outputNode *yaml.Node
+	var tasksNode, outputNode, inputNode *yaml.Node
 	for _, e := range ents {
 		switch e.key {
 		case "description":
 			p.str(file, e.value, "description")
 		case "input":
 			d.Input = p.inputs(file, e.value)
+			inputNode = e.value
 		case "tasks":
 			tasksNode = e.value
 		case "output":
@@ -104,6 +107,7 @@ func (p *parser) destiny(name, dir string, files map[string][]byte) *Destiny {
 		d.Output = p.output(u, file, outputNode)
 	}
 	p.checkDeferred(u)
+	p.checkInputs(u, inputNode)
 	return d
 }
 

@@ -108,7 +108,11 @@ func TestRefs(t *testing.T) {
 		},
 		{
 			`register[input.name].rc == 0`,
-			Refs{Roots: []string{"input", "register"}, RegisterDynamic: true},
+			Refs{Roots: []string{"input", "register"}, RegisterDynamic: true, Inputs: []string{"name"}},
+		},
+		{
+			`has(input.port) && input["host"] != "" && input[vars.k] != ""`,
+			Refs{Roots: []string{"input", "vars"}, Inputs: []string{"host", "port"}},
 		},
 		{
 			`size(soulprint.hosts.where("self.os.family == 'debian'")) > 0 && soulprint.self.sid == "a"`,

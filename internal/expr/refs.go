@@ -33,6 +33,9 @@ type Refs struct {
 	Soulprint []string
 	// Predicates are the constant string arguments of where(…) calls.
 	Predicates []string
+	// Inputs are the names read as input.<name> or input["<name>"],
+	// sorted (dsl validation checks them against the declared inputs).
+	Inputs []string
 }
 
 func (r Refs) merge(o Refs) Refs {
@@ -43,6 +46,7 @@ func (r Refs) merge(o Refs) Refs {
 		RegisterDynamic: r.RegisterDynamic || o.RegisterDynamic,
 		Soulprint:       union(r.Soulprint, o.Soulprint),
 		Predicates:      union(r.Predicates, o.Predicates),
+		Inputs:          union(r.Inputs, o.Inputs),
 	}
 }
 
@@ -93,6 +97,8 @@ func collectRefs(a *ast.AST) Refs {
 			case "soulprint":
 				handled[sel.Operand().ID()] = true
 				add(&r.Soulprint, sel.FieldName())
+			case "input":
+				add(&r.Inputs, sel.FieldName())
 			}
 		case ast.CallKind:
 			call := e.AsCall()
@@ -100,6 +106,12 @@ func collectRefs(a *ast.AST) Refs {
 			switch {
 			case (call.FunctionName() == "_[_]" || call.FunctionName() == "_[?_]" || call.FunctionName() == "_?._") && len(args) == 2:
 				root := identName(args[0])
+				if root == "input" {
+					if key, ok := literalString(args[1]); ok {
+						add(&r.Inputs, key)
+					}
+					return
+				}
 				if root != "register" && root != "soulprint" {
 					return
 				}
@@ -149,6 +161,7 @@ func collectRefs(a *ast.AST) Refs {
 	sort.Strings(r.Registers)
 	sort.Strings(r.Soulprint)
 	sort.Strings(r.Predicates)
+	sort.Strings(r.Inputs)
 	return r
 }
 
