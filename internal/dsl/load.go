@@ -29,6 +29,19 @@ type parser struct {
 	problems Problems
 	// nodes counts YAML nodes visited, against maxNodes.
 	nodes int
+	// unread are the files found but not read (too large, unreadable),
+	// already reported: a unit whose main.yml is one of them is not also
+	// said to have none.
+	unread map[string]bool
+}
+
+// skip records a file found but not read, with the problem saying why.
+func (p *parser) skip(name, msg string) {
+	if p.unread == nil {
+		p.unread = map[string]bool{}
+	}
+	p.unread[name] = true
+	p.add(Pos{File: name}, "", msg)
 }
 
 func (p *parser) add(pos Pos, key, msg string) {
@@ -134,12 +147,12 @@ func (p *parser) readTree(fsys fs.FS, dir string) map[string][]byte {
 		}
 		info, err := d.Info()
 		if err == nil && info.Size() > maxFileSize {
-			p.add(Pos{File: name}, "", fmt.Sprintf("file is larger than %d bytes", maxFileSize))
+			p.skip(name, fmt.Sprintf("file is larger than %d bytes (%d bytes): split it, or move data out of the repository", maxFileSize, info.Size()))
 			return nil
 		}
 		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
-			p.add(Pos{File: name}, "", fmt.Sprintf("cannot read: %v", err))
+			p.skip(name, fmt.Sprintf("cannot read: %v", err))
 			return nil
 		}
 		files[strings.TrimPrefix(name, dir+"/")] = data

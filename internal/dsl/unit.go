@@ -21,6 +21,9 @@ func (p *parser) scenario(svc *Service, name, dir string, files map[string][]byt
 	s := &Scenario{Name: name, Dir: dir, Files: files, Pos: Pos{File: u.file("main.yml"), Line: 1, Col: 1}}
 	data, ok := files["main.yml"]
 	if !ok {
+		if p.unread[u.file("main.yml")] {
+			return nil
+		}
 		p.add(Pos{File: dir}, "", fmt.Sprintf("scenario %s has no main.yml: create %s/main.yml with its tasks:", name, dir))
 		return nil
 	}
@@ -68,6 +71,9 @@ func (p *parser) destiny(name, dir string, files map[string][]byte) *Destiny {
 	d := &Destiny{Name: name, Dir: dir, Files: files, Pos: Pos{File: u.file("main.yml"), Line: 1, Col: 1}}
 	data, ok := files["main.yml"]
 	if !ok {
+		if p.unread[u.file("main.yml")] {
+			return nil
+		}
 		p.add(Pos{File: dir}, "", fmt.Sprintf("destiny %s has no main.yml: create %s/main.yml with its input:, tasks: and output:", name, dir))
 		return nil
 	}
