@@ -440,3 +440,49 @@ expect: {outcome: cancelled}
 		t.Fatalf("run %+v %v", run, err)
 	}
 }
+
+// TestLateResultFromANonMemberIsIgnored: a soul can only add late results
+// to runs of incarnations it is a member of — work it was never sent.
+func TestLateResultFromANonMemberIsIgnored(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/deploy/main.yml": crashScenario})
+	w := newWorld(t, svc, "deploy", `
+hosts: [{sid: a, covens: [app]}]
+incarnation: {covens: [app]}
+expect: {outcome: succeeded}
+`)
+	w.readyIncarnation(map[string]any{})
+	w.Sim.SetStubs([]dispatch.Stub{{Module: "core.file.present", Hang: true}})
+	d := &tap{Dispatcher: w.Sim}
+	k1 := w.keeperProcess(d)
+	id, err := k1.StartRun(w.ctx, "test", "deploy", nil, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lateID := d.taskID(t, "a", "render config")
+	forged := strings.Replace(lateID, "/a/", "/intruder/", 1)
+	k2 := w.keeperProcess(w.Sim)
+	if _, err := k2.Recover(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	k2.RecordLate("intruder", id, forged, domain.Result{Changed: true})
+	k2.RecordLate("a", id, lateID, domain.Result{})
+	if err := k2.Close(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows := rowsOf(w.results(id), "0")
+	if _, ok := rows["intruder"]; ok {
+		t.Errorf("a non-member's late result was recorded: %+v", rows["intruder"])
+	}
+	if rows["a"].Data["late"] != true {
+		t.Errorf("the member's late result was not recorded: %+v", rows["a"])
+	}
+	trig, err := w.Store.ListTriggers(w.ctx, "test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trig {
+		if tr.SID == "intruder" {
+			t.Errorf("a non-member got a pending trigger: %+v", tr)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -248,6 +249,21 @@ func (e *Engine) recordLate(ctx context.Context, runID string, r *runner, items 
 			lr.idx = indexScenario(sc)
 		}
 	}
+	if lr.inc.Name == "" {
+		if lr.inc, err = e.cfg.Store.GetIncarnation(ctx, run.Incarnation); err != nil {
+			log.WarnContext(ctx, "late results not recorded: the run's incarnation cannot be read", "count", len(items), "err", err)
+			return
+		}
+	}
+	// Only a member of the incarnation was ever sent this run's work: a soul
+	// cannot add results (or owed handlers) to another incarnation's run.
+	items = slices.DeleteFunc(items, func(it lateResult) bool {
+		if slices.Contains(lr.inc.Members, it.ref.sid) {
+			return false
+		}
+		log.WarnContext(ctx, "ignoring a late result from a soul that is not a member of the run's incarnation", "sid", it.ref.sid, "task_id", it.taskID)
+		return true
+	})
 	var secrets []string
 	if r != nil {
 		secrets = r.secretList()

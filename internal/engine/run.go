@@ -138,7 +138,8 @@ func (r *runner) execute(ctx context.Context) (final Event) {
 		}
 	}
 	if status != store.RunSucceeded {
-		log.WarnContext(bg, "run did not succeed", "status", status, "error", msg)
+		// The message quotes hosts' failure output: mask it before it is logged.
+		log.WarnContext(bg, "run did not succeed", "status", status, "error", executor.MaskString(msg, r.secretList()))
 	}
 	return r.end(bg, status, msg)
 }
