@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
@@ -68,10 +69,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // clientMessage is err's text without the cause under its *domain.Error
-// (which may be long, like every problem of a service, or internal).
+// (which may be long, like every problem of a service, or internal); for
+// a not-found error, the message of its *domain.Error alone.
 func clientMessage(err error) string {
 	msg := err.Error()
 	var de *domain.Error
+	if errors.As(err, &de) && de.Code == domain.CodeNotFound {
+		// It names what is missing; the callers' context would only say
+		// it again ("service x: service "x" does not exist").
+		return de.Message
+	}
 	if errors.As(err, &de) && de.Err != nil {
 		msg = strings.TrimSuffix(msg, ": "+de.Err.Error())
 	}
@@ -114,8 +121,10 @@ func decode(r *http.Request, v any) error {
 			return invalidf("request body larger than %d bytes", mbe.Limit)
 		case errors.As(err, &se):
 			return invalidf("request body is not valid JSON at offset %d: %v", se.Offset, err)
+		case errors.As(err, &te) && te.Field == "":
+			return invalidf("request body must be a JSON object, not %s", jsonValue(te.Value))
 		case errors.As(err, &te):
-			return invalidf("request field %q must be %s, not %s", te.Field, te.Type, te.Value)
+			return invalidf("request field %q must be %s, not %s", te.Field, jsonType(te.Type), jsonValue(te.Value))
 		default:
 			return invalidf("request body: %v", strings.TrimPrefix(err.Error(), "json: "))
 		}
@@ -124,6 +133,50 @@ func decode(r *http.Request, v any) error {
 		return invalidf("request body has data after the JSON object")
 	}
 	return nil
+}
+
+// jsonType names the JSON a Go type decodes from, for messages (not
+// "map[string]interface {}" or "apiclient.StartRunRequest").
+func jsonType(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Map, reflect.Struct:
+		return "a JSON object"
+	case reflect.Slice, reflect.Array:
+		switch e := t.Elem(); e.Kind() {
+		case reflect.String:
+			return "a JSON array of strings"
+		case reflect.Map, reflect.Struct:
+			return "a JSON array of objects"
+		}
+		return "a JSON array"
+	case reflect.Pointer:
+		return jsonType(t.Elem())
+	}
+	return "another type"
+}
+
+// jsonValue names the JSON value encoding/json found ("array", "number
+// 1e400", …) with an article.
+func jsonValue(v string) string {
+	switch {
+	case v == "":
+		return "that value"
+	case strings.HasPrefix(v, "array"), strings.HasPrefix(v, "object"), strings.HasPrefix(v, "integer"):
+		return "an " + v
+	}
+	return "a " + v
 }
 
 func invalidf(format string, args ...any) error {

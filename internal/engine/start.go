@@ -90,7 +90,7 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (id s
 	}
 	run := e.newRun(inc.Name, CreateScenario, inc.Input, false, req.ArchonID)
 	if err := e.cfg.Store.CreateIncarnation(ctx, inc, run); err != nil {
-		return "", fmt.Errorf("creating incarnation %s: %w", req.Name, err)
+		return "", err // the store's message starts with "creating incarnation <name>"
 	}
 	inc.Status = store.IncarnationApplying
 	inc.State = map[string]any{}

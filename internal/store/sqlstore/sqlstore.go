@@ -234,7 +234,7 @@ func isClosedDB(err error) bool {
 // notFound is the error for a missing record: errors.Is(err,
 // domain.ErrNotFound) holds and domain.ErrorCode is CodeNotFound.
 func notFound(kind, key string) error {
-	return &domain.Error{Code: domain.CodeNotFound, Message: fmt.Sprintf("%s %q", kind, key), Err: domain.ErrNotFound}
+	return &domain.Error{Code: domain.CodeNotFound, Message: fmt.Sprintf("%s %q does not exist", kind, key), Err: domain.ErrNotFound}
 }
 
 // conflict is a CodeConflict error with details.
