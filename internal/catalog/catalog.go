@@ -281,6 +281,7 @@ func (c *Catalog) prepare(ctx context.Context, name, gitURL, ref string) (string
 	if err != nil {
 		return "", nil, err
 	}
+	existed := isDir(c.treeDir(name, h.String()))
 	dir, err := c.materialize(ctx, repo, name, h)
 	if err != nil {
 		return "", nil, err
@@ -288,6 +289,11 @@ func (c *Catalog) prepare(ctx context.Context, name, gitURL, ref string) (string
 	commit := h.String()
 	svc, err := c.load(ctx, name, commit, dir)
 	if err != nil {
+		if !existed {
+			// A refused commit leaves nothing behind (a tree that was
+			// there already belongs to an incarnation pinned to it).
+			c.removeTree(name, commit)
+		}
 		return "", nil, err
 	}
 	c.mu.Lock()

@@ -105,9 +105,12 @@ func TestRegisterInvalidService(t *testing.T) {
 	}
 	files["scenario/create/main.yml"] = catalogtest.BrokenScenario
 	repo.Commit(files, "broken")
-	c, st, _ := newCatalog(t)
+	c, st, dir := newCatalog(t)
 	_, err := c.Register(ctx, "my-service", repo.Dir, "master")
 	wantCode(t, err, domain.CodeInvalid)
+	if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+		t.Errorf("the refused commit left trees behind: %v", ents)
+	}
 	var de *domain.Error
 	if !errors.As(err, &de) {
 		t.Fatal(err)

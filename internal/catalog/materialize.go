@@ -171,6 +171,17 @@ func (c *Catalog) removeTrees(name string) error {
 	return nil
 }
 
+// removeTree deletes the tree of one commit, and the service's directory
+// if that leaves it empty.
+func (c *Catalog) removeTree(name, commit string) {
+	dir := c.treeDir(name, commit)
+	if err := os.RemoveAll(dir); err != nil {
+		c.log.Warn("removing the tree of a refused commit", "service", name, "commit", commit, "err", err)
+		return
+	}
+	_ = os.Remove(filepath.Dir(dir)) // fails, as it should, unless empty
+}
+
 // cleanTemp removes temporary trees a crashed materialization left behind.
 func (c *Catalog) cleanTemp() {
 	matches, _ := filepath.Glob(filepath.Join(c.cfg.Dir, "*", ".tmp-*"))
