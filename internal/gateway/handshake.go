@@ -174,10 +174,10 @@ const (
 // by an Archon, or another key bound to its SID — audited), or a known
 // accepted soul coming back.
 func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcome, error) {
-	// Two hellos of one SID must not both find it unknown and both
-	// register it: the second would overwrite the first's key and status
-	// (the store's upsert replaces them). The SID's lock orders them on
-	// this keeper.
+	// Two hellos of one SID on this keeper must not both find it unknown
+	// and both redeem a join token for it: the SID's lock orders them.
+	// Across keepers sharing a database, register's insert-only CreateSoul
+	// lets exactly one of them register the SID.
 	l := g.sidLock(h.Sid)
 	l.Lock()
 	defer l.Unlock()
@@ -186,31 +186,13 @@ func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcom
 	soulprint, _ := decodeSoulprint(h.Soulprint)
 	known, err := st.GetSoul(ctx, h.Sid)
 	if errors.Is(err, domain.ErrNotFound) {
-		s := store.Soul{
-			SID: h.Sid, PublicKey: h.PublicKey, Status: store.SoulPending, Covens: []string{},
-			Soulprint: soulprint, Version: h.Version, LastSeen: now, CreatedAt: now,
+		out, rerr := g.register(ctx, h, soulprint, now)
+		if !errors.Is(rerr, errRegistered) {
+			return out, rerr
 		}
-		tok, ok, err := g.useToken(ctx, h.JoinSecret, now)
-		if err != nil {
-			return outcome{}, err
-		}
-		if !ok {
-			if full, err := g.pendingFull(ctx); err != nil || full {
-				return outcome{pending: pendingFull}, err
-			}
-		}
-		if ok {
-			// Registered as disconnected; attach records it connected.
-			s.Status, s.Covens, s.KeeperID = store.SoulDisconnected, tok.Covens, g.cfg.KeeperID
-		}
-		if err := st.UpsertSoul(ctx, s); err != nil {
-			return outcome{}, fmt.Errorf("registering soul %s: %w", h.Sid, err)
-		}
-		if ok {
-			g.log.Info("soul joined with a join token", "sid", h.Sid, "token", tok.ID, "covens", tok.Covens)
-			return outcome{covens: tok.Covens}, nil
-		}
-		return outcome{pending: pendingReason(h.JoinSecret)}, nil
+		// Another keeper registered the SID since it was read: decide as
+		// for a known soul, against the key that one bound.
+		known, err = st.GetSoul(ctx, h.Sid)
 	}
 	if err != nil {
 		return outcome{}, fmt.Errorf("reading soul %s: %w", h.Sid, err)
@@ -246,11 +228,9 @@ func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcom
 		}
 	}
 	if h.Version != "" && h.Version != known.Version {
-		known.Version = h.Version
-		if soulprint != nil {
-			known.Soulprint = soulprint
-		}
-		if err := st.UpsertSoul(ctx, known); err != nil {
+		// The version alone: rewriting the record read above would undo
+		// an Archon's accept or reject made since.
+		if err := st.SetSoulVersion(ctx, h.Sid, h.Version); err != nil {
 			return outcome{}, fmt.Errorf("storing version of %s: %w", h.Sid, err)
 		}
 	}
@@ -269,6 +249,45 @@ func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcom
 	}
 	g.log.Info("pending soul joined with a join token", "sid", h.Sid, "token", tok.ID, "covens", tok.Covens)
 	return outcome{covens: tok.Covens}, nil
+}
+
+// errRegistered is register's answer when another keeper registered the
+// SID between onboard's read and register's insert.
+var errRegistered = errors.New("soul registered meanwhile")
+
+// register records a soul the store does not know: accepted with the
+// covens of its join token, or pending (unless too many are). It fails
+// with errRegistered when the SID was registered meanwhile; nothing is
+// overwritten then.
+func (g *Gateway) register(ctx context.Context, h *pb.Hello, soulprint map[string]any, now time.Time) (outcome, error) {
+	s := store.Soul{
+		SID: h.Sid, PublicKey: h.PublicKey, Status: store.SoulPending, Covens: []string{},
+		Soulprint: soulprint, Version: h.Version, LastSeen: now, CreatedAt: now,
+	}
+	tok, ok, err := g.useToken(ctx, h.JoinSecret, now)
+	if err != nil {
+		return outcome{}, err
+	}
+	if !ok {
+		if full, err := g.pendingFull(ctx); err != nil || full {
+			return outcome{pending: pendingFull}, err
+		}
+	}
+	if ok {
+		// Registered as disconnected; attach records it connected.
+		s.Status, s.Covens, s.KeeperID = store.SoulDisconnected, tok.Covens, g.cfg.KeeperID
+	}
+	if err := g.cfg.Store.CreateSoul(ctx, s); err != nil {
+		if domain.ErrorCode(err) == domain.CodeConflict {
+			return outcome{}, errRegistered
+		}
+		return outcome{}, fmt.Errorf("registering soul %s: %w", h.Sid, err)
+	}
+	if ok {
+		g.log.Info("soul joined with a join token", "sid", h.Sid, "token", tok.ID, "covens", tok.Covens)
+		return outcome{covens: tok.Covens}, nil
+	}
+	return outcome{pending: pendingReason(h.JoinSecret)}, nil
 }
 
 // reclaimPending lets a soul presenting a valid join token take a SID

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,6 +198,82 @@ func TestConcurrentHellosOfOneSID(t *testing.T) {
 	}
 	if pending != 1 {
 		t.Fatalf("%d of %d hellos registered the SID, want exactly 1", pending, n)
+	}
+}
+
+// interleaved is a store whose GetSoul runs between(sid) once, right after
+// its first read of sid: what another keeper or an Archon writes between
+// the gateway's read of a soul and its write.
+type interleaved struct {
+	store.Store
+	once    sync.Once
+	between func(sid string)
+}
+
+func (s *interleaved) GetSoul(ctx context.Context, sid string) (store.Soul, error) {
+	so, err := s.Store.GetSoul(ctx, sid)
+	s.once.Do(func() { s.between(sid) })
+	return so, err
+}
+
+// Another keeper on the same database registers a new SID between this
+// keeper's read (not found) and its write: the first registration stands
+// (its key, its status) and this hello is decided against it.
+func TestFirstHellosRaceAcrossKeepers(t *testing.T) {
+	dir := t.TempDir()
+	var st store.Store
+	_, otherKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{wrap: func(s store.Store) store.Store {
+		st = s
+		return &interleaved{Store: s, between: func(sid string) {
+			err := st.CreateSoul(context.Background(), store.Soul{SID: sid, PublicKey: otherKey.Public().(ed25519.PublicKey),
+				Status: store.SoulDisconnected, Covens: []string{"db"}, KeeperID: "keeper-2", LastSeen: time.Now()})
+			if err != nil {
+				t.Error(err)
+			}
+		}}
+	}})
+	m, err := dialRaw(t, k).handshake("raced", nil, k.joinToken(t, "web"))
+	if err != nil || m.GetRejected().GetReason() != pb.Rejected_REASON_KEY_MISMATCH {
+		t.Fatalf("the second registration of a SID: %v, %v; want a key mismatch", m, err)
+	}
+	s := k.soul(t, "raced")
+	if !ed25519.PublicKey(s.PublicKey).Equal(otherKey.Public()) || s.Status != store.SoulDisconnected || strings.Join(s.Covens, ",") != "db" {
+		t.Fatalf("soul = %+v, want the first registration's key, status and covens", s)
+	}
+}
+
+// An Archon accepts a pending soul while its hello, carrying a new
+// version, is being decided: the hello records the version and leaves the
+// acceptance alone.
+func TestHelloKeepsConcurrentAccept(t *testing.T) {
+	dir := t.TempDir()
+	var st store.Store
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{wrap: func(s store.Store) store.Store {
+		st = s
+		return &interleaved{Store: s, between: func(sid string) {
+			if err := st.SetSoulCovens(context.Background(), sid, []string{"web"}); err != nil {
+				t.Error(err)
+			}
+			if err := st.SetSoulStatus(context.Background(), sid, store.SoulDisconnected, "", time.Now()); err != nil {
+				t.Error(err)
+			}
+		}}
+	}})
+	r := dialRaw(t, k)
+	if err := k.store.CreateSoul(context.Background(), store.Soul{SID: "waiting", PublicKey: r.key.Public().(ed25519.PublicKey),
+		Status: store.SoulPending, Version: "0.9", LastSeen: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := r.handshake("waiting", nil, ""); err != nil || m.GetPending() == nil {
+		t.Fatalf("hello: %v, %v; want pending (as read before the accept)", m, err)
+	}
+	s := k.soul(t, "waiting")
+	if s.Status != store.SoulDisconnected || strings.Join(s.Covens, ",") != "web" || s.Version != "test" {
+		t.Fatalf("soul = %+v, want accepted into web with version test", s)
 	}
 }
 

@@ -90,6 +90,9 @@ type keeperOpts struct {
 	onLateResult func(sid, runID, taskID string, r domain.Result)
 	quiet        bool // log warnings only (benchmarks)
 	maxPending   int
+	// wrap, when set, wraps the store the gateway uses (tests interleave
+	// other keepers' and Archons' writes with its reads).
+	wrap func(store.Store) store.Store
 }
 
 // startKeeper starts a keeper whose state (database, TLS material) lives
@@ -133,8 +136,12 @@ func startKeeper(t testing.TB, dir string, o keeperOpts) *keeper {
 	}
 	k := &keeper{dir: dir, addr: ln.Addr().String(), fp: fp, store: st, logs: logs}
 	k.url = "https://" + k.addr
+	var gst store.Store = st
+	if o.wrap != nil {
+		gst = o.wrap(st)
+	}
 	k.gw = gateway.New(gateway.Config{
-		Store: st, KeeperID: "keeper-1", Fingerprint: fp, FanOut: o.fanOut,
+		Store: gst, KeeperID: "keeper-1", Fingerprint: fp, FanOut: o.fanOut,
 		Logger:            slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})),
 		HeartbeatInterval: o.heartbeat,
 		OnLateResult:      o.onLateResult,

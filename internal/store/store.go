@@ -323,6 +323,10 @@ type Store interface {
 
 	// Souls.
 	UpsertSoul(ctx context.Context, s Soul) error // insert or replace all fields but CreatedAt
+	// CreateSoul inserts a new soul; conflict when its SID exists. Unlike
+	// UpsertSoul it never replaces a registered soul's key or status, so of
+	// two keepers registering one SID at once exactly one wins.
+	CreateSoul(ctx context.Context, s Soul) error
 	GetSoul(ctx context.Context, sid string) (Soul, error)
 	ListSouls(ctx context.Context, f SoulFilter) ([]Soul, error) // sorted by SID
 	// SetSoulStatus sets status and keeper and sets LastSeen to at.
@@ -330,6 +334,9 @@ type Store interface {
 	UpdateSoulprint(ctx context.Context, sid string, soulprint map[string]any, at time.Time) error
 	SetSoulCovens(ctx context.Context, sid string, covens []string) error
 	TouchSoul(ctx context.Context, sid string, at time.Time) error
+	// SetSoulVersion sets the soul's version and nothing else (a hello
+	// must not rewrite what an Archon decided meanwhile).
+	SetSoulVersion(ctx context.Context, sid, version string) error
 	// MarkKeeperSoulsDisconnected marks every connected soul held by
 	// keeperID disconnected and clears its keeper (keeper restart).
 	MarkKeeperSoulsDisconnected(ctx context.Context, keeperID string) error

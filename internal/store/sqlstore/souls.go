@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/domain"
@@ -38,6 +39,30 @@ func (s *Store) UpsertSoul(ctx context.Context, so store.Soul) error {
 		}
 		return replaceSoulCovens(ctx, tx, so.SID, covens)
 	})
+}
+
+// CreateSoul inserts a new soul; conflict when the SID is registered.
+func (s *Store) CreateSoul(ctx context.Context, so store.Soul) error {
+	op := "registering soul " + so.SID
+	soulprint, err := reqMap(so.Soulprint)
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	covens := sortedSet(so.Covens)
+	err = s.inTx(ctx, op, func(tx q) error {
+		// A plain INSERT: a concurrent one for the same SID waits for this
+		// transaction and then fails on the primary key.
+		if _, err := tx.exec(ctx, `INSERT INTO souls (`+soulCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			so.SID, so.PublicKey, so.Status, strList(covens), soulprint, so.Version, so.KeeperID,
+			s.ts(so.LastSeen), s.ts(s.orNow(so.CreatedAt))); err != nil {
+			return err
+		}
+		return replaceSoulCovens(ctx, tx, so.SID, covens)
+	})
+	if domain.ErrorCode(err) == domain.CodeConflict {
+		return &domain.Error{Code: domain.CodeConflict, Message: fmt.Sprintf("soul %s is already registered", so.SID), Err: err}
+	}
+	return err
 }
 
 // replaceSoulCovens rewrites the coven index rows of sid.
@@ -135,6 +160,11 @@ func (s *Store) SetSoulCovens(ctx context.Context, sid string, covens []string) 
 // TouchSoul marks the soul seen at at.
 func (s *Store) TouchSoul(ctx context.Context, sid string, at time.Time) error {
 	return s.updateSoul(ctx, "touching soul", sid, `UPDATE souls SET last_seen = ? WHERE sid = ?`, s.ts(at), sid)
+}
+
+// SetSoulVersion sets the soul's version.
+func (s *Store) SetSoulVersion(ctx context.Context, sid, version string) error {
+	return s.updateSoul(ctx, "setting soul version", sid, `UPDATE souls SET version = ? WHERE sid = ?`, version, sid)
 }
 
 // MarkKeeperSoulsDisconnected marks the connected souls held by keeperID

@@ -16,6 +16,7 @@ var concurrencyTests = []test{
 	{"ClaimTickRace", testClaimTickRace},
 	{"LeaseRace", testLeaseRace},
 	{"CommitAbortRace", testCommitAbortRace},
+	{"CreateSoulRace", testCreateSoulRace},
 }
 
 // parallel runs fn(i) for i in [0, n) on n goroutines and waits.
@@ -206,5 +207,39 @@ func testCommitAbortRace(t *testing.T, s store.Store) {
 		if len(history) != 1 {
 			t.Fatalf("%s aborted with %d snapshots", inc, len(history))
 		}
+	}
+}
+
+// testCreateSoulRace: keepers registering one SID at once (two first
+// hellos on two keepers) — exactly one CreateSoul wins, the others get a
+// conflict, and the stored key is the winner's.
+func testCreateSoulRace(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const n = 8
+	errs := make([]error, n)
+	parallel(n, func(i int) {
+		so := soul("h1")
+		so.PublicKey = []byte(fmt.Sprintf("key-%d", i))
+		so.Status = store.SoulPending
+		errs[i] = s.CreateSoul(ctx, so)
+	})
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			t.Fatalf("CreateSoul %d and %d both won", winner, i)
+		case err == nil:
+			winner = i
+		case domain.ErrorCode(err) != domain.CodeConflict:
+			t.Fatalf("CreateSoul %d: %v, want a conflict", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no CreateSoul won")
+	}
+	got, err := s.GetSoul(ctx, "h1")
+	must(t, err)
+	if want := fmt.Sprintf("key-%d", winner); string(got.PublicKey) != want {
+		t.Fatalf("stored key %q, want the winner's %q", got.PublicKey, want)
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 var soulTests = []test{
 	{"UpsertAndGet", testSoulUpsert},
+	{"CreateIsInsertOnly", testSoulCreate},
+	{"SetVersion", testSoulSetVersion},
 	{"ListFilters", testSoulFilters},
 	{"StatusAndFacts", testSoulStatus},
 	{"JoinTokens", testJoinTokens},
@@ -55,6 +57,60 @@ func testSoulUpsert(t *testing.T, s store.Store) {
 	want := h1b
 	want.Covens, want.Soulprint, want.CreatedAt = []string{}, map[string]any{}, base
 	diff(t, "GetSoul after upsert", got, want)
+}
+
+func testSoulCreate(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	h1 := soul("h1", "redis", "dc1", "redis")
+	h1.Status = store.SoulPending
+	must(t, s.CreateSoul(ctx, h1))
+	got, err := s.GetSoul(ctx, "h1")
+	must(t, err)
+	h1.Covens = []string{"dc1", "redis"}
+	diff(t, "GetSoul after CreateSoul", got, h1)
+	sids, err := s.ListSouls(ctx, store.SoulFilter{Covens: []string{"dc1"}})
+	must(t, err)
+	if len(sids) != 1 || sids[0].SID != "h1" {
+		t.Fatalf("coven filter after CreateSoul: %+v", sids)
+	}
+
+	// A second registration of the SID changes nothing: not the key, not
+	// the status an Archon may have set meanwhile, not the covens.
+	must(t, s.SetSoulStatus(ctx, "h1", store.SoulRejected, "", at(time.Hour)))
+	other := soul("h1", "web")
+	other.PublicKey = []byte("another key")
+	wantConflict(t, s.CreateSoul(ctx, other))
+	got, err = s.GetSoul(ctx, "h1")
+	must(t, err)
+	want := h1
+	want.Status, want.KeeperID, want.LastSeen = store.SoulRejected, "", at(time.Hour)
+	diff(t, "GetSoul after a refused CreateSoul", got, want)
+	web, err := s.ListSouls(ctx, store.SoulFilter{Covens: []string{"web"}})
+	must(t, err)
+	diff(t, "coven web after a refused CreateSoul", len(web), 0)
+
+	// Nil covens and soulprint read back empty; a zero CreatedAt is now.
+	before := time.Now().Add(-time.Second)
+	must(t, s.CreateSoul(ctx, store.Soul{SID: "h2", PublicKey: []byte("k2"), Status: store.SoulPending, LastSeen: base}))
+	got, err = s.GetSoul(ctx, "h2")
+	must(t, err)
+	if got.Covens == nil || got.Soulprint == nil || got.CreatedAt.Before(before) {
+		t.Fatalf("CreateSoul with zero values: %+v", got)
+	}
+}
+
+func testSoulSetVersion(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	h1 := soul("h1", "redis")
+	must(t, s.UpsertSoul(ctx, h1))
+	must(t, s.SetSoulStatus(ctx, "h1", store.SoulRejected, "", at(time.Hour)))
+	must(t, s.SetSoulVersion(ctx, "h1", "2.0.0"))
+	got, err := s.GetSoul(ctx, "h1")
+	must(t, err)
+	want := h1
+	want.Version, want.Status, want.KeeperID, want.LastSeen = "2.0.0", store.SoulRejected, "", at(time.Hour)
+	diff(t, "GetSoul after SetSoulVersion", got, want)
+	wantNotFound(t, s.SetSoulVersion(ctx, "ghost", "1.0.0"))
 }
 
 func testSoulFilters(t *testing.T, s store.Store) {
