@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // disconnectedSouls finds the disconnected souls with Soul Stack's own
@@ -169,7 +170,7 @@ func (f *fleet) execute(name string, vars map[string]any) store.CheckerTask {
 		f.t.Fatalf("execute %s: %+v, %v", name, resp, err)
 	}
 	var task store.CheckerTask
-	waitFor(f.t, 30*time.Second, func() bool {
+	testutil.WaitFor(f.t, 30*time.Second, func() bool {
 		task, err = f.c.GetCheckerTask(f.ctx, resp.TaskIDs[0])
 		return err == nil && task.Status != "PENDING" && task.Status != "RUNNING"
 	}, "task %s of %s to end", resp.TaskIDs[0], name)

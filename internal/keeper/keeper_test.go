@@ -13,6 +13,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 var jwtRE = regexp.MustCompile(`^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\n$`)
@@ -46,13 +47,13 @@ func TestInitServeShutdown(t *testing.T) {
 		t.Fatalf("second keeper init: %v\n%s", err, out)
 	}
 
-	addr := freeAddr(t)
-	k := start(t, "keeper serve", keeperBin, "serve", "--data-dir", dataDir, "--listen", addr, "--log-format", "json")
+	addr := testutil.FreeAddr(t)
+	k := testutil.StartProcess(t, "keeper serve", keeperBin, "serve", "--data-dir", dataDir, "--listen", addr, "--log-format", "json")
 	plain, err := apiclient.New("http://"+addr, token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool { return plain.Ready(ctx) == nil }, "keeper ready")
+	testutil.WaitFor(t, 10*time.Second, func() bool { return plain.Ready(ctx) == nil }, "keeper ready")
 
 	who, err := plain.Whoami(ctx)
 	if err != nil || who.Name != "root" || who.Role != "admin" {
@@ -83,17 +84,16 @@ func TestInitServeShutdown(t *testing.T) {
 		t.Fatalf("soul stream over plain HTTP: %d", resp.StatusCode)
 	}
 
-	if err := k.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := k.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	k.wait(t, 15*time.Second)
-	if k.err != nil {
-		t.Fatalf("keeper exited with %v", k.err)
+	if err := k.Wait(15 * time.Second); err != nil {
+		t.Fatalf("keeper exited with %v", err)
 	}
-	if !strings.Contains(k.out.String(), "keeper stopped") {
-		t.Fatalf("no clean stop in the logs:\n%s", k.out)
+	if !strings.Contains(k.Output(), "keeper stopped") {
+		t.Fatalf("no clean stop in the logs:\n%s", k.Output())
 	}
-	if strings.Contains(k.out.String(), token) {
+	if strings.Contains(k.Output(), token) {
 		t.Fatal("the token appears in the keeper's logs")
 	}
 }

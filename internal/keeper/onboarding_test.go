@@ -14,6 +14,7 @@ import (
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/keeper"
 	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // TestOnboardingRoundTrip runs an in-process keeper on loopback and real
@@ -31,7 +32,7 @@ func TestOnboardingRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	k, err := keeper.New(ctx, keeper.Config{Keeper: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -63,11 +64,11 @@ func TestOnboardingRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	soul := func(sid string, extra ...string) *proc {
+	soul := func(sid string, extra ...string) *testutil.Process {
 		d := filepath.Join(dir, sid)
 		args := append([]string{"run", "--keeper", "https://" + addr, "--sid", sid, "--data-dir", d, "--root", filepath.Join(d, "root"),
 			"--reconnect-min", "50ms", "--reconnect-max", "300ms"}, extra...)
-		return start(t, "soul "+sid, soulBin, args...)
+		return testutil.StartProcess(t, "soul "+sid, soulBin, args...)
 	}
 	soul("alpha", "--join-token", jt.Token)
 	soul("beta", "--fingerprint", res.Fingerprint)
@@ -80,8 +81,8 @@ func TestOnboardingRoundTrip(t *testing.T) {
 		}
 		return s.Status
 	}
-	waitFor(t, 15*time.Second, func() bool { return status("alpha") == store.SoulConnected }, "alpha connected")
-	waitFor(t, 15*time.Second, func() bool { return status("beta") == store.SoulPending && status("gamma") == store.SoulPending }, "beta and gamma pending")
+	testutil.WaitFor(t, 15*time.Second, func() bool { return status("alpha") == store.SoulConnected }, "alpha connected")
+	testutil.WaitFor(t, 15*time.Second, func() bool { return status("beta") == store.SoulPending && status("gamma") == store.SoulPending }, "beta and gamma pending")
 
 	pending, err := c.ListSouls(ctx, apiclient.SoulQuery{Status: store.SoulPending})
 	if err != nil || len(pending) != 2 {
@@ -93,8 +94,8 @@ func TestOnboardingRoundTrip(t *testing.T) {
 	if _, err := c.RejectSoul(ctx, "gamma"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, func() bool { return status("beta") == store.SoulConnected }, "beta connected after accept")
-	gamma.wait(t, 15*time.Second)
+	testutil.WaitFor(t, 15*time.Second, func() bool { return status("beta") == store.SoulConnected }, "beta connected after accept")
+	gamma.Wait(15 * time.Second)
 	if status("gamma") != store.SoulRejected {
 		t.Fatalf("gamma is %s", status("gamma"))
 	}

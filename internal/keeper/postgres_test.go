@@ -2,67 +2,17 @@ package keeper_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"log/slog"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/keeper"
+	"github.com/soulstack/soulstack/internal/testutil/pgtest"
 )
-
-// freshDatabase creates an empty PostgreSQL database for one test (dropped
-// afterwards) on the server of SOULSTACK_TEST_DATABASE_URL.
-func freshDatabase(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("SOULSTACK_TEST_DATABASE_URL")
-	if base == "" {
-		msg := "needs PostgreSQL: set SOULSTACK_TEST_DATABASE_URL (scripts/test.sh starts a server and sets it)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	name := "soulstack_keeper_test_" + hex.EncodeToString(b[:])
-	exec := func(stmt string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Fatalf("connecting to the test server: %v", err)
-		}
-		defer conn.Close(ctx)
-		for i := 0; ; i++ {
-			_, err = conn.Exec(ctx, stmt)
-			if err == nil || i == 20 {
-				break
-			}
-			time.Sleep(50 * time.Millisecond) // template1 busy with a parallel CREATE DATABASE
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	exec("CREATE DATABASE " + name)
-	t.Cleanup(func() { exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
-	u.Path = "/" + name
-	return u.String()
-}
 
 // TestPostgresKeepers initializes a keeper on PostgreSQL and runs two
 // keepers on that database: a token the first issued works on the second
@@ -70,7 +20,7 @@ func freshDatabase(t *testing.T) string {
 // refused.
 func TestPostgresKeepers(t *testing.T) {
 	ctx := context.Background()
-	dbURL := freshDatabase(t)
+	dbURL := pgtest.FreshDatabase(t)
 	dir := t.TempDir()
 	cfg := config.Default()
 	cfg.DataDir = filepath.Join(dir, "k1")
@@ -92,28 +42,11 @@ func TestPostgresKeepers(t *testing.T) {
 
 	var clients []*apiclient.Client
 	for _, c := range []config.Keeper{cfg, cfg2} {
-		k, err := keeper.New(ctx, keeper.Config{Keeper: c, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		runCtx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- k.Serve(runCtx, ln) }()
-		t.Cleanup(func() {
-			stop()
-			if err := <-done; err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-			k.Close()
-		})
+		k, addr := serveKeeper(t, c, "keeper in "+filepath.Base(c.DataDir))
 		if k.Fingerprint() != res.Fingerprint {
 			t.Fatalf("keeper fingerprint %s, init said %s", k.Fingerprint(), res.Fingerprint)
 		}
-		cl, err := apiclient.New("http://"+ln.Addr().String(), res.Token.Token)
+		cl, err := apiclient.New("http://"+addr, res.Token.Token)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,8 +3,6 @@ package keeper_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +18,8 @@ import (
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/keeper"
 	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/testutil"
+	"github.com/soulstack/soulstack/internal/testutil/pgtest"
 )
 
 // relayFiller makes the files of the relay service larger than NOTIFY's
@@ -107,10 +107,10 @@ type twoKeepers struct {
 	keepers [2]*keeper.Keeper // nil for a binary keeper
 	addrs   [2]string
 	clients [2]*apiclient.Client
-	join    string   // a join token of coven relay
-	serve   []string // `keeper serve` arguments of a binary keeper-2
-	binary  *proc    // the binary keeper-2
-	souls   map[string]*proc
+	join    string            // a join token of coven relay
+	serve   []string          // `keeper serve` arguments of a binary keeper-2
+	binary  *testutil.Process // the binary keeper-2
+	souls   map[string]*testutil.Process
 }
 
 // startTwoKeepers initializes a fresh database with keeper-1, gives
@@ -119,8 +119,8 @@ type twoKeepers struct {
 func startTwoKeepers(t *testing.T, binary bool) *twoKeepers {
 	t.Helper()
 	ctx := context.Background()
-	dbURL := freshDatabase(t)
-	c := &twoKeepers{t: t, ctx: ctx, dir: t.TempDir(), souls: map[string]*proc{}}
+	dbURL := pgtest.FreshDatabase(t)
+	c := &twoKeepers{t: t, ctx: ctx, dir: t.TempDir(), souls: map[string]*testutil.Process{}}
 	var cfgs [2]config.Keeper
 	for i := range cfgs {
 		cfg := config.Default()
@@ -141,7 +141,7 @@ func startTwoKeepers(t *testing.T, binary bool) *twoKeepers {
 	}
 	for i, cfg := range cfgs {
 		if i == 1 && binary {
-			c.addrs[1] = freeAddr(t)
+			c.addrs[1] = testutil.FreeAddr(t)
 			c.serve = []string{"serve", "--data-dir", cfg.DataDir, "--database-url", dbURL, "--keeper-id", cfg.KeeperID,
 				"--listen", c.addrs[1], "--shutdown-timeout", "5s"}
 			cl, err := apiclient.New("http://"+c.addrs[1], res.Token.Token)
@@ -152,35 +152,14 @@ func startTwoKeepers(t *testing.T, binary bool) *twoKeepers {
 			c.startBinary()
 			continue
 		}
-		logs := &syncBuffer{}
-		k, err := keeper.New(ctx, keeper.Config{Keeper: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		k, addr := serveKeeper(t, cfg, cfg.KeeperID)
+		cl, err := apiclient.New("http://"+addr, res.Token.Token)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		runCtx, stop := context.WithCancel(ctx)
-		served := make(chan error, 1)
-		go func() { served <- k.Serve(runCtx, ln) }()
-		t.Cleanup(func() {
-			stop()
-			if err := <-served; err != nil {
-				t.Errorf("Serve of %s: %v", cfg.KeeperID, err)
-			}
-			k.Close()
-			if t.Failed() {
-				t.Logf("%s logs:\n%s", cfg.KeeperID, logs)
-			}
-		})
-		cl, err := apiclient.New("http://"+ln.Addr().String(), res.Token.Token)
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, 15*time.Second, func() bool { return cl.Ready(ctx) == nil }, "%s ready", cfg.KeeperID)
-		waitFor(t, 10*time.Second, k.Relay().Listening, "%s's relay to listen", cfg.KeeperID)
-		c.keepers[i], c.addrs[i], c.clients[i] = k, ln.Addr().String(), cl
+		testutil.WaitFor(t, 15*time.Second, func() bool { return cl.Ready(ctx) == nil }, "%s ready", cfg.KeeperID)
+		testutil.WaitFor(t, 10*time.Second, k.Relay().Listening, "%s's relay to listen", cfg.KeeperID)
+		c.keepers[i], c.addrs[i], c.clients[i] = k, addr, cl
 	}
 	jt, err := c.clients[0].CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"relay"}, TTL: apiclient.Duration(time.Hour)})
 	if err != nil {
@@ -194,8 +173,8 @@ func startTwoKeepers(t *testing.T, binary bool) *twoKeepers {
 // is ready.
 func (c *twoKeepers) startBinary() {
 	c.t.Helper()
-	c.binary = start(c.t, "keeper-2", keeperBin, c.serve...)
-	waitFor(c.t, 15*time.Second, func() bool { return c.clients[1].Ready(c.ctx) == nil }, "keeper-2 ready")
+	c.binary = testutil.StartProcess(c.t, "keeper-2", keeperBin, c.serve...)
+	testutil.WaitFor(c.t, 15*time.Second, func() bool { return c.clients[1].Ready(c.ctx) == nil }, "keeper-2 ready")
 }
 
 func (c *twoKeepers) root(sid string) string { return filepath.Join(c.dir, sid, "root") }
@@ -207,11 +186,11 @@ func (c *twoKeepers) startSoul(sid string, i int) {
 	if err := os.MkdirAll(c.root(sid), 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	c.souls[sid] = start(c.t, "soul "+sid, soulBin, "run", "--keeper", "https://"+c.addrs[i], "--sid", sid,
+	c.souls[sid] = testutil.StartProcess(c.t, "soul "+sid, soulBin, "run", "--keeper", "https://"+c.addrs[i], "--sid", sid,
 		"--data-dir", filepath.Join(c.dir, sid), "--root", c.root(sid), "--join-token", c.join,
 		"--reconnect-min", "50ms", "--reconnect-max", "300ms")
 	want := c.ids[i]
-	waitFor(c.t, 20*time.Second, func() bool {
+	testutil.WaitFor(c.t, 20*time.Second, func() bool {
 		s, err := c.clients[0].GetSoul(c.ctx, sid)
 		return err == nil && s.Status == store.SoulConnected && s.KeeperID == want
 	}, "soul %s connected to %s", sid, want)
@@ -220,10 +199,10 @@ func (c *twoKeepers) startSoul(sid string, i int) {
 func (c *twoKeepers) killSoul(sid string) {
 	c.t.Helper()
 	p := c.souls[sid]
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := p.Signal(syscall.SIGKILL); err != nil {
 		c.t.Fatal(err)
 	}
-	p.wait(c.t, 10*time.Second)
+	p.Wait(10 * time.Second)
 }
 
 func (c *twoKeepers) file(sid, path string) string {
@@ -239,7 +218,7 @@ func (c *twoKeepers) file(sid, path string) string {
 func (c *twoKeepers) awaitRun(i int, id string) apiclient.RunDetail {
 	c.t.Helper()
 	var r apiclient.RunDetail
-	waitFor(c.t, 60*time.Second, func() bool {
+	testutil.WaitFor(c.t, 60*time.Second, func() bool {
 		var err error
 		r, err = c.clients[i].GetRun(c.ctx, id)
 		return err == nil && terminal(r.Status)
@@ -421,10 +400,10 @@ func TestRelayKeeperKilled(t *testing.T) {
 		t.Fatalf("create through keeper-1 with soul-b on the keeper-2 binary:\n%s", runJSON(r))
 	}
 
-	if err := c.binary.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := c.binary.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	c.binary.wait(t, 10*time.Second)
+	c.binary.Wait(10 * time.Second)
 	if s, _ := c.clients[0].GetSoul(ctx, "soul-b"); s.Status != store.SoulConnected || s.KeeperID != c.ids[1] {
 		t.Fatalf("soul-b after keeper-2 died: %s on %q (the test wants the stale record)", s.Status, s.KeeperID)
 	}
@@ -443,7 +422,7 @@ func TestRelayKeeperKilled(t *testing.T) {
 	t.Logf("the run through keeper-1 with keeper-2 killed failed in %s: %s", took.Round(time.Millisecond), base["soul-b"].Msg)
 
 	c.startBinary()
-	waitFor(t, 20*time.Second, func() bool {
+	testutil.WaitFor(t, 20*time.Second, func() bool {
 		s, err := c.clients[0].GetSoul(ctx, "soul-b")
 		return err == nil && s.Status == store.SoulConnected && s.KeeperID == c.ids[1] && s.LastSeen.After(began)
 	}, "soul-b to reconnect to the restarted keeper-2")
