@@ -95,6 +95,8 @@ type StateChanges struct {
 	// Unsets lists state keys removed at commit.
 	Unsets []string
 	Pos    Pos
+	// SetPos is where the value of each key of Sets is written.
+	SetPos map[string]Pos
 }
 
 // Task is one entry of a tasks: list. Exactly one of Module, Apply, Block is

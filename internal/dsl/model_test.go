@@ -28,7 +28,7 @@ var ignorePositions = cmp.Options{
 	cmpopts.IgnoreFields(On{}, "Pos"),
 	cmpopts.IgnoreFields(Apply{}, "Pos"),
 	cmpopts.IgnoreFields(InputSpec{}, "Pos"),
-	cmpopts.IgnoreFields(StateChanges{}, "Pos"),
+	cmpopts.IgnoreFields(StateChanges{}, "Pos", "SetPos"),
 }
 
 func TestSeedRollingRestartModel(t *testing.T) {

@@ -268,7 +268,9 @@ func (p *parser) stateChanges(u *unit, file string, e entry) StateChanges {
 				continue
 			}
 			sc.Sets = map[string]any{}
+			sc.SetPos = map[string]Pos{}
 			for _, s := range sets {
+				sc.SetPos[s.key] = posOf(file, deref(s.value))
 				key := "state_changes.sets." + s.key
 				checkKey(s.kpos, key, s.key)
 				p.templates(u, file, s.value, key, templateOpts{deferred: true})

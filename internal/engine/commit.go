@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/executor"
@@ -39,9 +40,22 @@ func (r *runner) newState(ctx context.Context) (map[string]any, error) {
 	}
 	act := r.base
 	act.Vars = r.scenarioVars(ctx, &act)
-	sets, err := r.env.RenderMap(ctx, r.sc.StateChanges.Sets, &act)
-	if err != nil {
-		return nil, fmt.Errorf("state_changes (%s): %w; nothing was committed", r.sc.StateChanges.Pos, err)
+	sc := r.sc.StateChanges
+	var sets map[string]any
+	if sc.Sets != nil {
+		sets = make(map[string]any, len(sc.Sets))
+	}
+	for _, k := range slices.Sorted(maps.Keys(sc.Sets)) {
+		// One key at a time, so the error points at its line.
+		v, err := r.env.RenderMap(ctx, map[string]any{k: sc.Sets[k]}, &act)
+		if err != nil {
+			pos, ok := sc.SetPos[k]
+			if !ok {
+				pos = sc.Pos
+			}
+			return nil, fmt.Errorf("state_changes (%s): %w; nothing was committed", pos, err)
+		}
+		sets[k] = v[k]
 	}
 	// Secrets are never stored (SPEC §10.2): a value rendered from one is
 	// committed masked.
