@@ -175,3 +175,15 @@ func TestSyntaxErrorWithoutHint(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestSyntaxErrorTabHint(t *testing.T) {
+	_, err := ParseProcedure("p", []byte("vars:\n  \tn: {type: string}\nsteps: {}\n"))
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Issues) != 1 {
+		t.Fatalf("err = %v, want 1 issue", err)
+	}
+	is := ve.Issues[0]
+	if is.Line != 2 || is.Col != 3 || !strings.Contains(is.Msg, "tabs are not allowed") || strings.Contains(is.Msg, "line 2") {
+		t.Errorf("issue = %+v, want 2:3 with the tab hint and no repeated line", is)
+	}
+}

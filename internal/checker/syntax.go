@@ -55,7 +55,23 @@ func syntaxIssue(src []byte, err error) Issue {
 			"line %d: `%s:` looks mis-indented: it must be indented under the `- %s:` item (same column as `%s`, column %d) (YAML parser: %s)",
 			j+1, k[2], m[2], m[2], keyCol+1, msg)}
 	}
-	return Issue{Line: errLine, Col: 1, Msg: "invalid YAML: " + msg}
+	col, hint := 1, ""
+	switch {
+	case strings.Contains(msg, "found character that cannot start any token"):
+		hint = " (tabs are not allowed for indentation; quote values starting with @ or `)"
+		if errLine <= len(lines) {
+			if i := strings.IndexByte(lines[errLine-1], '\t'); i >= 0 {
+				col = i + 1
+			}
+		}
+	case strings.Contains(msg, "mapping values are not allowed"),
+		strings.Contains(msg, "did not find expected key"),
+		strings.Contains(msg, "did not find expected '-' indicator"):
+		hint = " (check the indentation of this line and the one above)"
+	}
+	// The position is the issue's: the parser's "line N:" would repeat it.
+	msg = yamlLineRE.ReplaceAllString(msg, "")
+	return Issue{Line: errLine, Col: col, Msg: "invalid YAML: " + strings.TrimSpace(msg) + hint}
 }
 
 // nextSignificant returns the index of the first line at or after from that
