@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/cmdutil"
 	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/tlsutil"
 )
 
 // presentError makes an error of a command ready for cmdutil.Code: API
@@ -39,6 +42,12 @@ func presentError(err error) error {
 		return cmdutil.Usage(err)
 	}
 	var de *domain.Error
+	if errors.As(err, &de) && de.Code == domain.CodeUnavailable && untrusted(de.Err) {
+		// Reached, but its certificate is not the one trusted: "is it
+		// running?" would send the user looking in the wrong place.
+		host := strings.TrimSuffix(de.Message, " unreachable")
+		return cmdutil.Failed(fmt.Errorf("%s answered, but its TLS certificate is not trusted (%v); pin the keeper CA with --fingerprint (keeper init prints it) or trust it with --ca-file, or use soulctl login --fingerprint", host, de.Err))
+	}
 	if errors.As(err, &de) && de.Code == domain.CodeUnavailable {
 		msg := de.Message
 		if de.Err != nil {
@@ -47,6 +56,18 @@ func presentError(err error) error {
 		return cmdutil.Failed(errors.New(msg + "; is it running? check --keeper or soulctl login"))
 	}
 	return err
+}
+
+// untrusted reports whether err is a failed verification of the
+// keeper's TLS certificate (unknown CA, wrong host name, pinned
+// fingerprint mismatch).
+func untrusted(err error) bool {
+	var cve *tls.CertificateVerificationError
+	var uae x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var cie x509.CertificateInvalidError
+	return errors.As(err, &cve) || errors.As(err, &uae) || errors.As(err, &he) || errors.As(err, &cie) ||
+		errors.Is(err, tlsutil.ErrFingerprintMismatch)
 }
 
 // flagGroupError reports cobra's flag-group violations (exclusive or
