@@ -13,12 +13,13 @@ import (
 
 	"github.com/soulstack/soulstack/internal/cli"
 	"github.com/soulstack/soulstack/internal/devmode"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // dev is a running dev mode of a test.
 type dev struct {
 	info   devmode.Info
-	out    *syncBuffer
+	out    *testutil.Buffer
 	config string
 	stop   func() error // stops dev mode and returns Run's error
 }
@@ -27,7 +28,7 @@ type dev struct {
 func startDev(t *testing.T, dataDir string, souls int) *dev {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &testutil.Buffer{}
 	config := filepath.Join(dataDir+"-soulctl", "config.yaml")
 	ready := make(chan devmode.Info, 1)
 	done := make(chan error, 1)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // binDir holds keeper, soul and soulctl built for these tests.
@@ -20,23 +22,17 @@ var goEnv []string
 var repoRoot, _ = filepath.Abs(filepath.Join("..", ".."))
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "devmode-bin-")
+	dir, _, cleanup, err := testutil.BuildBinaries("github.com/soulstack/soulstack/cmd/keeper",
+		"github.com/soulstack/soulstack/cmd/soul", "github.com/soulstack/soulstack/cmd/soulctl")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	binDir = dir
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/keeper", "./cmd/soul", "./cmd/soulctl")
-	cmd.Dir = repoRoot
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the binaries:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	out, err := exec.Command("go", "env", "GOPATH", "GOMODCACHE", "GOCACHE").Output()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "go env:", err)
+		cleanup()
 		os.Exit(1)
 	}
 	for i, k := range []string{"GOPATH", "GOMODCACHE", "GOCACHE"} {
@@ -45,6 +41,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
