@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/soulstack/soulstack/internal/checker/checkertest"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/store/sqlite"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // platformBin is the test platform executable, built once by TestMain.
@@ -24,19 +24,13 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "checker-testplatform-")
+	_, bins, cleanup, err := testutil.BuildBinaries("./testplatform")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	platformBin = filepath.Join(dir, "testplatform")
-	cmd := exec.Command("go", "build", "-o", platformBin, "./testplatform")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building testplatform:", err)
-		return 1
-	}
+	defer cleanup()
+	platformBin = bins["testplatform"]
 	return m.Run()
 }
 

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/soulstack/soulstack/internal/checker/checkertest"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 const helloProc = `
@@ -25,26 +25,8 @@ steps:
       log: "hello {{ who }}"
 `
 
-// syncBuffer is a log sink safe for concurrent writers and readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // schedEnv is a Checker on a manual clock with one schedule of helloProc.
-func schedEnv(t *testing.T, cronExpr string, leader func() bool) (*env, *checkertest.FakeClock, store.Schedule, *syncBuffer) {
+func schedEnv(t *testing.T, cronExpr string, leader func() bool) (*env, *checkertest.FakeClock, store.Schedule, *testutil.Buffer) {
 	t.Helper()
 	clock := checkertest.NewFakeClock(t0, false)
 	e := newEnv(t, Config{Clock: clock, IsLeader: leader})
@@ -53,7 +35,7 @@ func schedEnv(t *testing.T, cronExpr string, leader func() bool) (*env, *checker
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e, clock, sc, &syncBuffer{}
+	return e, clock, sc, &testutil.Buffer{}
 }
 
 func scheduledTasks(t *testing.T, s store.Store, scheduleID string) []store.CheckerTask {
@@ -110,7 +92,7 @@ func TestSchedulerFiresOnTimeAndNotTwiceAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	logs2 := &syncBuffer{}
+	logs2 := &testutil.Buffer{}
 	s2 := NewScheduler(c2, SchedulerConfig{Logger: slog.New(slog.NewTextHandler(logs2, nil))})
 	s2.check(context.Background(), t0.Add(4*time.Minute+40*time.Second))
 	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 1 {
@@ -191,7 +173,7 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	s := NewScheduler(e.c, SchedulerConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	s.check(context.Background(), time.Date(2025, 3, 1, 12, 1, 0, 0, time.UTC))
 	// The task sleeps on the manual clock between attempts: still running.
