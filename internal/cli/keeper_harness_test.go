@@ -14,6 +14,7 @@ import (
 	"github.com/soulstack/soulstack/internal/cli"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/keeper"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // liveKeeper is a real Keeper (keeper.Init + keeper.New, SQLite in a temp
@@ -57,13 +58,7 @@ func startKeeper(t *testing.T) *liveKeeper {
 	})
 	lk := &liveKeeper{URL: "http://" + ln.Addr().String(), Token: ini.Token.Token, Fingerprint: ini.Fingerprint, Dir: dir, K: k}
 	c := lk.client(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ready(ctx) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("keeper not ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, func() bool { return c.Ready(ctx) == nil }, "keeper ready")
 	return lk
 }
 
