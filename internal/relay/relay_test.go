@@ -3,14 +3,10 @@ package relay_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,51 +22,8 @@ import (
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/store/postgres"
 	"github.com/soulstack/soulstack/internal/store/sqlite"
+	"github.com/soulstack/soulstack/internal/testutil/pgtest"
 )
-
-// freshDatabase creates an empty PostgreSQL database for one test (dropped
-// afterwards) on the server of SOULSTACK_TEST_DATABASE_URL.
-func freshDatabase(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("SOULSTACK_TEST_DATABASE_URL")
-	if base == "" {
-		msg := "relay tests need PostgreSQL: set SOULSTACK_TEST_DATABASE_URL (scripts/test-deps.sh starts a server)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	name := "soulstack_relay_test_" + hex.EncodeToString(b[:])
-	exec := func(stmt string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Fatalf("connecting to the test server: %v", err)
-		}
-		defer conn.Close(ctx)
-		for i := 0; ; i++ {
-			_, err = conn.Exec(ctx, stmt)
-			if err == nil || i == 20 {
-				break
-			}
-			time.Sleep(50 * time.Millisecond) // template1 busy with a parallel CREATE DATABASE
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	exec("CREATE DATABASE " + name)
-	t.Cleanup(func() { exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
-	u.Path = "/" + name
-	return u.String()
-}
 
 // fakeGateway stands for a keeper's soul gateway: the souls it holds
 // answer at once with the keeper's id and the size of the work they got;
@@ -264,7 +217,7 @@ func TestPassThrough(t *testing.T) {
 // payloads included; the unreachable, timeout, cancel and restart cases
 // answer as a gateway would.
 func TestRelay(t *testing.T) {
-	dbURL := freshDatabase(t)
+	dbURL := pgtest.FreshDatabase(t)
 	k1 := startKeeper(t, dbURL, "k1", "a")
 	k2 := startKeeper(t, dbURL, "k2", "b", "slow")
 	k2.gw.mu.Lock()
@@ -457,7 +410,7 @@ func TestRelayLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("latency measurement")
 	}
-	dbURL := freshDatabase(t)
+	dbURL := pgtest.FreshDatabase(t)
 	k1 := startKeeper(t, dbURL, "k1")
 	sids := make([]string, 100)
 	for i := range sids {

@@ -2,14 +2,9 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net"
 	"net/url"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,65 +15,9 @@ import (
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/store/postgres"
 	"github.com/soulstack/soulstack/internal/store/storetest"
+	"github.com/soulstack/soulstack/internal/testutil"
+	"github.com/soulstack/soulstack/internal/testutil/pgtest"
 )
-
-// serverURL returns the test server's URL, skipping the test when none is
-// configured (and failing in CI, where PostgreSQL is always provided).
-func serverURL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("SOULSTACK_TEST_DATABASE_URL")
-	if u == "" {
-		msg := "PostgreSQL store tests need a server: set SOULSTACK_TEST_DATABASE_URL " +
-			"(scripts/test.sh installs and starts one and sets it)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return u
-}
-
-// freshDatabase creates an empty database for one test, dropped when the
-// test ends, and returns its URL.
-func freshDatabase(t *testing.T) string {
-	t.Helper()
-	base := serverURL(t)
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("SOULSTACK_TEST_DATABASE_URL: %v", err)
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	name := "soulstack_test_" + hex.EncodeToString(b[:])
-	admin(t, base, "CREATE DATABASE "+name)
-	t.Cleanup(func() { admin(t, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
-	u.Path = "/" + name
-	return u.String()
-}
-
-// admin runs one statement on the server's maintenance database.
-func admin(t *testing.T, base, stmt string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connecting to the test server: %v", err)
-	}
-	defer conn.Close(ctx)
-	// CREATE DATABASE copies template1 and fails if another session is
-	// copying it at the same moment: retry briefly.
-	for attempt := 0; ; attempt++ {
-		_, err = conn.Exec(ctx, stmt)
-		if err == nil || attempt == 20 || !strings.Contains(err.Error(), "is being accessed by other users") {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", stmt, err)
-	}
-}
 
 func open(t *testing.T, databaseURL string) *postgres.Store {
 	t.Helper()
@@ -91,9 +30,9 @@ func open(t *testing.T, databaseURL string) *postgres.Store {
 }
 
 func TestConformance(t *testing.T) {
-	serverURL(t)
+	pgtest.ServerURL(t)
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return open(t, freshDatabase(t))
+		return open(t, pgtest.FreshDatabase(t))
 	})
 }
 
@@ -103,7 +42,7 @@ func TestConformance(t *testing.T) {
 func TestMigrationsIdempotent(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	dbURL := freshDatabase(t)
+	dbURL := pgtest.FreshDatabase(t)
 	const keepers = 4
 	var wg sync.WaitGroup
 	errs := make([]error, keepers)
@@ -149,13 +88,8 @@ func TestMigrationsIdempotent(t *testing.T) {
 // no server.
 func TestUnavailable(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	_, err = postgres.Open(t.Context(), fmt.Sprintf("postgres://soulstack:x@%s/soulstack?sslmode=disable&connect_timeout=5", addr))
+	addr := testutil.FreeAddr(t)
+	_, err := postgres.Open(t.Context(), fmt.Sprintf("postgres://soulstack:x@%s/soulstack?sslmode=disable&connect_timeout=5", addr))
 	if got := domain.ErrorCode(err); got != domain.CodeUnavailable {
 		t.Fatalf("Open on a closed port: %v (code %s), want %s", err, got, domain.CodeUnavailable)
 	}
@@ -175,7 +109,7 @@ func TestInvalidURL(t *testing.T) {
 func TestConnectionLost(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	dbURL := freshDatabase(t)
+	dbURL := pgtest.FreshDatabase(t)
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		t.Fatal(err)
