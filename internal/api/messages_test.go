@@ -45,4 +45,9 @@ func TestErrorMessagesSayWhat(t *testing.T) {
 	if strings.Count(d.Message, "creating incarnation") != 1 || !strings.Contains(d.Message, "already exists") {
 		t.Errorf("second create: %q", d.Message)
 	}
+	st, b = e.do("DELETE", "/v1/services/web", tok, "")
+	d = e.wantError("DELETE", "/v1/services/web", http.StatusConflict, "conflict", b, st)
+	if strings.Count(d.Message, "deleting service") != 1 || !strings.Contains(d.Message, "web-prod") {
+		t.Errorf("deleting a service in use: %q", d.Message)
+	}
 }

@@ -145,7 +145,7 @@ func (c *Catalog) Update(ctx context.Context, name, ref, gitURL string) (store.S
 	}
 	rec.Ref, rec.Commit, rec.Description, rec.UpdatedAt = ref, commit, svc.Manifest.Description, time.Now().UTC()
 	if err := c.cfg.Store.UpdateService(ctx, rec); err != nil {
-		return store.Service{}, fmt.Errorf("updating service %s: %w", name, err)
+		return store.Service{}, err // the store's message starts with "updating service <name>"
 	}
 	c.log.InfoContext(ctx, "service updated", "service", name, "ref", ref, "commit", commit)
 	return rec, nil
@@ -154,7 +154,7 @@ func (c *Catalog) Update(ctx context.Context, name, ref, gitURL string) (store.S
 // Delete removes a service no incarnation uses, and its trees.
 func (c *Catalog) Delete(ctx context.Context, name string) error {
 	if err := c.cfg.Store.DeleteService(ctx, name); err != nil {
-		return fmt.Errorf("deleting service %s: %w", name, err)
+		return err // the store's message starts with "deleting service <name>"
 	}
 	c.mu.Lock()
 	for k := range c.cache {
