@@ -54,6 +54,10 @@ func jsonObject(g *Globals, flag, val string) (map[string]any, error) {
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, cmdutil.Usage(fmt.Errorf("--%s must be a JSON object (or @file), not a JSON %s", flag, te.Value))
+		}
 		return nil, cmdutil.Usage(fmt.Errorf("--%s must be a JSON object (or @file): %w", flag, err))
 	}
 	if m == nil {

@@ -42,3 +42,14 @@ func TestUnknownSubcommand(t *testing.T) {
 		t.Fatalf("apicall souls lst: %v", err)
 	}
 }
+
+// TestInputNotAnObject: --input that is JSON but not an object says what
+// it is, in JSON's terms (not Go's map[string]interface {}).
+func TestInputNotAnObject(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"--keeper", "http://127.0.0.1:1", "--token", "t", "incarnation", "run", "x", "--scenario", "s", "--input", `"text"`}
+	code := cli.Main(context.Background(), args, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "--input must be a JSON object (or @file), not a JSON string") {
+		t.Errorf("exit %d: %s", code, stderr.String())
+	}
+}
