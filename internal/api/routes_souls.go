@@ -40,6 +40,8 @@ func (s *Server) routesSouls(rt *Router) {
 	if s.cfg.Fingerprint != "" {
 		rt.Handle("POST /v1/join-tokens", auth.RoleAdmin, s.createJoinToken)
 	}
+	rt.Handle("GET /v1/join-tokens", auth.RoleAdmin, s.listJoinTokens)
+	rt.Handle("DELETE /v1/join-tokens/{id}", auth.RoleAdmin, s.revokeJoinToken)
 }
 
 func (s *Server) soulAdmin() SoulAdmin {
@@ -150,6 +152,9 @@ func (s *Server) createJoinToken(w http.ResponseWriter, r *http.Request, p auth.
 	case ttl < 0:
 		return invalidf("ttl must be positive")
 	}
+	if req.MaxUses < 0 {
+		return invalidf("max_uses must be positive (or 0 for no limit), not %d", req.MaxUses)
+	}
 	secret, err := jointoken.NewSecret()
 	if err != nil {
 		return err
@@ -162,14 +167,38 @@ func (s *Server) createJoinToken(w http.ResponseWriter, r *http.Request, p auth.
 		ExpiresAt:  now.Add(ttl),
 		CreatedBy:  p.ArchonID,
 		CreatedAt:  now,
+		MaxUses:    req.MaxUses,
 	}
 	if err := s.store.CreateJoinToken(r.Context(), jt); err != nil {
 		return fmt.Errorf("creating join token: %w", err)
 	}
 	SetAuditTarget(r, jt.ID)
 	writeJSON(w, http.StatusCreated, apiclient.CreatedJoinToken{
-		ID: jt.ID, Token: jointoken.Encode(secret, s.cfg.Fingerprint), Covens: covens, ExpiresAt: jt.ExpiresAt,
+		ID: jt.ID, Token: jointoken.Encode(secret, s.cfg.Fingerprint), Covens: covens, ExpiresAt: jt.ExpiresAt, MaxUses: jt.MaxUses,
 	})
+	return nil
+}
+
+// listJoinTokens lists join tokens with their uses; their secrets are
+// never stored, so never shown.
+func (s *Server) listJoinTokens(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	ts, err := s.store.ListJoinTokens(r.Context())
+	if err != nil {
+		return fmt.Errorf("listing join tokens: %w", err)
+	}
+	writeJSON(w, http.StatusOK, nonNil(ts))
+	return nil
+}
+
+// revokeJoinToken revokes a join token at once: souls presenting it are no
+// longer accepted (souls that joined with it stay accepted). Revoking a
+// revoked token is a no-op.
+func (s *Server) revokeJoinToken(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	id := r.PathValue("id")
+	if err := s.store.RevokeJoinToken(r.Context(), id, time.Now().UTC()); err != nil {
+		return fmt.Errorf("revoking join token: %w", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

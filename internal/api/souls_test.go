@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -137,6 +138,87 @@ func TestJoinTokens(t *testing.T) {
 				t.Errorf("audit summary %s = %q looks like a secret", k, s)
 			}
 		}
+	}
+}
+
+// TestJoinTokenLimitsAndRevocation: a join token limited to a number of
+// uses stops working once used up; one revoked stops at once; the list
+// shows uses, limits and revocations and never a secret; revocation is
+// admin-only and audited.
+func TestJoinTokenLimitsAndRevocation(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	admin := e.client(auth.RoleAdmin)
+	once, err := admin.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"web"}, MaxUses: 1})
+	if err != nil || once.MaxUses != 1 {
+		t.Fatalf("one-use token %+v, %v", once, err)
+	}
+	open, err := admin.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"db"}})
+	if err != nil || open.MaxUses != 0 {
+		t.Fatalf("unlimited token %+v, %v", open, err)
+	}
+	st, b := e.do("POST", "/v1/join-tokens", e.tokens[auth.RoleAdmin], `{"covens":[],"max_uses":-1}`)
+	e.wantError("POST", "/v1/join-tokens", http.StatusBadRequest, "invalid", b, st)
+
+	redeem := func(token string) error {
+		t.Helper()
+		secret, _, err := jointoken.Decode(token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.st.UseJoinToken(ctx, jointoken.Hash(secret), time.Now())
+		return err
+	}
+	if err := redeem(once.Token); err != nil {
+		t.Fatal(err)
+	}
+	if err := redeem(once.Token); domain.ErrorCode(err) != domain.CodeNotFound {
+		t.Fatalf("second use of a one-use token: %v, want refused", err)
+	}
+	if err := redeem(open.Token); err != nil {
+		t.Fatal(err)
+	}
+
+	// Revocation: admin only (403 for others), then refused at once.
+	wantAPI(t, e.client(auth.RoleOperator).RevokeJoinToken(ctx, open.ID), http.StatusForbidden, domain.CodeForbidden)
+	_, err = e.client(auth.RoleOperator).ListJoinTokens(ctx)
+	wantAPI(t, err, http.StatusForbidden, domain.CodeForbidden)
+	if err := admin.RevokeJoinToken(ctx, open.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.RevokeJoinToken(ctx, open.ID); err != nil {
+		t.Fatalf("revoking twice: %v", err)
+	}
+	if err := redeem(open.Token); domain.ErrorCode(err) != domain.CodeNotFound {
+		t.Fatalf("use of a revoked token: %v, want refused", err)
+	}
+	wantAPI(t, admin.RevokeJoinToken(ctx, "nope"), http.StatusNotFound, domain.CodeNotFound)
+
+	list, err := admin.ListJoinTokens(ctx)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("join tokens %+v, %v", list, err)
+	}
+	byID := map[string]store.JoinToken{}
+	for _, jt := range list {
+		byID[jt.ID] = jt
+	}
+	if jt := byID[once.ID]; jt.Uses != 1 || jt.MaxUses != 1 || jt.RevokedAt != nil || !slices.Equal(jt.Covens, []string{"web"}) {
+		t.Errorf("one-use token listed as %+v", jt)
+	}
+	if jt := byID[open.ID]; jt.Uses != 1 || jt.MaxUses != 0 || jt.RevokedAt == nil {
+		t.Errorf("revoked token listed as %+v", jt)
+	}
+	st, b = e.do("GET", "/v1/join-tokens", e.tokens[auth.RoleAdmin], "")
+	for _, tok := range []string{once.Token, open.Token} {
+		secret, _, _ := jointoken.Decode(tok)
+		if st != http.StatusOK || strings.Contains(string(b), tok) || strings.Contains(string(b), fmt.Sprintf("%x", jointoken.Hash(secret))) ||
+			strings.Contains(string(b), "secret") {
+			t.Fatalf("GET /v1/join-tokens: %d %s shows a secret", st, b)
+		}
+	}
+	entries, err := admin.ListAudit(ctx, apiclient.AuditQuery{Action: "DELETE /v1/join-tokens/{id}"})
+	if err != nil || len(entries) != 4 || entries[len(entries)-1].Target != open.ID {
+		t.Fatalf("revocations audited: %+v, %v", entries, err)
 	}
 }
 

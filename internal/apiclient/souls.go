@@ -57,6 +57,18 @@ func (c *Client) CreateJoinToken(ctx context.Context, req CreateJoinTokenRequest
 	return out, c.Do(ctx, http.MethodPost, "/v1/join-tokens", nil, req, &out)
 }
 
+// ListJoinTokens lists the join tokens, oldest first, with their uses and
+// without their secrets (admin).
+func (c *Client) ListJoinTokens(ctx context.Context) ([]store.JoinToken, error) {
+	var out []store.JoinToken
+	return out, c.Do(ctx, http.MethodGet, "/v1/join-tokens", nil, nil, &out)
+}
+
+// RevokeJoinToken revokes a join token by id (admin).
+func (c *Client) RevokeJoinToken(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/v1/join-tokens/"+url.PathEscape(id), nil, nil, nil)
+}
+
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}

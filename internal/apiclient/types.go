@@ -153,8 +153,9 @@ type AcceptSoulRequest struct {
 
 // CreateJoinTokenRequest is the body of POST /v1/join-tokens.
 type CreateJoinTokenRequest struct {
-	Covens []string `json:"covens"`
-	TTL    Duration `json:"ttl,omitempty"` // default 24h
+	Covens  []string `json:"covens"`
+	TTL     Duration `json:"ttl,omitempty"`      // default 24h
+	MaxUses int      `json:"max_uses,omitempty"` // souls that may join with it; 0 = no limit
 }
 
 // CreatedJoinToken answers POST /v1/join-tokens. Token (secret and the
@@ -164,6 +165,7 @@ type CreatedJoinToken struct {
 	Token     string    `json:"token"`
 	Covens    []string  `json:"covens"`
 	ExpiresAt time.Time `json:"expires_at"`
+	MaxUses   int       `json:"max_uses,omitempty"`
 }
 
 // RegisterServiceRequest is the body of POST /v1/services.

@@ -166,7 +166,7 @@ type outcome struct {
 const (
 	pendingFull     = "too many souls are waiting for acceptance; this one is not registered yet and will try again"
 	pendingWaiting  = "waiting for an Archon to accept this soul"
-	pendingBadToken = "the join token is invalid, expired or used up; waiting for an Archon to accept this soul"
+	pendingBadToken = "the join token is invalid, expired, revoked or used up; waiting for an Archon to accept this soul"
 )
 
 // onboard decides, from the store, what a soul that proved its key is:
@@ -347,7 +347,7 @@ func (g *Gateway) pendingFull(ctx context.Context) (bool, error) {
 }
 
 // useToken redeems a join secret; ok is false for no secret or an unknown,
-// expired or exhausted token.
+// expired, revoked or used-up token.
 func (g *Gateway) useToken(ctx context.Context, secret []byte, now time.Time) (store.JoinToken, bool, error) {
 	if len(secret) == 0 {
 		return store.JoinToken{}, false, nil

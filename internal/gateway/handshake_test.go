@@ -201,6 +201,45 @@ func TestConcurrentHellosOfOneSID(t *testing.T) {
 	}
 }
 
+// A join token limited to one use lets one soul in; the next soul
+// presenting it waits as pending, as does any soul after its revocation.
+func TestJoinTokenUseLimitAndRevocation(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{})
+	ctx := context.Background()
+	secret, err := jointoken.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.store.CreateJoinToken(ctx, store.JoinToken{ID: "once", SecretHash: jointoken.Hash(secret), Covens: []string{"web"},
+		ExpiresAt: time.Now().Add(time.Hour), MaxUses: 1}); err != nil {
+		t.Fatal(err)
+	}
+	once := jointoken.Encode(secret, k.fp)
+	if m, err := dialRaw(t, k).handshake("first", nil, once); err != nil || m.GetWelcome() == nil {
+		t.Fatalf("first use: %v, %v; want welcome", m, err)
+	}
+	if m, err := dialRaw(t, k).handshake("second", nil, once); err != nil || m.GetPending().GetReason() != "the join token is invalid, expired, revoked or used up; waiting for an Archon to accept this soul" {
+		t.Fatalf("second use of a one-use token: %v, %v; want pending", m, err)
+	}
+	open := k.joinToken(t, "db")
+	list, err := k.store.ListJoinTokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, jt := range list {
+		if err := k.store.RevokeJoinToken(ctx, jt.ID, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m, err := dialRaw(t, k).handshake("third", nil, open); err != nil || m.GetPending() == nil {
+		t.Fatalf("use of a revoked token: %v, %v; want pending", m, err)
+	}
+	if s := k.soul(t, "second"); s.Status != store.SoulPending || len(s.Covens) != 0 {
+		t.Fatalf("second = %+v, want pending without covens", s)
+	}
+}
+
 // interleaved is a store whose GetSoul runs between(sid) once, right after
 // its first read of sid: what another keeper or an Archon writes between
 // the gateway's read of a soul and its write.

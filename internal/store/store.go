@@ -116,15 +116,18 @@ type SoulFilter struct {
 }
 
 // JoinToken lets a soul onboard automatically with the given covens.
-// Only the SHA-256 hash of the secret is stored.
+// Only the SHA-256 hash of the secret is stored. A token works until it
+// expires, is revoked, or has been used MaxUses times (0: no limit).
 type JoinToken struct {
-	ID         string    `json:"id"`
-	SecretHash []byte    `json:"-"`
-	Covens     []string  `json:"covens"`
-	ExpiresAt  time.Time `json:"expires_at"`
-	CreatedBy  string    `json:"created_by"`
-	CreatedAt  time.Time `json:"created_at"`
-	Uses       int       `json:"uses"`
+	ID         string     `json:"id"`
+	SecretHash []byte     `json:"-"`
+	Covens     []string   `json:"covens"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	CreatedBy  string     `json:"created_by"`
+	CreatedAt  time.Time  `json:"created_at"`
+	Uses       int        `json:"uses"`
+	MaxUses    int        `json:"max_uses,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 }
 
 // Service is a catalog entry: a git source at a ref, resolved to a commit.
@@ -342,10 +345,20 @@ type Store interface {
 	MarkKeeperSoulsDisconnected(ctx context.Context, keeperID string) error
 
 	// Join tokens.
+	//
+	// CreateJoinToken stores t; conflict when its id or secret hash is
+	// taken, CodeInvalid for a negative MaxUses.
 	CreateJoinToken(ctx context.Context, t JoinToken) error
-	// UseJoinToken finds an unexpired token by secret hash and counts a use;
-	// an unknown or expired token is ErrNotFound.
+	// UseJoinToken finds an unexpired, unrevoked token by secret hash and
+	// counts a use, atomically: of concurrent uses at most MaxUses succeed.
+	// An unknown, expired, revoked or used-up token is ErrNotFound.
 	UseJoinToken(ctx context.Context, secretHash []byte, now time.Time) (JoinToken, error)
+	// ListJoinTokens lists every join token, oldest first, without its
+	// SecretHash.
+	ListJoinTokens(ctx context.Context) ([]JoinToken, error)
+	// RevokeJoinToken marks the token revoked at at (revoking twice keeps
+	// the first time); ErrNotFound when it does not exist.
+	RevokeJoinToken(ctx context.Context, id string, at time.Time) error
 
 	// Services.
 	CreateService(ctx context.Context, s Service) error

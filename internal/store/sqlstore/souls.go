@@ -176,23 +176,65 @@ func (s *Store) MarkKeeperSoulsDisconnected(ctx context.Context, keeperID string
 }
 
 // CreateJoinToken stores a join token; conflict when the id or secret hash
-// is taken.
+// is taken, invalid for a negative MaxUses.
 func (s *Store) CreateJoinToken(ctx context.Context, t store.JoinToken) error {
-	_, err := s.write(ctx, `INSERT INTO join_tokens (id, secret_hash, covens, expires_at, created_by, created_at, uses)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		t.ID, t.SecretHash, strList(sortedSet(t.Covens)), s.ts(t.ExpiresAt), t.CreatedBy, s.ts(s.orNow(t.CreatedAt)), t.Uses)
+	if t.MaxUses < 0 {
+		return s.wrap("creating join token", invalid("max uses must not be negative, got %d", t.MaxUses))
+	}
+	_, err := s.write(ctx, `INSERT INTO join_tokens (id, secret_hash, covens, expires_at, created_by, created_at, uses, max_uses, revoked_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.SecretHash, strList(sortedSet(t.Covens)), s.ts(t.ExpiresAt), t.CreatedBy, s.ts(s.orNow(t.CreatedAt)), t.Uses,
+		t.MaxUses, s.tsPtr(t.RevokedAt))
 	return s.wrap("creating join token", err)
 }
 
-// UseJoinToken counts a use of the unexpired token with secretHash and
-// returns it (Uses included).
-func (s *Store) UseJoinToken(ctx context.Context, secretHash []byte, now time.Time) (store.JoinToken, error) {
+const joinTokenCols = `id, covens, expires_at, created_by, created_at, uses, max_uses, revoked_at`
+
+func scanJoinToken(sc interface{ Scan(...any) error }, extra ...any) (store.JoinToken, error) {
 	var t store.JoinToken
-	err := q{s: s, db: s.w}.row(ctx, `UPDATE join_tokens SET uses = uses + 1 WHERE secret_hash = ? AND expires_at > ?
-		RETURNING id, secret_hash, covens, expires_at, created_by, created_at, uses`, secretHash, s.ts(now)).
-		Scan(&t.ID, &t.SecretHash, listCol{&t.Covens}, timeCol{&t.ExpiresAt}, &t.CreatedBy, timeCol{&t.CreatedAt}, &t.Uses)
+	dest := append([]any{&t.ID, listCol{&t.Covens}, timeCol{&t.ExpiresAt}, &t.CreatedBy, timeCol{&t.CreatedAt},
+		&t.Uses, &t.MaxUses, nullTimeCol{&t.RevokedAt}}, extra...)
+	err := sc.Scan(dest...)
+	return t, err
+}
+
+// UseJoinToken counts a use of the usable token with secretHash and
+// returns it (Uses included). One conditional UPDATE checks expiry,
+// revocation and the use limit and counts the use: PostgreSQL re-checks
+// the condition after waiting for a concurrent use's row lock, and SQLite
+// has one writer, so concurrent uses never exceed MaxUses.
+func (s *Store) UseJoinToken(ctx context.Context, secretHash []byte, now time.Time) (store.JoinToken, error) {
+	var hash []byte
+	t, err := scanJoinToken(q{s: s, db: s.w}.row(ctx, `UPDATE join_tokens SET uses = uses + 1
+		WHERE secret_hash = ? AND expires_at > ? AND revoked_at IS NULL AND (max_uses = 0 OR uses < max_uses)
+		RETURNING `+joinTokenCols+`, secret_hash`, secretHash, s.ts(now)), &hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return t, &domain.Error{Code: domain.CodeNotFound, Message: "join token unknown or expired", Err: domain.ErrNotFound}
+		return store.JoinToken{}, &domain.Error{Code: domain.CodeNotFound, Message: "join token unknown, expired, revoked or used up", Err: domain.ErrNotFound}
 	}
+	t.SecretHash = hash
 	return t, s.wrap("using join token", err)
+}
+
+// ListJoinTokens returns every join token, oldest first, without secret
+// hashes.
+func (s *Store) ListJoinTokens(ctx context.Context) ([]store.JoinToken, error) {
+	rows, err := s.reader().query(ctx, `SELECT `+joinTokenCols+` FROM join_tokens ORDER BY created_at, id`)
+	if err != nil {
+		return nil, s.wrap("listing join tokens", err)
+	}
+	out, err := collect(rows, func(sc interface{ Scan(...any) error }) (store.JoinToken, error) { return scanJoinToken(sc) })
+	return out, s.wrap("listing join tokens", err)
+}
+
+// RevokeJoinToken marks the join token revoked at at; revoking twice keeps
+// the first time.
+func (s *Store) RevokeJoinToken(ctx context.Context, id string, at time.Time) error {
+	n, err := s.write(ctx, `UPDATE join_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, s.ts(at), id)
+	if err != nil {
+		return s.wrap("revoking join token", err)
+	}
+	if n == 0 {
+		return notFound("join token", id)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ var concurrencyTests = []test{
 	{"LeaseRace", testLeaseRace},
 	{"CommitAbortRace", testCommitAbortRace},
 	{"CreateSoulRace", testCreateSoulRace},
+	{"JoinTokenUseRace", testJoinTokenUseRace},
 }
 
 // parallel runs fn(i) for i in [0, n) on n goroutines and waits.
@@ -241,5 +243,35 @@ func testCreateSoulRace(t *testing.T, s store.Store) {
 	must(t, err)
 	if want := fmt.Sprintf("key-%d", winner); string(got.PublicKey) != want {
 		t.Fatalf("stored key %q, want the winner's %q", got.PublicKey, want)
+	}
+}
+
+// testJoinTokenUseRace: many souls redeeming a token limited to 3 uses at
+// once — exactly 3 succeed and the count stops at 3.
+func testJoinTokenUseRace(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	secret := sha256.Sum256([]byte("limited"))
+	must(t, s.CreateJoinToken(ctx, store.JoinToken{ID: "j1", SecretHash: secret[:], ExpiresAt: at(time.Hour), MaxUses: 3}))
+	const n = 16
+	errs := make([]error, n)
+	parallel(n, func(i int) {
+		_, errs[i] = s.UseJoinToken(ctx, secret[:], base)
+	})
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case domain.ErrorCode(err) != domain.CodeNotFound:
+			t.Fatalf("use %d: %v, want not found (used up)", i, err)
+		}
+	}
+	if won != 3 {
+		t.Fatalf("%d of %d concurrent uses of a 3-use token succeeded", won, n)
+	}
+	list, err := s.ListJoinTokens(ctx)
+	must(t, err)
+	if len(list) != 1 || list[0].Uses != 3 {
+		t.Fatalf("join tokens after the race: %+v", list)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -15,6 +16,7 @@ var soulTests = []test{
 	{"ListFilters", testSoulFilters},
 	{"StatusAndFacts", testSoulStatus},
 	{"JoinTokens", testJoinTokens},
+	{"JoinTokenLimitsAndRevocation", testJoinTokenLimits},
 }
 
 func soul(sid string, covens ...string) store.Soul {
@@ -233,4 +235,57 @@ func testJoinTokens(t *testing.T, s store.Store) {
 	other := sha256.Sum256([]byte("other"))
 	_, err = s.UseJoinToken(ctx, other[:], base)
 	wantNotFound(t, err)
+}
+
+func testJoinTokenLimits(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	list, err := s.ListJoinTokens(ctx)
+	must(t, err)
+	diff(t, "ListJoinTokens on an empty store", list, []store.JoinToken{})
+
+	once := sha256.Sum256([]byte("once"))
+	twice := sha256.Sum256([]byte("twice"))
+	open := sha256.Sum256([]byte("open"))
+	j1 := store.JoinToken{ID: "j1", SecretHash: once[:], Covens: []string{"web"}, ExpiresAt: at(time.Hour), CreatedBy: "a1", CreatedAt: base, MaxUses: 1}
+	j2 := store.JoinToken{ID: "j2", SecretHash: twice[:], Covens: []string{}, ExpiresAt: at(time.Hour), CreatedBy: "a1", CreatedAt: at(time.Second), MaxUses: 2}
+	j3 := store.JoinToken{ID: "j3", SecretHash: open[:], Covens: []string{"db"}, ExpiresAt: at(time.Hour), CreatedBy: "a2", CreatedAt: at(2 * time.Second)}
+	for _, jt := range []store.JoinToken{j2, j1, j3} {
+		must(t, s.CreateJoinToken(ctx, jt))
+	}
+	neg := sha256.Sum256([]byte("negative"))
+	wantCode(t, s.CreateJoinToken(ctx, store.JoinToken{ID: "j4", SecretHash: neg[:], ExpiresAt: at(time.Hour), MaxUses: -1}), domain.CodeInvalid)
+
+	// A use limit: the use that reaches it succeeds, the next is refused
+	// and not counted.
+	got, err := s.UseJoinToken(ctx, once[:], at(time.Minute))
+	must(t, err)
+	if got.Uses != 1 || got.MaxUses != 1 {
+		t.Fatalf("first use of a one-use token: %+v", got)
+	}
+	_, err = s.UseJoinToken(ctx, once[:], at(time.Minute))
+	wantNotFound(t, err)
+	for range 2 {
+		_, err = s.UseJoinToken(ctx, twice[:], at(time.Minute))
+		must(t, err)
+	}
+	_, err = s.UseJoinToken(ctx, twice[:], at(time.Minute))
+	wantNotFound(t, err)
+
+	// Revocation: refused at once, however many uses are left; the first
+	// revocation time stays.
+	_, err = s.UseJoinToken(ctx, open[:], at(time.Minute))
+	must(t, err)
+	must(t, s.RevokeJoinToken(ctx, "j3", at(2*time.Minute)))
+	must(t, s.RevokeJoinToken(ctx, "j3", at(3*time.Minute)))
+	_, err = s.UseJoinToken(ctx, open[:], at(4*time.Minute))
+	wantNotFound(t, err)
+	wantNotFound(t, s.RevokeJoinToken(ctx, "ghost", base))
+
+	// The list: oldest first, uses and revocation included, no secrets.
+	list, err = s.ListJoinTokens(ctx)
+	must(t, err)
+	j1.Uses, j2.Uses, j3.Uses = 1, 2, 1
+	j3.RevokedAt = ptr(at(2 * time.Minute))
+	j1.SecretHash, j2.SecretHash, j3.SecretHash = nil, nil, nil
+	diff(t, "ListJoinTokens", list, []store.JoinToken{j1, j2, j3})
 }

@@ -1,0 +1,66 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// TestJoinTokenCommands: create --max-uses, list (uses, limits, status, no
+// secrets) and revoke, against a real Keeper.
+func TestJoinTokenCommands(t *testing.T) {
+	k := startKeeper(t)
+	if r := k.ctl(t, "join-token", "create", "--covens", "web", "--max-uses", "-1"); r.Code != 2 {
+		t.Errorf("--max-uses -1: exit %d, want a usage error\n%s", r.Code, r.Stderr)
+	}
+	out := k.ctl(t, "join-token", "create", "--covens", "web", "--ttl", "1h", "--max-uses", "2", "-o", "json").must(t)
+	var limited apiclient.CreatedJoinToken
+	if err := json.Unmarshal([]byte(out.Stdout), &limited); err != nil || limited.MaxUses != 2 {
+		t.Fatalf("join-token create --max-uses 2: %v\n%s", err, out.Stdout)
+	}
+	if r := k.ctl(t, "join-token", "create", "--covens", "db", "--max-uses", "1").must(t); !strings.Contains(r.Stdout, "Max uses:") {
+		t.Errorf("join-token create does not show the limit:\n%s", r.Stdout)
+	}
+	open := k.ctl(t, "join-token", "create", "--covens", "db", "-q").must(t)
+
+	// Tokens made within one second list in id order: find ours.
+	line := func(out, id string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, id) {
+				return l
+			}
+		}
+		return ""
+	}
+	tbl := k.ctl(t, "join-token", "list").must(t)
+	lines := strings.Split(strings.TrimRight(tbl.Stdout, "\n"), "\n")
+	if l := line(tbl.Stdout, limited.ID); len(lines) != 4 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(l, "0/2") || !strings.Contains(l, "active") {
+		t.Fatalf("join-token list:\n%s", tbl.Stdout)
+	}
+
+	k.ctl(t, "join-token", "revoke", limited.ID).must(t)
+	js := k.ctl(t, "join-token", "list", "-o", "json").must(t)
+	var list []store.JoinToken
+	if err := json.Unmarshal([]byte(js.Stdout), &list); err != nil || len(list) != 3 {
+		t.Fatalf("join-token list -o json: %v\n%s", err, js.Stdout)
+	}
+	for _, jt := range list {
+		if jt.ID == limited.ID && (jt.RevokedAt == nil || jt.MaxUses != 2) || jt.ID != limited.ID && jt.RevokedAt != nil {
+			t.Errorf("listed %+v after revoking %s", jt, limited.ID)
+		}
+	}
+	for _, secret := range []string{limited.Token, strings.TrimSpace(open.Stdout)} {
+		if strings.Contains(js.Stdout, secret) || strings.Contains(tbl.Stdout, secret) {
+			t.Errorf("join-token list shows a token's secret")
+		}
+	}
+	if r := k.ctl(t, "join-token", "list").must(t); !strings.Contains(line(r.Stdout, limited.ID), "revoked") {
+		t.Errorf("join-token list after revoke:\n%s", r.Stdout)
+	}
+	if r := k.ctl(t, "join-token", "revoke", "nope"); r.Code != 1 || !strings.Contains(r.Stderr, "404") {
+		t.Errorf("join-token revoke of an unknown id: exit %d\n%s", r.Code, r.Stderr)
+	}
+}
