@@ -164,6 +164,27 @@ var dialect = sqlstore.Dialect{
 		}
 		return sqlstore.ClassOther
 	},
+	Reason: func(err error) string {
+		var se *sqlite.Error
+		if !errors.As(err, &se) {
+			return ""
+		}
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_FULL:
+			return "the disk is full"
+		case sqlite3.SQLITE_READONLY:
+			return "the database file is read-only"
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return "the database is locked by another process"
+		case sqlite3.SQLITE_IOERR:
+			return "disk I/O error"
+		case sqlite3.SQLITE_CANTOPEN:
+			return "the database file cannot be opened"
+		case sqlite3.SQLITE_NOTADB:
+			return "the file is not a SQLite database"
+		}
+		return ""
+	},
 	MigrationsDDL: `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT NOT NULL,

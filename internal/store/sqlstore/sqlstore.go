@@ -43,6 +43,10 @@ const (
 type Dialect struct {
 	// Name is the backend's name, used in error messages.
 	Name string
+	// Reason, optional, says in a few words why an error Classify calls
+	// ClassUnavailable happened ("the disk is full"), for the message
+	// clients see (they do not see the driver's error).
+	Reason func(error) string
 	// Numbered selects $1, $2 … placeholders instead of ?.
 	Numbered bool
 	// Time encodes a UTC timestamp truncated to microseconds as a query
@@ -218,7 +222,13 @@ func (s *Store) wrap(op string, err error) error {
 	}
 	switch s.d.Classify(err) {
 	case ClassUnavailable:
-		return &domain.Error{Code: domain.CodeUnavailable, Message: op + ": " + s.d.Name + " database unavailable", Err: err}
+		msg := op + ": " + s.d.Name + " database unavailable"
+		if s.d.Reason != nil {
+			if why := s.d.Reason(err); why != "" {
+				msg += " (" + why + ")"
+			}
+		}
+		return &domain.Error{Code: domain.CodeUnavailable, Message: msg, Err: err}
 	case ClassUnique:
 		return &domain.Error{Code: domain.CodeConflict, Message: op + ": already exists", Err: err}
 	}
