@@ -290,5 +290,9 @@ func (p *Program) evalError(err error) error {
 	if strings.Contains(err.Error(), "cost limit exceeded") {
 		return fmt.Errorf("evaluating %q: %w (limit %d); simplify the expression or the data it walks", p.Source, ErrCostLimit, p.env.costLimit)
 	}
+	if strings.Contains(err.Error(), "no such overload") {
+		// CEL's own words name no types: say what usually causes it.
+		return fmt.Errorf("evaluating %q: %w: an operator or function got values of types it does not take (such as an int compared with a string, or an int with a double); convert with int(), double() or string()", p.Source, err)
+	}
 	return fmt.Errorf("evaluating %q: %w", p.Source, err)
 }
