@@ -16,6 +16,7 @@ import (
 	"github.com/soulstack/soulstack/internal/domain"
 	_ "github.com/soulstack/soulstack/internal/module/core"
 	"github.com/soulstack/soulstack/internal/soul"
+	"github.com/soulstack/soulstack/internal/testutil"
 	"github.com/soulstack/soulstack/internal/tlsutil"
 )
 
@@ -64,7 +65,7 @@ func TestSoulprintUpdate(t *testing.T) {
 		t.Fatalf("initial generation = %v", got)
 	}
 	gen.Store(7)
-	waitFor(t, 5*time.Second, func() bool {
+	testutil.WaitFor(t, 5*time.Second, func() bool {
 		return k.soul(t, "shifty").Soulprint["generation"] == float64(7)
 	}, "the soulprint update")
 }
@@ -78,12 +79,12 @@ func TestWrongFingerprintRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	otherFP, _ := other.Fingerprint()
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	runAgent(t, soul.Config{
 		KeeperURL: k.url, SID: "lost", DataDir: filepath.Join(dir, "lost"), Fingerprint: otherFP,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
 	})
-	waitFor(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "pinned fingerprint") }, "a pinning failure")
+	testutil.WaitFor(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "pinned fingerprint") }, "a pinning failure")
 	if _, err := k.store.GetSoul(context.Background(), "lost"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("soul with the wrong pin reached the store: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/soul"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // benchSouls is the fleet size of the dispatch benchmarks
@@ -53,7 +54,7 @@ func BenchmarkDispatchPing(b *testing.B) {
 		runAgent(b, soul.Config{KeeperURL: k.url, SID: sids[i], DataDir: filepath.Join(dir, sids[i]), JoinToken: tok,
 			MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second})
 	}
-	waitFor(b, time.Minute, func() bool { return len(k.gw.ConnectedSIDs()) == n }, "%d souls connected", n)
+	testutil.WaitFor(b, time.Minute, func() bool { return len(k.gw.ConnectedSIDs()) == n }, "%d souls connected", n)
 	pingAll(b, k.gw, sids, -1) // warm up
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -76,7 +77,7 @@ func BenchmarkDispatchPingSwarm(b *testing.B) {
 	cmd := exec.CommandContext(ctx, soulBin, "swarm", "--keeper", k.url, "--count", strconv.Itoa(n),
 		"--data-dir", filepath.Join(dir, "swarm"), "--sid-prefix", "swarm", "--reconnect-min", "100ms", "--reconnect-max", "2s")
 	cmd.Env = append(os.Environ(), "SOUL_JOIN_TOKEN="+k.joinToken(b))
-	out := &syncBuffer{}
+	out := &testutil.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -88,7 +89,7 @@ func BenchmarkDispatchPingSwarm(b *testing.B) {
 			b.Logf("swarm output:\n%s", out)
 		}
 	})
-	waitFor(b, 2*time.Minute, func() bool { return len(k.gw.ConnectedSIDs()) == n }, "%d souls connected", n)
+	testutil.WaitFor(b, 2*time.Minute, func() bool { return len(k.gw.ConnectedSIDs()) == n }, "%d souls connected", n)
 	sids := k.gw.ConnectedSIDs()
 	pingAll(b, k.gw, sids, -1)
 	heap1, stack1 := liveBytes()

@@ -18,6 +18,7 @@ import (
 	"github.com/soulstack/soulstack/internal/gateway"
 	"github.com/soulstack/soulstack/internal/jointoken"
 	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/testutil"
 	"github.com/soulstack/soulstack/internal/tlsutil"
 	pb "github.com/soulstack/soulstack/proto/soulstack/v1"
 	"github.com/soulstack/soulstack/proto/soulstack/v1/soulstackv1connect"
@@ -118,7 +119,7 @@ func TestHandshakeIsSmall(t *testing.T) {
 	if err := r.stream.Send(&pb.SoulMessage{Msg: &pb.SoulMessage_Soulprint{Soulprint: &pb.SoulprintUpdate{Soulprint: big}}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		s, err := k.store.GetSoul(context.Background(), "roomy")
 		return err == nil && s.Soulprint["pad"] != nil
 	}, "the large soulprint update of an accepted soul")
@@ -354,5 +355,5 @@ func TestPendingSoulLogsItsKey(t *testing.T) {
 	p := startSoul(t, k, "waiting-1", filepath.Join(dir, "soul"), "--fingerprint", k.fp)
 	k.waitStatus(t, "waiting-1", store.SoulPending)
 	want := "key=" + domain.KeyFingerprint(k.soul(t, "waiting-1").PublicKey)
-	waitFor(t, 10*time.Second, func() bool { return strings.Contains(p.out.String(), want) }, "the soul to log %s", want)
+	testutil.WaitFor(t, 10*time.Second, func() bool { return strings.Contains(p.Output(), want) }, "the soul to log %s", want)
 }

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,10 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +19,7 @@ import (
 	"github.com/soulstack/soulstack/internal/jointoken"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/store/sqlite"
+	"github.com/soulstack/soulstack/internal/testutil"
 	"github.com/soulstack/soulstack/internal/tlsutil"
 )
 
@@ -29,41 +27,15 @@ import (
 var soulBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gateway-test-")
+	_, bins, cleanup, err := testutil.BuildBinaries("github.com/soulstack/soulstack/cmd/soul")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	soulBin = filepath.Join(dir, "soul")
-	build := exec.Command("go", "build", "-o", soulBin, "github.com/soulstack/soulstack/cmd/soul")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the soul binary:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	soulBin = bins["soul"]
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
-}
-
-// syncBuffer collects a process's or a logger's output for failure
-// reports.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // keeper is a minimal keeper assembled from the gateway, a SQLite store and
@@ -76,7 +48,7 @@ type keeper struct {
 	fp     string
 	store  *sqlite.Store
 	gw     *gateway.Gateway
-	logs   *syncBuffer
+	logs   *testutil.Buffer
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	srv    *http.Server
@@ -129,7 +101,7 @@ func startKeeper(t testing.TB, dir string, o keeperOpts) *keeper {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	level := slog.LevelDebug
 	if o.quiet {
 		level = slog.LevelWarn
@@ -215,7 +187,7 @@ func (k *keeper) soul(t testing.TB, sid string) store.Soul {
 
 func (k *keeper) waitStatus(t testing.TB, sid, status string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		s, err := k.store.GetSoul(context.Background(), sid)
 		return err == nil && s.Status == status
 	}, "soul %s %s", sid, status)
@@ -224,76 +196,18 @@ func (k *keeper) waitStatus(t testing.TB, sid, status string) {
 func (k *keeper) waitConnected(t testing.TB, sids ...string) {
 	t.Helper()
 	for _, sid := range sids {
-		waitFor(t, 10*time.Second, func() bool { return k.gw.Connected(sid) }, "soul %s connected", sid)
+		testutil.WaitFor(t, 10*time.Second, func() bool { return k.gw.Connected(sid) }, "soul %s connected", sid)
 		k.waitStatus(t, sid, store.SoulConnected)
 	}
 }
 
-// soulProc is a real soul process.
-type soulProc struct {
-	sid  string
-	dir  string
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error
-}
-
 // startSoul runs `soul run` against k with SID sid and data dir dir (a
 // root for file modules inside it), plus extra flags.
-func startSoul(t testing.TB, k *keeper, sid, dir string, extra ...string) *soulProc {
+func startSoul(t testing.TB, k *keeper, sid, dir string, extra ...string) *testutil.Process {
 	t.Helper()
 	args := []string{"run", "--keeper", k.url, "--sid", sid, "--data-dir", dir, "--root", filepath.Join(dir, "root"),
 		"--reconnect-min", "50ms", "--reconnect-max", "300ms", "--log-level", "debug"}
-	p := &soulProc{sid: sid, dir: dir, out: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(soulBin, append(args, extra...)...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("soul %s output:\n%s", sid, p.out)
-		}
-	})
-	return p
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *soulProc) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
-}
-
-// waitExit waits for the process to exit by itself.
-func (p *soulProc) waitExit(t testing.TB, within time.Duration) {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(within):
-		t.Fatalf("soul %s still running after %s", p.sid, within)
-	}
-}
-
-func waitFor(t testing.TB, within time.Duration, cond func() bool, format string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for "+format, append([]any{within}, args...)...)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return testutil.StartProcess(t, "soul "+sid, soulBin, append(args, extra...)...)
 }
 
 // call builds a request running module with params on sid.

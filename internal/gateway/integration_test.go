@@ -16,6 +16,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // The acceptance scenario: three real souls onboard three ways,
@@ -55,9 +56,9 @@ func TestOnboardDispatchAndKill(t *testing.T) {
 	if err := k.store.SetSoulStatus(ctx, "gamma", store.SoulRejected, "", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	c.waitExit(t, 10*time.Second)
-	if !strings.Contains(c.out.String(), "rejected") {
-		t.Fatalf("gamma's output does not say it was rejected:\n%s", c.out)
+	c.Wait(10 * time.Second)
+	if !strings.Contains(c.Output(), "rejected") {
+		t.Fatalf("gamma's output does not say it was rejected:\n%s", c.Output())
 	}
 	if got := k.soul(t, "gamma").Status; got != store.SoulRejected {
 		t.Fatalf("gamma status = %s", got)
@@ -101,7 +102,7 @@ func TestOnboardDispatchAndKill(t *testing.T) {
 		}
 	}
 
-	a.kill()
+	a.Kill()
 	k.waitStatus(t, "alpha", store.SoulDisconnected)
 	if k.gw.Connected("alpha") {
 		t.Fatal("killed soul still connected")
@@ -129,9 +130,9 @@ func TestKeySwapRefusedAndAudited(t *testing.T) {
 	key := k.soul(t, "web-1").PublicKey
 
 	impostor := startSoul(t, k, "web-1", filepath.Join(dir, "impostor"), "--join-token", k.joinToken(t, "web"))
-	impostor.waitExit(t, 10*time.Second)
-	if !strings.Contains(impostor.out.String(), "bound to another key") {
-		t.Fatalf("impostor output:\n%s", impostor.out)
+	impostor.Wait(10 * time.Second)
+	if !strings.Contains(impostor.Output(), "bound to another key") {
+		t.Fatalf("impostor output:\n%s", impostor.Output())
 	}
 	audit, err := k.store.ListAudit(context.Background(), store.AuditFilter{Action: "soul.key_mismatch"})
 	if err != nil {
@@ -170,7 +171,7 @@ func TestTimeoutDropAndCancel(t *testing.T) {
 
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		victim.kill()
+		victim.Kill()
 	}()
 	start = time.Now()
 	res = k.gw.Dispatch(ctx, calls([]string{"victim", "slow"}, "drop", "core.test.sleep", map[string]any{"duration": "1s"}, time.Minute), nil)
@@ -215,7 +216,7 @@ func TestReconnectAfterKeeperRestart(t *testing.T) {
 		t.Fatalf("ping after keeper restart = %+v", r)
 	}
 
-	p.kill()
+	p.Kill()
 	k2.waitStatus(t, "phoenix", store.SoulDisconnected)
 	startSoul(t, k2, "phoenix", filepath.Join(dir, "phoenix")) // no token, no fingerprint
 	k2.waitConnected(t, "phoenix")
@@ -256,7 +257,7 @@ func TestResultKeptAcrossDisconnect(t *testing.T) {
 		}
 	}})
 	k2.waitConnected(t, "keeper-of-results")
-	waitFor(t, 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(late) > 0
@@ -294,9 +295,9 @@ func TestSilentSoulDisconnected(t *testing.T) {
 	p := startSoul(t, k, "sleepy", filepath.Join(dir, "sleepy"), "--join-token", k.joinToken(t))
 	k.waitConnected(t, "sleepy")
 	first := k.soul(t, "sleepy").LastSeen
-	waitFor(t, 5*time.Second, func() bool { return k.soul(t, "sleepy").LastSeen.After(first) }, "last seen to advance")
+	testutil.WaitFor(t, 5*time.Second, func() bool { return k.soul(t, "sleepy").LastSeen.After(first) }, "last seen to advance")
 
-	if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+	if err := syscall.Kill(p.PID(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	k.waitStatus(t, "sleepy", store.SoulDisconnected)
@@ -304,7 +305,7 @@ func TestSilentSoulDisconnected(t *testing.T) {
 	if r := res["sleepy"]; !r.Unreachable {
 		t.Fatalf("ping of a silent soul = %+v", r)
 	}
-	if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+	if err := syscall.Kill(p.PID(), syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	k.waitConnected(t, "sleepy")
@@ -318,7 +319,7 @@ func TestSwarm(t *testing.T) {
 	data := filepath.Join(dir, "swarm")
 	cmd := exec.Command(soulBin, "swarm", "--keeper", k.url, "--join-token", k.joinToken(t, "swarm"), "--count", "5",
 		"--data-dir", data, "--sid-prefix", "vs", "--reconnect-min", "50ms", "--reconnect-max", "300ms")
-	out := &syncBuffer{}
+	out := &testutil.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
