@@ -228,11 +228,15 @@ func TestValidation(t *testing.T) {
 func TestRemoteMirror(t *testing.T) {
 	// An unreachable remote is a 422 naming the source without its password.
 	ctx := context.Background()
-	c, _, _ := newCatalog(t)
+	c, _, dir := newCatalog(t)
 	_, err := c.Register(ctx, "remote", "https://bob:hunter2@127.0.0.1:1/x.git", "main")
 	wantCode(t, err, domain.CodeUnprocessable)
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("error leaks the URL password: %v", err)
+	}
+	// Nothing of the source that could not be fetched is left.
+	if ents, _ := os.ReadDir(filepath.Join(dir, ".mirrors")); len(ents) > 0 {
+		t.Errorf("an empty mirror was left behind: %v", ents)
 	}
 }
 

@@ -87,7 +87,8 @@ func (c *Catalog) fetchMirror(ctx context.Context, src source) (*git.Repository,
 	defer unlock()
 
 	repo, err := git.PlainOpen(dir)
-	if errors.Is(err, git.ErrRepositoryNotExists) {
+	fresh := errors.Is(err, git.ErrRepositoryNotExists)
+	if fresh {
 		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 			return nil, fmt.Errorf("creating mirror directory: %w", err)
 		}
@@ -111,6 +112,11 @@ func (c *Catalog) fetchMirror(ctx context.Context, src source) (*git.Repository,
 		Force:      true,
 		Prune:      true,
 	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) && fresh {
+		// A source never fetched (a mistyped URL, a host down) leaves no
+		// empty mirror behind.
+		_ = os.RemoveAll(dir)
+	}
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 		return repo, nil
