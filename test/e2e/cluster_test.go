@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +18,7 @@ import (
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/lab"
 	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 const (
@@ -88,7 +87,7 @@ func newCluster(t *testing.T) *cluster {
 
 	start = time.Now()
 	gw := l.GatewayIP()
-	c.keeper = newKeeperProc(c.logDir, net.JoinHostPort(gw, strconv.Itoa(freePort(t, gw))))
+	c.keeper = newKeeperProc(c.logDir, testutil.FreeAddrOn(t, gw))
 	token, err := initKeeper(ctx, c.keeper.dataDir, gw)
 	if err != nil {
 		t.Fatal(err)
@@ -203,17 +202,6 @@ func printLogTails(t *testing.T, dir string) {
 		t.Logf("--- last lines of %s:\n%s", path, strings.Join(lines, "\n"))
 		return nil
 	})
-}
-
-// freePort returns a TCP port nobody listens on at ip right now.
-func freePort(t *testing.T, ip string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // sids returns the SIDs of the hosts, which are their names, sorted.

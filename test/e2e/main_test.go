@@ -3,9 +3,9 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // Binaries built by TestMain: the tests run the real programs.
@@ -17,25 +17,16 @@ func TestMain(m *testing.M) {
 	if os.Geteuid() != 0 {
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "soulstack-e2e-bin-")
+	// Static binaries: the soul runs inside the lab's Debian root.
+	_, bins, cleanup, err := testutil.BuildStaticBinaries("github.com/soulstack/soulstack/cmd/keeper",
+		"github.com/soulstack/soulstack/cmd/soul", "github.com/soulstack/soulstack/cmd/soulctl")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	keeperBin, soulBin, soulctlBin = filepath.Join(dir, "keeper"), filepath.Join(dir, "soul"), filepath.Join(dir, "soulctl")
-	for bin, pkg := range map[string]string{keeperBin: "cmd/keeper", soulBin: "cmd/soul", soulctlBin: "cmd/soulctl"} {
-		// Static binaries: the soul runs inside the lab's Debian root.
-		build := exec.Command("go", "build", "-o", bin, "github.com/soulstack/soulstack/"+pkg)
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building", pkg+":", err)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
+	keeperBin, soulBin, soulctlBin = bins["keeper"], bins["soul"], bins["soulctl"]
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
