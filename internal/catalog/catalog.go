@@ -227,7 +227,7 @@ func (c *Catalog) Open(ctx context.Context, name, commit string) (*dsl.Service, 
 	if err != nil {
 		return nil, err
 	}
-	svc, err = c.load(ctx, name, commit, dir)
+	svc, err = c.load(ctx, name, commit, dir, true)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +287,7 @@ func (c *Catalog) prepare(ctx context.Context, name, gitURL, ref string) (string
 		return "", nil, err
 	}
 	commit := h.String()
-	svc, err := c.load(ctx, name, commit, dir)
+	svc, err := c.load(ctx, name, commit, dir, false)
 	if err != nil {
 		if !existed {
 			// A refused commit leaves nothing behind (a tree that was
@@ -303,10 +303,10 @@ func (c *Catalog) prepare(ctx context.Context, name, gitURL, ref string) (string
 }
 
 // load runs the Loader and turns DSL problems into API details.
-func (c *Catalog) load(ctx context.Context, name, commit, dir string) (*dsl.Service, error) {
+func (c *Catalog) load(ctx context.Context, name, commit, dir string, pinned bool) (*dsl.Service, error) {
 	svc, err := c.cfg.Load(ctx, dir)
 	if err != nil {
-		return nil, invalidService(name, commit, err)
+		return nil, invalidService(name, commit, err, pinned)
 	}
 	if svc == nil {
 		return nil, fmt.Errorf("loading service %s at %s: the loader returned nothing", name, commit)

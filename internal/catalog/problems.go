@@ -13,12 +13,20 @@ import (
 // details list every problem with file, line and column; other invalid
 // errors keep their details; anything else (an unreadable tree) stays an
 // internal error.
-func invalidService(name, commit string, err error) error {
+//
+// pinned says the commit was validated before (an incarnation is pinned to
+// it) and is refused now, by a keeper whose validation is stricter: the way
+// out is a fixed commit the service and the incarnation move to.
+func invalidService(name, commit string, err error, pinned bool) error {
 	var ps dsl.Problems
 	if errors.As(err, &ps) && len(ps) > 0 {
+		advice := "fix the repository and try again"
+		if pinned {
+			advice = fmt.Sprintf("fix the repository, then move the service (soulctl service update %s --ref …) and its incarnations (soulctl incarnation upgrade) to the fixed commit", name)
+		}
 		return &domain.Error{
 			Code:    domain.CodeInvalid,
-			Message: fmt.Sprintf("service %s at commit %.12s is invalid (%d %s); fix the repository and register again", name, commit, len(ps), plural(len(ps), "problem")),
+			Message: fmt.Sprintf("service %s at commit %.12s is invalid (%d %s); %s", name, commit, len(ps), plural(len(ps), "problem"), advice),
 			Details: Problems(ps),
 			Err:     err,
 		}
