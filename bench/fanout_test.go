@@ -86,7 +86,7 @@ func BenchmarkFanOut(b *testing.B) {
 
 	heap2, stack2 := liveBytes()
 	self2, _ := readProc(os.Getpid())
-	swarm, _ := readProc(sw.pid())
+	swarm, _ := readProc(sw.PID())
 	per := func(d int64) float64 { return float64(d) / float64(n) }
 	b.Logf("keeper heap+stack: before %d MiB, connected %d MiB, after runs %d MiB; RSS before %d MiB, connected %d MiB, after runs %d MiB (peak %d MiB); swarm RSS %d MiB",
 		(heap0+stack0)>>20, (heap1+stack1)>>20, (heap2+stack2)>>20, self0.RSS>>20, self1.RSS>>20, self2.RSS>>20, self2.HWM>>20, swarm.RSS>>20)

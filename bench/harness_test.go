@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -26,22 +25,21 @@ import (
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/keeper"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // The soul binary is built once, on first use, so that `go test ./bench`
 // without -bench builds nothing.
 var (
-	buildOnce sync.Once
-	buildDir  string
-	soulPath  string
-	buildErr  error
+	buildOnce    sync.Once
+	soulPath     string
+	buildCleanup = func() {}
+	buildErr     error
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	buildCleanup()
 	os.Exit(code)
 }
 
@@ -54,38 +52,15 @@ func soulBinary(tb testing.TB) string {
 		if soulPath = os.Getenv("SOULSTACK_BENCH_SOUL"); soulPath != "" {
 			return
 		}
-		if buildDir, buildErr = os.MkdirTemp("", "soulstack-bench-"); buildErr != nil {
-			return
-		}
-		soulPath = filepath.Join(buildDir, "soul")
-		cmd := exec.Command("go", "build", "-o", soulPath, "github.com/soulstack/soulstack/cmd/soul")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building the soul binary: %v\n%s", err, out)
+		_, paths, cleanup, err := testutil.BuildBinaries("github.com/soulstack/soulstack/cmd/soul")
+		if buildErr = err; err == nil {
+			soulPath, buildCleanup = paths["soul"], cleanup
 		}
 	})
 	if buildErr != nil {
 		tb.Fatal(buildErr)
 	}
 	return soulPath
-}
-
-// syncBuffer collects a process's or a logger's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // env is an in-process keeper on SQLite serving on loopback, with an
@@ -96,7 +71,7 @@ type env struct {
 	k    *keeper.Keeper
 	addr string
 	c    *apiclient.Client
-	logs *syncBuffer
+	logs *testutil.Buffer
 }
 
 // startKeeper initializes and serves a keeper on loopback in a fresh data
@@ -123,7 +98,7 @@ func startKeeperOn(tb testing.TB, addr string, tune func(*config.Keeper)) *env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	k, err := keeper.New(ctx, keeper.Config{Keeper: cfg,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
@@ -213,54 +188,6 @@ func mapFS(files map[string]string) fs.FS {
 	return m
 }
 
-// proc is a child process of a benchmark.
-type proc struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-}
-
-// startProc starts bin; it is stopped with SIGTERM (then SIGKILL after
-// 10 s) when the benchmark ends.
-func startProc(tb testing.TB, bin string, env []string, args ...string) *proc {
-	tb.Helper()
-	p := &proc{out: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	tb.Cleanup(func() {
-		p.stop()
-		if tb.Failed() {
-			tb.Logf("%s output:\n%s", filepath.Base(bin), tail(p.out.String(), 4000))
-		}
-	})
-	return p
-}
-
-func (p *proc) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
 // joinToken creates a join token for covens.
 func (e *env) joinToken(covens ...string) string {
 	e.tb.Helper()
@@ -273,18 +200,18 @@ func (e *env) joinToken(covens ...string) string {
 
 // startSwarm starts one `soul swarm` process of n souls (SIDs
 // <prefix>-0001 …) carrying covens, and waits until all are connected.
-func (e *env) startSwarm(n int, prefix string, covens ...string) *proc {
+func (e *env) startSwarm(n int, prefix string, covens ...string) *testutil.Process {
 	e.tb.Helper()
-	p := startProc(e.tb, soulBinary(e.tb), []string{"SOUL_JOIN_TOKEN=" + e.joinToken(covens...)},
-		"swarm", "--keeper", "https://"+e.addr, "--count", strconv.Itoa(n), "--sid-prefix", prefix,
+	p := testutil.StartProcess(e.tb, "soul swarm", soulBinary(e.tb), "swarm", "--keeper", "https://"+e.addr,
+		"--join-token", e.joinToken(covens...), "--count", strconv.Itoa(n), "--sid-prefix", prefix,
 		"--data-dir", filepath.Join(e.dir, "swarm-"+prefix), "--reconnect-min", "100ms", "--reconnect-max", "2s")
 	e.waitConnected(prefix+"-", n, p, 5*time.Minute)
 	return p
 }
 
 // waitConnected waits until n souls whose SIDs start with prefix are
-// connected to the keeper.
-func (e *env) waitConnected(prefix string, n int, p *proc, within time.Duration) {
+// connected to the keeper, failing early when process p exited.
+func (e *env) waitConnected(prefix string, n int, p *testutil.Process, within time.Duration) {
 	e.tb.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -297,10 +224,8 @@ func (e *env) waitConnected(prefix string, n int, p *proc, within time.Duration)
 		if got == n {
 			return
 		}
-		select {
-		case <-p.done:
+		if p.Signal(syscall.Signal(0)) != nil {
 			e.tb.Fatalf("soul process exited with %d of %d souls connected", got, n)
-		default:
 		}
 		if time.Now().After(deadline) {
 			e.tb.Fatalf("%d of %d souls connected after %s", got, n, within)

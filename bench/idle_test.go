@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // BenchmarkSoulIdle is SPEC §15's soul idle footprint: one real `soul run`
@@ -26,13 +27,14 @@ func BenchmarkSoulIdle(b *testing.B) {
 	e.registerService("ping", pingService)
 	bin := soulBinary(b)
 
-	var rss, peak, cpu []time.Duration // bytes and CPU ns, as Durations for median
+	var rss, peak []int64 // bytes
+	var cpu []time.Duration
 	i := 0
 	for b.Loop() {
 		i++
 		sid := fmt.Sprintf("idle-%02d", i)
 		dir := filepath.Join(e.dir, sid)
-		p := startProc(b, bin, []string{"SOUL_JOIN_TOKEN=" + e.joinToken(sid)}, "run", "--keeper", "https://"+e.addr,
+		p := testutil.StartProcess(b, "soul "+sid, bin, "run", "--keeper", "https://"+e.addr, "--join-token", e.joinToken(sid),
 			"--sid", sid, "--data-dir", dir, "--root", filepath.Join(dir, "root"), "--log-level", "warn")
 		e.waitConnected(sid, 1, p, time.Minute)
 		if _, err := e.createIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: sid, Service: "ping", Covens: []string{sid}}); err != nil {
@@ -42,25 +44,25 @@ func BenchmarkSoulIdle(b *testing.B) {
 			b.Fatal(err)
 		}
 		time.Sleep(settle)
-		s0, err := readProc(p.pid())
+		s0, err := readProc(p.PID())
 		if err != nil {
 			b.Fatal(err)
 		}
 		time.Sleep(window)
-		s1, err := readProc(p.pid())
+		s1, err := readProc(p.PID())
 		if err != nil {
 			b.Fatal(err)
 		}
 		cpuNS := (s1.CPUTick - s0.CPUTick) * int64(time.Second/clockTick)
 		b.Logf("soul %s: RSS %.1f MiB after settling, %.1f MiB after the window (peak %.1f MiB); CPU %d ms over %s",
 			sid, mib(s0.RSS), mib(s1.RSS), mib(s1.HWM), cpuNS/1e6, window)
-		rss = append(rss, time.Duration(max(s0.RSS, s1.RSS)))
-		peak = append(peak, time.Duration(s1.HWM))
+		rss = append(rss, max(s0.RSS, s1.RSS))
+		peak = append(peak, s1.HWM)
 		cpu = append(cpu, time.Duration(cpuNS))
-		p.stop()
+		p.Kill()
 	}
-	b.ReportMetric(mib(int64(median(rss))), "rss-MiB")
-	b.ReportMetric(mib(int64(median(peak))), "peak-rss-MiB")
+	b.ReportMetric(mib(median(rss)), "rss-MiB")
+	b.ReportMetric(mib(median(peak)), "peak-rss-MiB")
 	b.ReportMetric(100*float64(median(cpu))/float64(window), "cpu-%")
 }
 

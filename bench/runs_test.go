@@ -119,11 +119,12 @@ func (e *env) createIncarnation(ctx context.Context, req apiclient.CreateIncarna
 // timings collects runTimings and summarizes each phase by its median.
 type timings []runTiming
 
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
+// median is the median of xs, -1 when there are none.
+func median[T time.Duration | int64](xs []T) T {
+	if len(xs) == 0 {
 		return -1
 	}
-	s := slices.Clone(ds)
+	s := slices.Clone(xs)
 	slices.Sort(s)
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
