@@ -118,6 +118,123 @@ func TestArchonsAndTokens(t *testing.T) {
 	}
 }
 
+// TestLockOutAnArchon: a leaked operator token mints more tokens; the
+// admin finds them all (GET /v1/tokens) and disables the Archon, which
+// refuses every one of them at once (audited); the last enabled admin
+// cannot be disabled.
+func TestLockOutAnArchon(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	admin := e.client(auth.RoleAdmin)
+	created, err := admin.CreateArchon(ctx, apiclient.CreateArchonRequest{Name: "olga", Role: "operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	olgaID := created.Archon.ID
+	leaked, _ := apiclient.New(e.srv.URL, created.Token.Token)
+	minted, err := leaked.CreateToken(ctx, apiclient.CreateTokenRequest{Description: "not olga"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The admin sees every token, and narrows to olga's.
+	all, err := admin.ListTokens(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(ts []store.Token) map[string]bool {
+		m := map[string]bool{}
+		for _, tk := range ts {
+			m[tk.ID] = true
+		}
+		return m
+	}
+	if m := ids(all); !m[created.Token.ID] || !m[minted.ID] || len(all) < 6 {
+		t.Fatalf("admin's token list lacks olga's tokens: %+v", all)
+	}
+	olgas, err := admin.ListTokens(ctx, olgaID)
+	if err != nil || len(olgas) != 2 || !ids(olgas)[minted.ID] || olgas[1].Description != "not olga" {
+		t.Fatalf("olga's tokens: %+v, %v", olgas, err)
+	}
+	if st, b := e.do("GET", "/v1/tokens", e.tokens[auth.RoleAdmin], ""); st != http.StatusOK || strings.Contains(string(b), created.Token.Token) {
+		t.Fatalf("GET /v1/tokens: %d, shows a token: %s", st, b)
+	}
+	// Others see their own only.
+	own, err := leaked.ListTokens(ctx, "")
+	if err != nil || len(own) != 2 {
+		t.Fatalf("olga's own list: %+v, %v", own, err)
+	}
+	_, err = leaked.ListTokens(ctx, e.archons[auth.RoleAdmin].ID)
+	wantAPI(t, err, http.StatusForbidden, domain.CodeForbidden)
+	if vs, err := e.client(auth.RoleViewer).ListTokens(ctx, ""); err != nil || len(vs) != 1 || vs[0].ArchonID != e.archons[auth.RoleViewer].ID {
+		t.Fatalf("the viewer's own list: %+v, %v", vs, err)
+	}
+
+	// Disable: only an admin may; then every token of olga's is refused.
+	_, err = leaked.DisableArchon(ctx, olgaID)
+	wantAPI(t, err, http.StatusForbidden, domain.CodeForbidden)
+	ar, err := admin.DisableArchon(ctx, olgaID)
+	if err != nil || ar.DisabledAt == nil || ar.ID != olgaID {
+		t.Fatalf("disable: %+v, %v", ar, err)
+	}
+	for _, tok := range []string{created.Token.Token, minted.Token} {
+		st, b := e.do("GET", "/v1/whoami", tok, "")
+		if d := e.wantError("GET", "/v1/whoami", http.StatusUnauthorized, "unauthorized", b, st); d.Message != "archon disabled" {
+			t.Errorf("a disabled archon's token: message %q", d.Message)
+		}
+	}
+	_, err = admin.CreateToken(ctx, apiclient.CreateTokenRequest{ArchonID: olgaID})
+	wantAPI(t, err, http.StatusConflict, domain.CodeConflict)
+	archons, err := admin.ListArchons(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range archons {
+		if (a.ID == olgaID) != (a.DisabledAt != nil) {
+			t.Errorf("archon list: %+v", a)
+		}
+	}
+
+	// The last enabled admin stays; unknown archons are 404.
+	_, err = admin.DisableArchon(ctx, e.archons[auth.RoleAdmin].ID)
+	wantAPI(t, err, http.StatusConflict, domain.CodeConflict)
+	if _, err := admin.Whoami(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = admin.DisableArchon(ctx, "nobody")
+	wantAPI(t, err, http.StatusNotFound, domain.CodeNotFound)
+
+	// Enable brings back the tokens that were not revoked.
+	if err := admin.RevokeToken(ctx, minted.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ar, err := admin.EnableArchon(ctx, olgaID); err != nil || ar.DisabledAt != nil {
+		t.Fatalf("enable: %+v, %v", ar, err)
+	}
+	if who, err := leaked.Whoami(ctx); err != nil || who.Role != "operator" {
+		t.Fatalf("olga after enable: %+v, %v", who, err)
+	}
+	mintedClient, _ := apiclient.New(e.srv.URL, minted.Token)
+	_, err = mintedClient.Whoami(ctx)
+	wantAPI(t, err, http.StatusUnauthorized, domain.CodeUnauthorized)
+
+	entries, err := admin.ListAudit(ctx, apiclient.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{} // action → archon of its latest entry on olga
+	for _, en := range entries {
+		if _, ok := seen[en.Action]; !ok && en.Target == olgaID {
+			seen[en.Action] = en.ArchonID
+		}
+	}
+	for _, action := range []string{"POST /v1/archons/{id}/disable", "POST /v1/archons/{id}/enable"} {
+		if seen[action] != e.archons[auth.RoleAdmin].ID {
+			t.Errorf("%s of olga not audited as the admin's: %v", action, seen)
+		}
+	}
+}
+
 func TestAuditMasksSecrets(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -16,6 +17,9 @@ func init() { routeGroups = append(routeGroups, (*Server).routesAuth) }
 func (s *Server) routesAuth(rt *Router) {
 	rt.Handle("POST /v1/archons", auth.RoleAdmin, s.createArchon)
 	rt.Handle("GET /v1/archons", auth.RoleAdmin, s.listArchons)
+	rt.Handle("POST /v1/archons/{id}/disable", auth.RoleAdmin, s.disableArchon)
+	rt.Handle("POST /v1/archons/{id}/enable", auth.RoleAdmin, s.enableArchon)
+	rt.Handle("GET /v1/tokens", auth.RoleViewer, s.listTokens)
 	rt.Handle("POST /v1/tokens", auth.RoleOperator, s.createToken)
 	rt.Handle("DELETE /v1/tokens/{id}", auth.RoleOperator, s.revokeToken)
 	rt.Handle("GET /v1/audit", auth.RoleAdmin, s.listAudit)
@@ -53,6 +57,37 @@ func (s *Server) listArchons(w http.ResponseWriter, r *http.Request, _ auth.Prin
 	return nil
 }
 
+// disableArchon locks an Archon out: each of its tokens is refused from
+// its next request on (a leaked token, and whatever tokens it minted).
+func (s *Server) disableArchon(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	ar, err := s.auth.DisableArchon(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ar)
+	return nil
+}
+
+func (s *Server) enableArchon(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	ar, err := s.auth.EnableArchon(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ar)
+	return nil
+}
+
+// listTokens lists token records (never the tokens): an admin sees every
+// Archon's (?archon_id= narrows), anyone else its own.
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	ts, err := s.auth.Tokens(r.Context(), p, r.URL.Query().Get("archon_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, nonNil(ts))
+	return nil
+}
+
 // createToken issues a token for the caller, or (admin only) for another
 // archon.
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
@@ -75,6 +110,9 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p auth.Prin
 	ar, err := s.auth.Archon(r.Context(), id)
 	if err != nil {
 		return err
+	}
+	if ar.DisabledAt != nil {
+		return domain.Errorf(domain.CodeConflict, "archon %s is disabled: its tokens are refused; enable it first", ar.Name)
 	}
 	tok, err := s.auth.IssueToken(r.Context(), ar, time.Duration(req.TTL), req.Description)
 	if err != nil {

@@ -44,6 +44,30 @@ func (c *Client) ListArchons(ctx context.Context) ([]store.Archon, error) {
 	return out, c.Do(ctx, http.MethodGet, "/v1/archons", nil, nil, &out)
 }
 
+// DisableArchon disables an Archon: all its tokens are refused until
+// EnableArchon (admin).
+func (c *Client) DisableArchon(ctx context.Context, id string) (store.Archon, error) {
+	var out store.Archon
+	return out, c.Do(ctx, http.MethodPost, "/v1/archons/"+url.PathEscape(id)+"/disable", nil, nil, &out)
+}
+
+// EnableArchon enables a disabled Archon again (admin).
+func (c *Client) EnableArchon(ctx context.Context, id string) (store.Archon, error) {
+	var out store.Archon
+	return out, c.Do(ctx, http.MethodPost, "/v1/archons/"+url.PathEscape(id)+"/enable", nil, nil, &out)
+}
+
+// ListTokens lists token records, oldest first: the caller's own, or (admin)
+// every Archon's, or archonID's when given.
+func (c *Client) ListTokens(ctx context.Context, archonID string) ([]store.Token, error) {
+	v := url.Values{}
+	if archonID != "" {
+		v.Set("archon_id", archonID)
+	}
+	var out []store.Token
+	return out, c.Do(ctx, http.MethodGet, "/v1/tokens", v, nil, &out)
+}
+
 // CreateToken issues a token for the caller or (admin) another Archon.
 func (c *Client) CreateToken(ctx context.Context, req CreateTokenRequest) (IssuedToken, error) {
 	var out IssuedToken

@@ -57,6 +57,25 @@ func (a *Authority) Archons(ctx context.Context) ([]store.Archon, error) {
 	return as, nil
 }
 
+// DisableArchon disables Archon id: every one of its tokens is refused
+// from its next request on, until EnableArchon. The last enabled admin
+// cannot be disabled (CodeConflict). It returns the Archon as stored.
+func (a *Authority) DisableArchon(ctx context.Context, id string) (store.Archon, error) {
+	if err := a.st.DisableArchon(ctx, id, a.now().UTC()); err != nil {
+		return store.Archon{}, err // the store names the operation
+	}
+	return a.Archon(ctx, id)
+}
+
+// EnableArchon enables a disabled Archon again: its tokens that are
+// neither revoked nor expired work again. It returns the Archon as stored.
+func (a *Authority) EnableArchon(ctx context.Context, id string) (store.Archon, error) {
+	if err := a.st.EnableArchon(ctx, id); err != nil {
+		return store.Archon{}, err // the store names the operation
+	}
+	return a.Archon(ctx, id)
+}
+
 // Bootstrap creates the first Archon (an admin named name) and issues its
 // token. It is what `keeper init` prints; it refuses when any Archon exists.
 func (a *Authority) Bootstrap(ctx context.Context, name string, ttl time.Duration) (store.Archon, Issued, error) {

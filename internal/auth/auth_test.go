@@ -2,11 +2,13 @@ package auth_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/soulstack/soulstack/internal/auth"
@@ -117,6 +119,97 @@ func TestTokenLifecycle(t *testing.T) {
 	wantCode(t, err, domain.CodeUnauthorized)
 	if !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("expired token error %q does not say so", err)
+	}
+}
+
+// TestDisabledArchon: disabling an Archon refuses all its tokens at once
+// ("archon disabled"), including tokens it minted itself; enabling it
+// restores the unrevoked ones. The last enabled admin stays.
+func TestDisabledArchon(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	a := newAuthority(t, st)
+	admin, adminTok, err := a.Bootstrap(ctx, "admin", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	olga, err := a.CreateArchon(ctx, "olga", auth.RoleOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := a.IssueToken(ctx, olga, time.Hour, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	minted, err := a.IssueToken(ctx, olga, time.Hour, "minted by a leaked token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.DisableArchon(ctx, olga.ID)
+	if err != nil || got.DisabledAt == nil {
+		t.Fatalf("DisableArchon = %+v, %v", got, err)
+	}
+	for _, tok := range []auth.Issued{first, minted} {
+		_, err := a.Authenticate(ctx, tok.Token)
+		wantCode(t, err, domain.CodeUnauthorized)
+		if !strings.Contains(err.Error(), "archon disabled") {
+			t.Fatalf("a disabled archon's token: %v, want it to say archon disabled", err)
+		}
+	}
+	// A token issued while disabled is refused too.
+	later, err := a.IssueToken(ctx, got, time.Hour, "later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Authenticate(ctx, later.Token)
+	wantCode(t, err, domain.CodeUnauthorized)
+
+	// The last enabled admin cannot be disabled; its token keeps working.
+	_, err = a.DisableArchon(ctx, admin.ID)
+	wantCode(t, err, domain.CodeConflict)
+	if _, err := a.Authenticate(ctx, adminTok.Token); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.DisableArchon(ctx, "nobody")
+	wantCode(t, err, domain.CodeNotFound)
+
+	if got, err = a.EnableArchon(ctx, olga.ID); err != nil || got.DisabledAt != nil {
+		t.Fatalf("EnableArchon = %+v, %v", got, err)
+	}
+	p, err := a.Authenticate(ctx, first.Token)
+	if err != nil || p.Role != auth.RoleOperator {
+		t.Fatalf("token after enabling: %+v, %v", p, err)
+	}
+}
+
+// TestRoleFromStore: the role is the Archon's as stored, not the token's
+// claim — a token claiming admin for a viewer authenticates as a viewer.
+func TestRoleFromStore(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	a := newAuthority(t, st)
+	vera, err := a.CreateArchon(ctx, "vera", auth.RoleViewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := st.GetSetting(ctx, auth.SettingSigningKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	if err := st.CreateToken(ctx, store.Token{ID: "t-claim", ArchonID: vera.ID, ExpiresAt: now.Add(time.Hour), CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	signed, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{
+		"iss": auth.Issuer, "sub": vera.ID, "jti": "t-claim", "role": "admin",
+		"iat": now.Unix(), "exp": now.Add(time.Hour).Unix(),
+	}).SignedString(ed25519.NewKeyFromSeed(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Authenticate(ctx, signed)
+	if err != nil || p.Role != auth.RoleViewer {
+		t.Fatalf("a viewer's token claiming admin: %+v, %v; want role viewer", p, err)
 	}
 }
 

@@ -11,11 +11,12 @@ import (
 // The role matrix of the Operator API [decision]:
 //
 //	viewer    GET only: souls, services, incarnations, runs, procedures,
-//	          tasks, schedules, whoami.
+//	          tasks, schedules, whoami, its own token records.
 //	operator  viewer + incarnations (create, run, unlock, upgrade, members,
 //	          delete), run cancel, procedures, procedure execution,
 //	          schedules, and its own API tokens (create, revoke).
-//	admin     everything: archons, tokens of any archon, the audit log,
+//	admin     everything: archons (create, disable, enable), tokens of any
+//	          archon (list, create, revoke), the audit log,
 //	          services (register, update, delete), souls (accept, reject,
 //	          covens) and join tokens — everything that decides which hosts
 //	          and which code the fleet trusts.

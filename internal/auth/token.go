@@ -29,7 +29,9 @@ type Issued struct {
 }
 
 // IssueToken signs a token for archon valid for ttl (DefaultTokenTTL when
-// ttl is 0) and records it so it can be revoked.
+// ttl is 0) and records it so it can be revoked. A disabled Archon's token
+// is issued but refused until the Archon is enabled (the keeper reissues
+// the Checker's token at every start, whatever its Archon's state).
 func (a *Authority) IssueToken(ctx context.Context, archon store.Archon, ttl time.Duration, description string) (Issued, error) {
 	if ttl == 0 {
 		ttl = DefaultTokenTTL
@@ -41,13 +43,14 @@ func (a *Authority) IssueToken(ctx context.Context, archon store.Archon, ttl tim
 	if err != nil {
 		return Issued{}, err
 	}
-	now := a.now().UTC().Truncate(time.Second)
+	exact := a.now().UTC()
+	now := exact.Truncate(time.Second) // JWT times are whole seconds
 	rec := store.Token{
 		ID:          uuid.NewString(),
 		ArchonID:    archon.ID,
 		Description: description,
 		ExpiresAt:   now.Add(ttl),
-		CreatedAt:   now,
+		CreatedAt:   exact, // orders the token list, also within a second
 	}
 	c := claims{
 		Role: string(role),
@@ -71,8 +74,12 @@ func (a *Authority) IssueToken(ctx context.Context, archon store.Archon, ttl tim
 
 // Authenticate verifies a bearer token (with or without the "Bearer "
 // prefix) and returns its Principal. Missing, malformed, badly signed,
-// expired, unknown and revoked tokens are CodeUnauthorized; a store that
-// cannot be reached is CodeUnavailable.
+// expired, unknown and revoked tokens, and tokens of a disabled Archon, are
+// CodeUnauthorized; a store that cannot be reached is CodeUnavailable.
+//
+// The role is the Archon's as stored now, not the one signed into the
+// token when it was issued: disabling an Archon or changing its role takes
+// effect on its next request. Token and Archon are one store read.
 func (a *Authority) Authenticate(ctx context.Context, bearer string) (Principal, error) {
 	raw := strings.TrimSpace(bearer)
 	if len(raw) >= 7 && strings.EqualFold(raw[:7], "bearer ") {
@@ -97,11 +104,7 @@ func (a *Authority) Authenticate(ctx context.Context, bearer string) (Principal,
 	case c.ID == "" || c.Subject == "":
 		return Principal{}, unauthorized("invalid token: no id or subject", nil)
 	}
-	role, err := ParseRole(c.Role)
-	if err != nil {
-		return Principal{}, unauthorized("invalid token: unknown role", err)
-	}
-	rec, err := a.st.GetToken(ctx, c.ID)
+	rec, ar, err := a.st.GetTokenArchon(ctx, c.ID)
 	if err != nil {
 		return Principal{}, storeErr(err, "unknown token")
 	}
@@ -111,7 +114,31 @@ func (a *Authority) Authenticate(ctx context.Context, bearer string) (Principal,
 	if rec.ArchonID != c.Subject {
 		return Principal{}, unauthorized("invalid token: subject mismatch", nil)
 	}
+	if ar.DisabledAt != nil {
+		return Principal{}, unauthorized("archon disabled", nil)
+	}
+	role, err := ParseRole(ar.Role)
+	if err != nil {
+		return Principal{}, unauthorized("archon has an unknown role", err)
+	}
 	return Principal{ArchonID: c.Subject, Role: role, TokenID: c.ID, ExpiresAt: c.ExpiresAt.Time}, nil
+}
+
+// Tokens lists token records, oldest first: an admin's call lists every
+// Archon's (or archonID's, when given), anyone else's only its own —
+// asking for another Archon's is forbidden.
+func (a *Authority) Tokens(ctx context.Context, p Principal, archonID string) ([]store.Token, error) {
+	if !p.Role.Allows(RoleAdmin) {
+		if archonID != "" && archonID != p.ArchonID {
+			return nil, domain.Errorf(domain.CodeForbidden, "role %s may list only its own tokens: admin role required", p.Role)
+		}
+		archonID = p.ArchonID
+	}
+	ts, err := a.st.ListTokens(ctx, archonID)
+	if err != nil {
+		return nil, fmt.Errorf("listing tokens: %w", err)
+	}
+	return ts, nil
 }
 
 // RevokeToken revokes token id. Admins may revoke any token, others only

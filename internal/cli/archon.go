@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -18,9 +19,9 @@ func newArchonCmd(g *Globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "archon",
 		Aliases: []string{"archons"},
-		Short:   "Create and list Archons (operators) — admin only",
+		Short:   "Create, list, disable and enable Archons (operators) — admin only",
 	}
-	c.AddCommand(newArchonCreateCmd(g), newArchonListCmd(g))
+	c.AddCommand(newArchonCreateCmd(g), newArchonListCmd(g), newArchonDisableCmd(g), newArchonEnableCmd(g))
 	return c
 }
 
@@ -88,12 +89,91 @@ func newArchonListCmd(g *Globals) *cobra.Command {
 				as = []store.Archon{}
 			}
 			return g.Emit(cmd, as, func(w io.Writer) error {
-				row(w, "ID", "NAME", "ROLE", "CREATED")
+				row(w, "ID", "NAME", "ROLE", "STATUS", "CREATED")
 				for _, a := range as {
-					row(w, a.ID, a.Name, a.Role, ago(a.CreatedAt))
+					status := "enabled"
+					if a.DisabledAt != nil {
+						status = "disabled " + ago(*a.DisabledAt)
+					}
+					row(w, a.ID, a.Name, a.Role, status, ago(a.CreatedAt))
 				}
 				return nil
 			})
 		},
 	}
+}
+
+// Help of archon disable and archon enable.
+const (
+	archonDisableLong = `Disables an Archon: each of its tokens — including any a leaked token
+minted — is refused from its next request on, until it is enabled again.
+The last enabled admin cannot be disabled. Before enabling a compromised
+Archon again, revoke the tokens you do not trust (soulctl token list
+--archon NAME, soulctl token revoke ID).`
+	archonEnableLong = `Enables a disabled Archon: its tokens that are neither revoked nor
+expired work again.`
+)
+
+func newArchonDisableCmd(g *Globals) *cobra.Command {
+	return newArchonSwitchCmd(g, "disable", "Disable an Archon: every one of its tokens is refused at once", archonDisableLong,
+		(*apiclient.Client).DisableArchon)
+}
+
+func newArchonEnableCmd(g *Globals) *cobra.Command {
+	return newArchonSwitchCmd(g, "enable", "Enable a disabled Archon again", archonEnableLong,
+		(*apiclient.Client).EnableArchon)
+}
+
+// newArchonSwitchCmd is `archon disable` or `archon enable` (verb), which
+// call call with the Archon's id.
+func newArchonSwitchCmd(g *Globals, verb, short, long string,
+	call func(*apiclient.Client, context.Context, string) (store.Archon, error)) *cobra.Command {
+	var id string
+	c := &cobra.Command{
+		Use:     verb + " [archon-id-or-name]",
+		Short:   short,
+		Long:    long,
+		Example: "  soulctl archon " + verb + " alice",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ref, err := nameArg(args, id, "id")
+			if err != nil {
+				return err
+			}
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			a, err := call(cl, cmd.Context(), archonID(cmd.Context(), cl, ref))
+			if err != nil {
+				return err
+			}
+			return g.Emit(cmd, a, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "archon %s (%s) %sd\n", a.Name, a.ID, verb)
+				return err
+			})
+		},
+	}
+	addNameFlag(c, &id, "id", "Archon id or name")
+	return c
+}
+
+// archonID resolves an Archon name to its id when the caller may list
+// Archons and one has that name; anything else is taken as an id.
+func archonID(ctx context.Context, cl *apiclient.Client, ref string) string {
+	as, err := cl.ListArchons(ctx)
+	if err != nil {
+		return ref
+	}
+	for _, a := range as {
+		if a.ID == ref {
+			return ref
+		}
+	}
+	for _, a := range as {
+		if a.Name == ref {
+			return a.ID
+		}
+	}
+	return ref
 }

@@ -64,3 +64,59 @@ func TestJoinTokenCommands(t *testing.T) {
 		t.Errorf("join-token revoke of an unknown id: exit %d\n%s", r.Code, r.Stderr)
 	}
 }
+
+// TestArchonLockOutCommands: an admin finds the tokens a leaked token
+// minted (token list) and locks the Archon out (archon disable), by name.
+func TestArchonLockOutCommands(t *testing.T) {
+	k := startKeeper(t)
+	out := k.ctl(t, "archon", "create", "alice", "--role", "operator", "-o", "json").must(t)
+	var alice apiclient.CreatedArchon
+	if err := json.Unmarshal([]byte(out.Stdout), &alice); err != nil {
+		t.Fatal(err)
+	}
+	as := func(token string, args ...string) ctlResult {
+		return ctl(t, nil, "", append([]string{"--keeper", k.URL, "--token", token}, args...)...)
+	}
+	minted := strings.TrimSpace(as(alice.Token.Token, "token", "create", "-q", "--description", "minted").must(t).Stdout)
+
+	// The admin's list has every Archon's tokens; --archon takes a name.
+	all := k.ctl(t, "token", "list").must(t)
+	if !strings.HasPrefix(all.Stdout, "ID") || !strings.Contains(all.Stdout, "minted") || !strings.Contains(all.Stdout, alice.Token.ID) {
+		t.Fatalf("token list:\n%s", all.Stdout)
+	}
+	js := k.ctl(t, "token", "list", "--archon", "alice", "-o", "json").must(t)
+	var theirs []store.Token
+	if err := json.Unmarshal([]byte(js.Stdout), &theirs); err != nil || len(theirs) != 2 {
+		t.Fatalf("token list --archon alice: %v\n%s", err, js.Stdout)
+	}
+	for _, tk := range theirs {
+		if tk.ArchonID != alice.Archon.ID {
+			t.Errorf("token list --archon alice lists %+v", tk)
+		}
+	}
+	if strings.Contains(all.Stdout+js.Stdout, minted) || strings.Contains(all.Stdout+js.Stdout, alice.Token.Token) {
+		t.Error("token list shows a token")
+	}
+	// Alice sees her own only.
+	if r := as(alice.Token.Token, "token", "list").must(t); strings.Count(r.Stdout, "\n") != 3 {
+		t.Errorf("alice's token list:\n%s", r.Stdout)
+	}
+
+	d := k.ctl(t, "archon", "disable", "alice").must(t)
+	if !strings.Contains(d.Stdout, "alice") || !strings.Contains(d.Stdout, "disabled") {
+		t.Errorf("archon disable:\n%s", d.Stdout)
+	}
+	for _, tok := range []string{alice.Token.Token, minted} {
+		if r := as(tok, "whoami"); r.Code != 1 || !strings.Contains(r.Stderr, "archon disabled") {
+			t.Errorf("whoami as a disabled archon: exit %d\n%s", r.Code, r.Stderr)
+		}
+	}
+	if r := k.ctl(t, "archon", "list").must(t); !strings.Contains(r.Stdout, "STATUS") || !strings.Contains(r.Stdout, "disabled") {
+		t.Errorf("archon list:\n%s", r.Stdout)
+	}
+	if r := k.ctl(t, "archon", "disable", "root"); r.Code != 1 || !strings.Contains(r.Stderr, "409") || !strings.Contains(r.Stderr, "last enabled admin") {
+		t.Errorf("disabling the last admin: exit %d\n%s", r.Code, r.Stderr)
+	}
+	k.ctl(t, "archon", "enable", "--id", alice.Archon.ID).must(t)
+	as(alice.Token.Token, "whoami").must(t)
+}

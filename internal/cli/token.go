@@ -10,6 +10,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/cmdutil"
+	"github.com/soulstack/soulstack/internal/store"
 )
 
 func init() { subcommands = append(subcommands, newTokenCmd) }
@@ -19,10 +20,63 @@ func newTokenCmd(g *Globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "token",
 		Aliases: []string{"tokens"},
-		Short:   "Issue and revoke Archon tokens (JWTs)",
+		Short:   "Issue, list and revoke Archon tokens (JWTs)",
 	}
-	c.AddCommand(newTokenCreateCmd(g), newTokenRevokeCmd(g))
+	c.AddCommand(newTokenCreateCmd(g), newTokenListCmd(g), newTokenRevokeCmd(g))
 	return c
+}
+
+func newTokenListCmd(g *Globals) *cobra.Command {
+	var archon string
+	c := &cobra.Command{
+		Use:     "list [--archon ID|NAME]",
+		Aliases: []string{"ls"},
+		Short:   "List token records: yours, or (admin) every Archon's",
+		Long: `Lists issued tokens (never the tokens themselves): an admin sees every
+Archon's, narrowed with --archon; anyone else sees its own. Tokens minted
+with a leaked token show up here: revoke them with soulctl token revoke ID.`,
+		Example: `  soulctl token list
+  soulctl token list --archon alice`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if archon != "" {
+				archon = archonID(cmd.Context(), cl, archon)
+			}
+			ts, err := cl.ListTokens(cmd.Context(), archon)
+			if err != nil {
+				return err
+			}
+			if ts == nil {
+				ts = []store.Token{}
+			}
+			return g.Emit(cmd, ts, func(w io.Writer) error {
+				row(w, "ID", "ARCHON", "DESCRIPTION", "STATUS", "EXPIRES", "CREATED")
+				for _, t := range ts {
+					row(w, t.ID, t.ArchonID, dash(t.Description), tokenStatus(t, now()), ago(t.ExpiresAt), ago(t.CreatedAt))
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().StringVar(&archon, "archon", "", "only this Archon's tokens, by id or name (another Archon's: admin)")
+	return c
+}
+
+// tokenStatus is whether a token record still authenticates at now (its
+// Archon being enabled).
+func tokenStatus(t store.Token, now time.Time) string {
+	switch {
+	case t.RevokedAt != nil:
+		return "revoked"
+	case !now.Before(t.ExpiresAt):
+		return "expired"
+	default:
+		return "active"
+	}
 }
 
 func newTokenCreateCmd(g *Globals) *cobra.Command {

@@ -59,12 +59,14 @@ const (
 	RunCancelled = "cancelled"
 )
 
-// Archon is an operator identity.
+// Archon is an operator identity. A disabled Archon (DisabledAt set) is
+// refused with every one of its tokens until it is enabled again.
 type Archon struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	CreatedAt time.Time `json:"created_at"`
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Role       string     `json:"role"`
+	CreatedAt  time.Time  `json:"created_at"`
+	DisabledAt *time.Time `json:"disabled_at,omitempty"`
 }
 
 // Token is an issued JWT's record (the JWT itself is not stored); revoked
@@ -312,8 +314,22 @@ type Store interface {
 	GetArchon(ctx context.Context, id string) (Archon, error)
 	ListArchons(ctx context.Context) ([]Archon, error)
 	CountArchons(ctx context.Context) (int, error)
+	// DisableArchon marks the Archon disabled at at (disabling twice keeps
+	// the first time). Conflict, nothing written, when it is the last
+	// enabled admin — also when admins disable each other concurrently.
+	// ErrNotFound when it does not exist.
+	DisableArchon(ctx context.Context, id string, at time.Time) error
+	// EnableArchon clears the Archon's DisabledAt; ErrNotFound when it does
+	// not exist.
+	EnableArchon(ctx context.Context, id string) error
 	CreateToken(ctx context.Context, t Token) error
 	GetToken(ctx context.Context, id string) (Token, error)
+	// GetTokenArchon returns token id's record and its Archon, read
+	// together (one query per authenticated request).
+	GetTokenArchon(ctx context.Context, id string) (Token, Archon, error)
+	// ListTokens lists the token records of archonID ("" = every Archon),
+	// oldest first.
+	ListTokens(ctx context.Context, archonID string) ([]Token, error)
 	RevokeToken(ctx context.Context, id string, at time.Time) error
 
 	// Audit.

@@ -12,16 +12,66 @@ import (
 
 // CreateArchon inserts an Archon; conflict when the id or name is taken.
 func (s *Store) CreateArchon(ctx context.Context, a store.Archon) error {
-	_, err := s.write(ctx, `INSERT INTO archons (id, name, role, created_at) VALUES (?, ?, ?, ?)`,
-		a.ID, a.Name, a.Role, s.ts(s.orNow(a.CreatedAt)))
+	_, err := s.write(ctx, `INSERT INTO archons (id, name, role, created_at, disabled_at) VALUES (?, ?, ?, ?, ?)`,
+		a.ID, a.Name, a.Role, s.ts(s.orNow(a.CreatedAt)), s.tsPtr(a.DisabledAt))
 	return s.wrap("creating archon "+a.Name, err)
 }
 
-const archonCols = `id, name, role, created_at`
+// adminGuard is the settings row every DisableArchon writes first. The row
+// lock PostgreSQL takes on it (SQLite has one writer anyway) orders
+// concurrent disables, so that two admins disabling each other cannot both
+// count the other as still enabled.
+const adminGuard = "store.archons.admin_guard"
+
+// DisableArchon marks the Archon disabled unless it is the last enabled
+// admin.
+func (s *Store) DisableArchon(ctx context.Context, id string, at time.Time) error {
+	return s.inTx(ctx, "disabling archon "+id, func(tx q) error {
+		if _, err := tx.exec(ctx, `INSERT INTO settings (name, value) VALUES (?, ?)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, adminGuard, []byte{}); err != nil {
+			return err
+		}
+		a, err := scanArchon(tx.row(ctx, `SELECT `+archonCols+` FROM archons WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("archon", id)
+		}
+		if err != nil || a.DisabledAt != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `UPDATE archons SET disabled_at = ? WHERE id = ?`, s.ts(at), id); err != nil {
+			return err
+		}
+		if a.Role != store.RoleAdmin {
+			return nil
+		}
+		var admins int
+		if err := tx.row(ctx, `SELECT COUNT(*) FROM archons WHERE role = ? AND disabled_at IS NULL`, store.RoleAdmin).Scan(&admins); err != nil {
+			return err
+		}
+		if admins == 0 {
+			return conflict(nil, "archon %s is the last enabled admin: enable or create another admin first", a.Name)
+		}
+		return nil
+	})
+}
+
+// EnableArchon clears the Archon's disabled mark.
+func (s *Store) EnableArchon(ctx context.Context, id string) error {
+	n, err := s.write(ctx, `UPDATE archons SET disabled_at = NULL WHERE id = ?`, id)
+	if err != nil {
+		return s.wrap("enabling archon "+id, err)
+	}
+	if n == 0 {
+		return notFound("archon", id)
+	}
+	return nil
+}
+
+const archonCols = `id, name, role, created_at, disabled_at`
 
 func scanArchon(sc interface{ Scan(...any) error }) (store.Archon, error) {
 	var a store.Archon
-	err := sc.Scan(&a.ID, &a.Name, &a.Role, timeCol{&a.CreatedAt})
+	err := sc.Scan(&a.ID, &a.Name, &a.Role, timeCol{&a.CreatedAt}, nullTimeCol{&a.DisabledAt})
 	return a, err
 }
 
@@ -64,16 +114,52 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 	})
 }
 
+const tokenCols = `id, archon_id, description, expires_at, revoked_at, created_at`
+
+func scanToken(sc interface{ Scan(...any) error }, extra ...any) (store.Token, error) {
+	var t store.Token
+	err := sc.Scan(append([]any{&t.ID, &t.ArchonID, &t.Description, timeCol{&t.ExpiresAt}, nullTimeCol{&t.RevokedAt}, timeCol{&t.CreatedAt}}, extra...)...)
+	return t, err
+}
+
 // GetToken returns the token record with id.
 func (s *Store) GetToken(ctx context.Context, id string) (store.Token, error) {
-	var t store.Token
-	err := s.reader().row(ctx, `SELECT id, archon_id, description, expires_at, revoked_at, created_at
-		FROM tokens WHERE id = ?`, id).
-		Scan(&t.ID, &t.ArchonID, &t.Description, timeCol{&t.ExpiresAt}, nullTimeCol{&t.RevokedAt}, timeCol{&t.CreatedAt})
+	t, err := scanToken(s.reader().row(ctx, `SELECT `+tokenCols+` FROM tokens WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, notFound("token", id)
 	}
 	return t, s.wrap("reading token", err)
+}
+
+// GetTokenArchon returns the token record with id and its Archon in one
+// query.
+func (s *Store) GetTokenArchon(ctx context.Context, id string) (store.Token, store.Archon, error) {
+	var a store.Archon
+	t, err := scanToken(s.reader().row(ctx, `SELECT t.id, t.archon_id, t.description, t.expires_at, t.revoked_at, t.created_at,
+			a.id, a.name, a.role, a.created_at, a.disabled_at
+		FROM tokens t JOIN archons a ON a.id = t.archon_id WHERE t.id = ?`, id),
+		&a.ID, &a.Name, &a.Role, timeCol{&a.CreatedAt}, nullTimeCol{&a.DisabledAt})
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Token{}, store.Archon{}, notFound("token", id)
+	}
+	return t, a, s.wrap("reading token", err)
+}
+
+// ListTokens returns the token records of archonID ("" = all), oldest
+// first.
+func (s *Store) ListTokens(ctx context.Context, archonID string) ([]store.Token, error) {
+	query := `SELECT ` + tokenCols + ` FROM tokens`
+	var args []any
+	if archonID != "" {
+		query += ` WHERE archon_id = ?`
+		args = append(args, archonID)
+	}
+	rows, err := s.reader().query(ctx, query+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, s.wrap("listing tokens", err)
+	}
+	out, err := collect(rows, func(sc interface{ Scan(...any) error }) (store.Token, error) { return scanToken(sc) })
+	return out, s.wrap("listing tokens", err)
 }
 
 // RevokeToken marks the token revoked at at; revoking twice keeps the first

@@ -10,7 +10,9 @@ import (
 
 var authTests = []test{
 	{"Archons", testArchons},
+	{"DisableAndEnable", testArchonDisable},
 	{"Tokens", testTokens},
+	{"ListTokensAndTokenArchon", testListTokens},
 	{"Audit", testAudit},
 	{"Settings", testSettings},
 	{"TimeNormalization", testTimeNormalization},
@@ -57,6 +59,92 @@ func testArchons(t *testing.T, s store.Store) {
 	if got.CreatedAt.Before(before) || got.CreatedAt.After(time.Now().Add(time.Second)) {
 		t.Fatalf("stamped CreatedAt = %v, want about now", got.CreatedAt)
 	}
+}
+
+func testArchonDisable(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	root := store.Archon{ID: "a1", Name: "root", Role: store.RoleAdmin, CreatedAt: base}
+	ops := store.Archon{ID: "a2", Name: "ops", Role: store.RoleOperator, CreatedAt: base}
+	for _, a := range []store.Archon{root, ops} {
+		must(t, s.CreateArchon(ctx, a))
+	}
+	// The only admin cannot be disabled; others can, and the first time
+	// stays.
+	wantConflict(t, s.DisableArchon(ctx, "a1", at(time.Minute)))
+	must(t, s.DisableArchon(ctx, "a2", at(time.Minute)))
+	must(t, s.DisableArchon(ctx, "a2", at(time.Hour)))
+	got, err := s.GetArchon(ctx, "a2")
+	must(t, err)
+	ops.DisabledAt = ptr(at(time.Minute))
+	diff(t, "disabled archon", got, ops)
+	got, err = s.GetArchon(ctx, "a1")
+	must(t, err)
+	diff(t, "the last admin after a refused disable", got, root)
+	list, err := s.ListArchons(ctx)
+	must(t, err)
+	diff(t, "ListArchons", list, []store.Archon{ops, root})
+
+	// With a second admin, one of the two can be disabled, not both; a
+	// disabled admin does not count.
+	must(t, s.CreateArchon(ctx, store.Archon{ID: "a3", Name: "root2", Role: store.RoleAdmin, CreatedAt: base}))
+	must(t, s.DisableArchon(ctx, "a1", at(time.Minute)))
+	wantConflict(t, s.DisableArchon(ctx, "a3", at(time.Minute)))
+	must(t, s.EnableArchon(ctx, "a1"))
+	must(t, s.EnableArchon(ctx, "a1"))
+	got, err = s.GetArchon(ctx, "a1")
+	must(t, err)
+	diff(t, "enabled archon", got, root)
+	must(t, s.DisableArchon(ctx, "a3", at(time.Minute)))
+
+	wantNotFound(t, s.DisableArchon(ctx, "ghost", base))
+	wantNotFound(t, s.EnableArchon(ctx, "ghost"))
+
+	// A disabled Archon can be created (a restore, say).
+	off := store.Archon{ID: "a4", Name: "off", Role: store.RoleViewer, CreatedAt: base, DisabledAt: ptr(base)}
+	must(t, s.CreateArchon(ctx, off))
+	got, err = s.GetArchon(ctx, "a4")
+	must(t, err)
+	diff(t, "archon created disabled", got, off)
+}
+
+func testListTokens(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	root := store.Archon{ID: "a1", Name: "root", Role: store.RoleAdmin, CreatedAt: base}
+	ops := store.Archon{ID: "a2", Name: "ops", Role: store.RoleOperator, CreatedAt: base}
+	for _, a := range []store.Archon{root, ops} {
+		must(t, s.CreateArchon(ctx, a))
+	}
+	list, err := s.ListTokens(ctx, "")
+	must(t, err)
+	diff(t, "ListTokens on no tokens", list, []store.Token{})
+	t1 := store.Token{ID: "t1", ArchonID: "a2", Description: "ci", ExpiresAt: at(time.Hour), CreatedAt: at(2 * time.Second)}
+	t2 := store.Token{ID: "t2", ArchonID: "a1", ExpiresAt: at(time.Hour), CreatedAt: at(time.Second)}
+	t3 := store.Token{ID: "t3", ArchonID: "a2", ExpiresAt: at(time.Hour), CreatedAt: at(3 * time.Second)}
+	for _, tok := range []store.Token{t3, t1, t2} {
+		must(t, s.CreateToken(ctx, tok))
+	}
+	must(t, s.RevokeToken(ctx, "t3", at(time.Minute)))
+	t3.RevokedAt = ptr(at(time.Minute))
+
+	list, err = s.ListTokens(ctx, "")
+	must(t, err)
+	diff(t, "ListTokens (oldest first)", list, []store.Token{t2, t1, t3})
+	list, err = s.ListTokens(ctx, "a2")
+	must(t, err)
+	diff(t, "ListTokens of a2", list, []store.Token{t1, t3})
+	list, err = s.ListTokens(ctx, "ghost")
+	must(t, err)
+	diff(t, "ListTokens of an unknown archon", list, []store.Token{})
+
+	// The token and its Archon, read together, disabled mark included.
+	must(t, s.DisableArchon(ctx, "a2", at(time.Hour)))
+	tok, ar, err := s.GetTokenArchon(ctx, "t1")
+	must(t, err)
+	diff(t, "GetTokenArchon token", tok, t1)
+	ops.DisabledAt = ptr(at(time.Hour))
+	diff(t, "GetTokenArchon archon", ar, ops)
+	_, _, err = s.GetTokenArchon(ctx, "nope")
+	wantNotFound(t, err)
 }
 
 func testTokens(t *testing.T, s store.Store) {

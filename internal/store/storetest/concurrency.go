@@ -19,6 +19,7 @@ var concurrencyTests = []test{
 	{"CommitAbortRace", testCommitAbortRace},
 	{"CreateSoulRace", testCreateSoulRace},
 	{"JoinTokenUseRace", testJoinTokenUseRace},
+	{"AdminsDisablingEachOther", testAdminDisableRace},
 }
 
 // parallel runs fn(i) for i in [0, n) on n goroutines and waits.
@@ -273,5 +274,45 @@ func testJoinTokenUseRace(t *testing.T, s store.Store) {
 	must(t, err)
 	if len(list) != 1 || list[0].Uses != 3 {
 		t.Fatalf("join tokens after the race: %+v", list)
+	}
+}
+
+// testAdminDisableRace: admins disabling each other at once — every one
+// but one succeeds, and one admin stays enabled.
+func testAdminDisableRace(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const n = 6
+	for i := range n {
+		must(t, s.CreateArchon(ctx, store.Archon{ID: fmt.Sprintf("a%d", i), Name: fmt.Sprintf("admin%d", i), Role: store.RoleAdmin}))
+	}
+	for round := range 3 {
+		errs := make([]error, n)
+		parallel(n, func(i int) {
+			errs[i] = s.DisableArchon(ctx, fmt.Sprintf("a%d", i), base)
+		})
+		refused := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+			case domain.ErrorCode(err) == domain.CodeConflict:
+				refused++
+			default:
+				t.Fatalf("round %d: disabling a%d: %v", round, i, err)
+			}
+		}
+		as, err := s.ListArchons(ctx)
+		must(t, err)
+		enabled := 0
+		for _, a := range as {
+			if a.DisabledAt == nil {
+				enabled++
+			}
+		}
+		if refused != 1 || enabled != 1 {
+			t.Fatalf("round %d: %d disables refused and %d admins left enabled, want 1 and 1", round, refused, enabled)
+		}
+		for i := range n {
+			must(t, s.EnableArchon(ctx, fmt.Sprintf("a%d", i)))
+		}
 	}
 }
