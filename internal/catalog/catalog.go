@@ -25,6 +25,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/dsl"
+	_ "github.com/soulstack/soulstack/internal/stateschema/dslhook" // state_schema checking when loading services
 	"github.com/soulstack/soulstack/internal/store"
 )
 

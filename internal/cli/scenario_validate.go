@@ -13,6 +13,7 @@ import (
 	"github.com/soulstack/soulstack/internal/dsl"
 	// The module schemas validate params.
 	_ "github.com/soulstack/soulstack/internal/module/core"
+	_ "github.com/soulstack/soulstack/internal/stateschema/dslhook" // state_schema checking when loading services
 )
 
 // scenarioSubcommands are the verbs of `soulctl scenario`; each verb file

@@ -221,14 +221,18 @@ func (p *parser) manifest(fsys fs.FS, svc *Service) {
 			p.add(posOf(file, schemaNode), "state_schema", fmt.Sprintf("state_schema must be a JSON Schema object, got %s", kindName(schemaNode)))
 			return
 		}
-		sch, err := compileSchema(m)
+		if schemaCompiler == nil {
+			// Fail closed: a state_schema that cannot be checked is refused.
+			p.add(posOf(file, schemaNode), "state_schema", "state_schema cannot be checked by this program (built without internal/stateschema/dslhook)")
+			return
+		}
+		validate, msg, loc, err := schemaCompiler(m)
 		if err != nil {
-			msg, loc := schemaErrorLeaves(err)
 			p.add(posOf(file, nodeAt(schemaNode, loc)), "state_schema", "state_schema is not a valid JSON Schema: "+msg)
 			return
 		}
 		svc.Manifest.StateSchema = m
-		svc.stateSchema = sch
+		svc.validateState = validate
 	}
 }
 

@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Pos is a position in a service repository: File is relative to the repo
@@ -46,7 +44,7 @@ type Service struct {
 	Scenarios map[string]*Scenario
 	Destinies map[string]*Destiny
 
-	stateSchema *jsonschema.Schema
+	validateState func(map[string]any) error
 }
 
 // Manifest is service.yml.

@@ -1,14 +1,7 @@
 package dsl
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"sort"
-	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/soulstack/soulstack/internal/domain"
 )
@@ -54,47 +47,30 @@ func deepMerge(dst, src map[string]any) map[string]any {
 	return dst
 }
 
+// SchemaCompiler compiles a state_schema: the validate function it returns
+// checks a state; on error msg has the problem and loc the JSON pointer
+// tokens of its place in the schema. stateschema.Compile is the one in use.
+type SchemaCompiler func(schema map[string]any) (validate func(state map[string]any) error, msg string, loc []string, err error)
+
+var schemaCompiler SchemaCompiler
+
+// RegisterSchemaCompiler enables state_schema checking (package
+// stateschema/dslhook calls it in init). Programs that never load a
+// service.yml — the soul — leave it unset and do not link JSON Schema.
+func RegisterSchemaCompiler(c SchemaCompiler) { schemaCompiler = c }
+
 // ValidateState checks a state (the result of state_changes applied to the
 // committed state) against service.yml's state_schema; nil when there is
 // no schema. The error is a *domain.Error with CodeInvalid naming the
 // failing location.
 func (s *Service) ValidateState(state map[string]any) error {
-	if s.stateSchema == nil {
+	if s.validateState == nil {
 		return nil
 	}
-	doc, err := jsonValue(state)
-	if err != nil {
-		return fmt.Errorf("state is not JSON-representable: %w", err)
-	}
-	if err := s.stateSchema.Validate(doc); err != nil {
-		msg, _ := schemaErrorLeaves(err)
-		return &domain.Error{Code: domain.CodeInvalid, Message: "state violates service.yml state_schema", Err: errors.New(msg)}
+	if err := s.validateState(state); err != nil {
+		return &domain.Error{Code: domain.CodeInvalid, Message: "state violates service.yml state_schema", Err: err}
 	}
 	return nil
-}
-
-// jsonValue converts v to the representation jsonschema expects (json.Number
-// numbers) by a JSON round trip.
-func jsonValue(v any) (any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return jsonschema.UnmarshalJSON(bytes.NewReader(b))
-}
-
-// compileSchema compiles a state_schema document.
-func compileSchema(m map[string]any) (*jsonschema.Schema, error) {
-	doc, err := jsonValue(m)
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	const url = "soulstack:///service.yml/state_schema.json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
 }
 
 // Counts are the sizes shown by soulctl scenario validate.
@@ -121,35 +97,4 @@ func (s *Service) Counts() Counts {
 		walk(d.Tasks)
 	}
 	return c
-}
-
-// schemaErrorLeaves flattens a jsonschema error into its leaf messages
-// ("at '/properties/version/type': value must be one of …") and the
-// instance location of the first leaf.
-func schemaErrorLeaves(err error) (string, []string) {
-	var sve *jsonschema.SchemaValidationError
-	if errors.As(err, &sve) {
-		err = sve.Err
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return err.Error(), nil
-	}
-	var leaves []string
-	var first []string
-	var walk func(*jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			if first == nil {
-				first = e.InstanceLocation
-			}
-			leaves = append(leaves, e.Error())
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	return strings.Join(leaves, "; "), first
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/soulstack/soulstack/internal/module"
 	// The modules the DSL validates against and stubs name.
 	_ "github.com/soulstack/soulstack/internal/module/core"
+	_ "github.com/soulstack/soulstack/internal/stateschema/dslhook" // state_schema checking when loading services
 )
 
 // Load reads and validates the service repository in dir and parses every
