@@ -323,7 +323,9 @@ func (g *Gateway) reclaimPending(ctx context.Context, known store.Soul, h *pb.He
 		SID: h.Sid, PublicKey: h.PublicKey, Status: store.SoulDisconnected, Covens: tok.Covens,
 		Soulprint: soulprint, Version: h.Version, KeeperID: g.cfg.KeeperID, LastSeen: now, CreatedAt: known.CreatedAt,
 	}
-	if err := st.UpsertSoul(ctx, s); err != nil {
+	// Only if it is still the pending record read: an Archon may have
+	// decided on it, or another keeper replaced it, since.
+	if err := st.ReplacePendingSoul(ctx, s, known.PublicKey); err != nil {
 		return outcome{}, false, fmt.Errorf("registering soul %s: %w", h.Sid, err)
 	}
 	g.log.Warn("a soul with a join token took over a SID pending under another key", "sid", h.Sid, "token", tok.ID, "peer", peer)

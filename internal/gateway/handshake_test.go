@@ -317,6 +317,41 @@ func TestHelloKeepsConcurrentAccept(t *testing.T) {
 	}
 }
 
+// An Archon rejects a SID pending under one key while a soul with a join
+// token and another key takes it over: the rejection stands, and the soul
+// is refused when it tries again.
+func TestReclaimKeepsConcurrentReject(t *testing.T) {
+	dir := t.TempDir()
+	var st store.Store
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{wrap: func(s store.Store) store.Store {
+		st = s
+		return &interleaved{Store: s, between: func(sid string) {
+			if err := st.SetSoulStatus(context.Background(), sid, store.SoulRejected, "", time.Now()); err != nil {
+				t.Error(err)
+			}
+		}}
+	}})
+	_, squatter, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.store.CreateSoul(context.Background(), store.Soul{SID: "web-9", PublicKey: squatter.Public().(ed25519.PublicKey),
+		Status: store.SoulPending, LastSeen: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	token := k.joinToken(t, "web")
+	if m, err := dialRaw(t, k).handshake("web-9", nil, token); err == nil && m.GetWelcome() != nil {
+		t.Fatalf("the takeover of a SID rejected meanwhile was welcomed: %v", m)
+	}
+	s := k.soul(t, "web-9")
+	if s.Status != store.SoulRejected || !ed25519.PublicKey(s.PublicKey).Equal(squatter.Public()) {
+		t.Fatalf("soul = %+v, want rejected under the squatter's key", s)
+	}
+	if m, err := dialRaw(t, k).handshake("web-9", nil, token); err != nil || m.GetRejected().GetReason() != pb.Rejected_REASON_REJECTED {
+		t.Fatalf("the next hello: %v, %v; want rejected", m, err)
+	}
+}
+
 // Anyone who reaches the port can register a pending soul per SID: their
 // number is bounded. Beyond MaxPending a new soul without a token is told
 // to retry and not recorded; souls with a join token still join.

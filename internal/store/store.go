@@ -346,6 +346,12 @@ type Store interface {
 	// UpsertSoul it never replaces a registered soul's key or status, so of
 	// two keepers registering one SID at once exactly one wins.
 	CreateSoul(ctx context.Context, s Soul) error
+	// ReplacePendingSoul replaces every field but CreatedAt of soul s.SID
+	// if it is still pending under pendingKey (a join token taking over a
+	// SID only pending under another key). Conflict, nothing written, when
+	// it is not (an Archon decided, or another keeper replaced it
+	// meanwhile); ErrNotFound when it does not exist.
+	ReplacePendingSoul(ctx context.Context, s Soul, pendingKey []byte) error
 	GetSoul(ctx context.Context, sid string) (Soul, error)
 	ListSouls(ctx context.Context, f SoulFilter) ([]Soul, error) // sorted by SID
 	// SetSoulStatus sets status and keeper and sets LastSeen to at.

@@ -65,6 +65,34 @@ func (s *Store) CreateSoul(ctx context.Context, so store.Soul) error {
 	return err
 }
 
+// ReplacePendingSoul replaces the soul if it is still pending under
+// pendingKey.
+func (s *Store) ReplacePendingSoul(ctx context.Context, so store.Soul, pendingKey []byte) error {
+	op := "replacing pending soul " + so.SID
+	soulprint, err := reqMap(so.Soulprint)
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	covens := sortedSet(so.Covens)
+	return s.inTx(ctx, op, func(tx q) error {
+		n, err := tx.affected(ctx, `UPDATE souls SET public_key = ?, status = ?, covens = ?, soulprint = ?, version = ?,
+				keeper_id = ?, last_seen = ?
+			WHERE sid = ? AND status = ? AND public_key = ?`,
+			so.PublicKey, so.Status, strList(covens), soulprint, so.Version, so.KeeperID, s.ts(so.LastSeen),
+			so.SID, store.SoulPending, pendingKey)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := mustExist(ctx, tx, "soul", "souls", "sid", so.SID); err != nil {
+				return err
+			}
+			return conflict(nil, "soul %s is no longer pending under the key it had", so.SID)
+		}
+		return replaceSoulCovens(ctx, tx, so.SID, covens)
+	})
+}
+
 // replaceSoulCovens rewrites the coven index rows of sid.
 func replaceSoulCovens(ctx context.Context, tx q, sid string, covens []string) error {
 	if _, err := tx.exec(ctx, `DELETE FROM soul_covens WHERE sid = ?`, sid); err != nil {

@@ -13,6 +13,7 @@ var soulTests = []test{
 	{"UpsertAndGet", testSoulUpsert},
 	{"CreateIsInsertOnly", testSoulCreate},
 	{"SetVersion", testSoulSetVersion},
+	{"ReplacePending", testSoulReplacePending},
 	{"ListFilters", testSoulFilters},
 	{"StatusAndFacts", testSoulStatus},
 	{"JoinTokens", testJoinTokens},
@@ -113,6 +114,38 @@ func testSoulSetVersion(t *testing.T, s store.Store) {
 	want.Version, want.Status, want.KeeperID, want.LastSeen = "2.0.0", store.SoulRejected, "", at(time.Hour)
 	diff(t, "GetSoul after SetSoulVersion", got, want)
 	wantNotFound(t, s.SetSoulVersion(ctx, "ghost", "1.0.0"))
+}
+
+func testSoulReplacePending(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	squat := soul("h1")
+	squat.Status, squat.Covens, squat.PublicKey = store.SoulPending, []string{}, []byte("squatter")
+	must(t, s.CreateSoul(ctx, squat))
+
+	// Under another key than the pending one: refused, nothing written.
+	holder := soul("h1", "web", "dc1")
+	holder.Status, holder.PublicKey, holder.CreatedAt = store.SoulDisconnected, []byte("holder"), at(time.Hour)
+	wantConflict(t, s.ReplacePendingSoul(ctx, holder, []byte("someone else")))
+	got, err := s.GetSoul(ctx, "h1")
+	must(t, err)
+	diff(t, "soul after a refused replace", got, squat)
+
+	must(t, s.ReplacePendingSoul(ctx, holder, []byte("squatter")))
+	got, err = s.GetSoul(ctx, "h1")
+	must(t, err)
+	want := holder
+	want.Covens, want.CreatedAt = []string{"dc1", "web"}, base
+	diff(t, "replaced soul", got, want)
+	web, err := s.ListSouls(ctx, store.SoulFilter{Covens: []string{"web"}})
+	must(t, err)
+	diff(t, "coven web after replace", len(web), 1)
+
+	// No longer pending (replaced, or decided by an Archon): refused.
+	again := holder
+	again.PublicKey = []byte("third")
+	wantConflict(t, s.ReplacePendingSoul(ctx, again, []byte("holder")))
+	wantConflict(t, s.ReplacePendingSoul(ctx, again, []byte("squatter")))
+	wantNotFound(t, s.ReplacePendingSoul(ctx, soul("ghost"), []byte("k")))
 }
 
 func testSoulFilters(t *testing.T, s store.Store) {
