@@ -5,7 +5,10 @@
 // EdDSA (Ed25519) JWTs signed by the Keeper: the token carries the archon id
 // (sub), its role, a token id (jti) and an expiry. Every issued token has a
 // store.Token record under its jti, so a token can be revoked before it
-// expires; Authenticate refuses tokens whose record is missing or revoked.
+// expires; Authenticate refuses tokens whose record is missing or revoked,
+// and every token of a disabled Archon. The role that counts is the
+// Archon's as stored, read with the token record on every request: the
+// claim only records what it was at issue.
 // The signing key is created once by Init and kept in the store's settings,
 // so every Keeper sharing a database verifies the same tokens.
 package auth
