@@ -39,7 +39,10 @@ type Param struct {
 
 // Schema declares what a module accepts.
 type Schema struct {
-	Params map[string]Param
+	// Summary is a one-line description of what the module does, shown by
+	// `soulctl module list|show`; optional.
+	Summary string
+	Params  map[string]Param
 	// ExactlyOne lists groups of parameters of which exactly one must be
 	// given (for example {"command", "cmd"} for core.exec.run).
 	ExactlyOne [][]string

@@ -14,6 +14,7 @@ import (
 
 func init() {
 	register("core.exec.run", module.Schema{
+		Summary: "Run a program (cmd with args, no shell) or a command line (command, via /bin/sh -c)",
 		Params: map[string]module.Param{
 			"command": str(false, "command line run by /bin/sh -c"),
 			"cmd":     str(false, "program to run with args as argv, no shell"),
@@ -26,6 +27,7 @@ func init() {
 		RunsProgram: true,
 	}, execRun)
 	register("core.cmd.shell", module.Schema{
+		Summary: "Run a command line through /bin/sh -c",
 		Params: map[string]module.Param{
 			"cmd":   str(true, "command line run by /bin/sh -c"),
 			"env":   typed(module.TypeMap, "extra environment variables"),

@@ -31,12 +31,14 @@ func fileParams(extra map[string]module.Param) map[string]module.Param {
 
 func init() {
 	register("core.file.present", module.Schema{
+		Summary: "Ensure a file exists, with the given content, mode and owner",
 		Params: fileParams(map[string]module.Param{
 			"content":  str(false, "file content; omitted: the file is created empty if missing and its content left alone"),
 			"makedirs": {Type: module.TypeBool, Default: false, Description: "create missing parent directories (0755)"},
 		}),
 	}, filePresent)
 	register("core.file.rendered", module.Schema{
+		Summary: "Render a template of the scenario or destiny into a file",
 		Params: fileParams(map[string]module.Param{
 			"template": str(true, "template path relative to the scenario or destiny directory"),
 			"vars":     typed(module.TypeMap, "extra template data, merged over the task's data"),
@@ -44,10 +46,12 @@ func init() {
 		}),
 	}, fileRendered)
 	register("core.file.absent", module.Schema{
-		Params: map[string]module.Param{"path": str(true, "path to remove (a directory is removed with its content)")},
+		Summary: "Ensure a file or directory (with its content) does not exist",
+		Params:  map[string]module.Param{"path": str(true, "path to remove (a directory is removed with its content)")},
 	}, fileAbsent)
 	register("core.file.directory", module.Schema{
-		Params: fileParams(nil),
+		Summary: "Ensure a directory exists, with the given mode and owner",
+		Params:  fileParams(nil),
 	}, fileDirectory)
 }
 

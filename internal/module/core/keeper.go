@@ -15,6 +15,7 @@ import (
 
 func init() {
 	register("core.cloud.created", module.Schema{
+		Summary: "Create cloud instances from a provider profile registered on the Keeper",
 		Params: map[string]module.Param{
 			"provider": str(true, "cloud provider registered through the Operator API"),
 			"profile":  str(true, "instance profile"),
@@ -24,6 +25,7 @@ func init() {
 		KeeperSide: true,
 	}, cloudCreated)
 	register("core.http.request", module.Schema{
+		Summary: "Send an HTTP request and check the status; in check mode only GET, HEAD and OPTIONS are sent",
 		Params: map[string]module.Param{
 			"url":     str(true, "URL"),
 			"method":  str(false, "HTTP method (GET)"),

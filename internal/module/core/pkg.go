@@ -14,6 +14,7 @@ import (
 
 func init() {
 	register("core.pkg.installed", module.Schema{
+		Summary: "Ensure packages are installed (apt or dnf), optionally at an exact version",
 		Params: map[string]module.Param{
 			"name":    str(false, "package to install"),
 			"names":   typed(module.TypeStrList, "packages to install"),
@@ -23,6 +24,7 @@ func init() {
 		Unconfinable: true,
 	}, pkgInstalled)
 	register("core.pkg.removed", module.Schema{
+		Summary: "Ensure packages are not installed (apt or dnf), optionally purging their configuration",
 		Params: map[string]module.Param{
 			"name":  str(false, "package to remove"),
 			"names": typed(module.TypeStrList, "packages to remove"),

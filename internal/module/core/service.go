@@ -19,8 +19,16 @@ func init() {
 		"reloaded":  serviceReloaded,
 		"enabled":   serviceEnabled,
 	}
+	summaries := map[string]string{
+		"running":   "Ensure a service is running (systemd, or an /etc/init.d script)",
+		"stopped":   "Ensure a service is stopped",
+		"restarted": "Restart a service (start it if stopped); always changes",
+		"reloaded":  "Reload a service's configuration (start it if stopped); always changes",
+		"enabled":   "Ensure a service starts at boot",
+	}
 	for op, apply := range ops {
 		register("core.service."+op, module.Schema{
+			Summary:      summaries[op],
 			Params:       map[string]module.Param{"name": str(true, "service name (systemd unit or /etc/init.d script)")},
 			Unconfinable: true,
 		}, apply)

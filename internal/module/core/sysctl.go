@@ -16,6 +16,7 @@ import (
 
 func init() {
 	register("core.sysctl.present", module.Schema{
+		Summary: "Ensure a kernel parameter (sysctl) has a value, persisted in /etc/sysctl.d by default",
 		Params: map[string]module.Param{
 			"name":    str(true, "sysctl key, e.g. net.core.somaxconn"),
 			"value":   {Type: module.TypeAny, Required: true, Description: "wanted value (string or number; fields are compared whitespace-insensitively)"},

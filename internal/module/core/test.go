@@ -11,10 +11,10 @@ import (
 )
 
 func init() {
-	register("core.test.ping", module.Schema{Params: map[string]module.Param{}, ReadOnly: true}, testPing)
-	register("core.test.echo", module.Schema{Params: map[string]module.Param{"message": {Type: module.TypeAny, Description: "value echoed back as stdout and data.message"}}, ReadOnly: true}, testEcho)
-	register("core.test.sleep", module.Schema{Params: map[string]module.Param{"duration": {Type: module.TypeAny, Required: true, Description: `how long: a Go duration such as "2s", or a number of seconds`}}, ReadOnly: true}, testSleep)
-	register("core.test.fail", module.Schema{Params: map[string]module.Param{"message": str(false, "failure message")}}, testFail)
+	register("core.test.ping", module.Schema{Summary: "Answer pong: checks that the host runs the module", Params: map[string]module.Param{}, ReadOnly: true}, testPing)
+	register("core.test.echo", module.Schema{Summary: "Echo a value back as stdout and data.message", Params: map[string]module.Param{"message": {Type: module.TypeAny, Description: "value echoed back as stdout and data.message"}}, ReadOnly: true}, testEcho)
+	register("core.test.sleep", module.Schema{Summary: "Wait for a duration", Params: map[string]module.Param{"duration": {Type: module.TypeAny, Required: true, Description: `how long: a Go duration such as "2s", or a number of seconds`}}, ReadOnly: true}, testSleep)
+	register("core.test.fail", module.Schema{Summary: "Fail on purpose, with a message", Params: map[string]module.Param{"message": str(false, "failure message")}}, testFail)
 }
 
 func testPing(context.Context, map[string]any, *module.Env) (domain.Result, error) {

@@ -16,6 +16,7 @@ import (
 
 func init() {
 	register("core.user.present", module.Schema{
+		Summary: "Ensure a user account exists with the given uid, groups, shell and home",
 		Params: map[string]module.Param{
 			"name":        str(true, "user name"),
 			"uid":         typed(module.TypeInt, "numeric uid"),
@@ -30,6 +31,7 @@ func init() {
 		Unconfinable: true,
 	}, userPresent)
 	register("core.group.present", module.Schema{
+		Summary: "Ensure a group exists, with the given gid",
 		Params: map[string]module.Param{
 			"name":   str(true, "group name"),
 			"gid":    typed(module.TypeInt, "numeric gid"),
