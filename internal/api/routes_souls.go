@@ -63,6 +63,9 @@ func (s *Server) listSouls(w http.ResponseWriter, r *http.Request, _ auth.Princi
 	if err != nil {
 		return fmt.Errorf("listing souls: %w", err)
 	}
+	for i := range souls {
+		souls[i].Soulprint = souls[i].Facts()
+	}
 	writeJSON(w, http.StatusOK, nonNil(souls))
 	return nil
 }
@@ -73,6 +76,7 @@ func (s *Server) getSoul(w http.ResponseWriter, r *http.Request, _ auth.Principa
 	if err != nil {
 		return fmt.Errorf("soul %s: %w", sid, err)
 	}
+	soul.Soulprint = soul.Facts()
 	writeJSON(w, http.StatusOK, soul)
 	return nil
 }

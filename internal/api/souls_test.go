@@ -75,6 +75,25 @@ func TestSouls(t *testing.T) {
 	if err != nil || !slices.Equal(s.Covens, []string{"staging"}) {
 		t.Fatalf("covens %+v, %v", s, err)
 	}
+	// The soulprint shows the covens the Keeper holds, as expressions see
+	// them (soulprint.self.covens), not the soul's own empty list.
+	for _, get := range []func() (store.Soul, error){
+		func() (store.Soul, error) { return admin.GetSoul(ctx, "h2") },
+		func() (store.Soul, error) {
+			all, err := admin.ListSouls(ctx, apiclient.SoulQuery{})
+			for _, x := range all {
+				if x.SID == "h2" {
+					return x, err
+				}
+			}
+			return store.Soul{}, err
+		},
+	} {
+		got, err := get()
+		if err != nil || fmt.Sprint(got.Soulprint["covens"]) != "[staging]" {
+			t.Errorf("soulprint.covens = %v (%v), want [staging]", got.Soulprint["covens"], err)
+		}
+	}
 	s, err = admin.RejectSoul(ctx, "h3")
 	if err != nil || s.Status != store.SoulRejected {
 		t.Fatalf("rejected %+v, %v", s, err)

@@ -208,16 +208,8 @@ func (r *runner) prepare(ctx context.Context) error {
 	sps := make([]map[string]any, 0, len(r.members))
 	for _, sid := range r.members {
 		s := bySID[sid]
-		facts := maps.Clone(s.Soulprint)
-		if facts == nil {
-			facts = map[string]any{}
-		}
+		facts := s.Facts()
 		facts["sid"] = sid
-		covens := make([]any, len(s.Covens))
-		for i, c := range s.Covens {
-			covens[i] = c
-		}
-		facts["covens"] = covens
 		r.hosts[sid] = &host{sid: sid, covens: s.Covens, facts: facts}
 		sps = append(sps, facts)
 	}

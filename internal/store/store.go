@@ -110,6 +110,22 @@ type Soul struct {
 	CreatedAt time.Time      `json:"created_at"`
 }
 
+// Facts is the soulprint as expressions see it (soulprint.self): what the
+// soul reported, with covens filled in by the Keeper (the soul itself
+// reports covens: []).
+func (s Soul) Facts() map[string]any {
+	f := make(map[string]any, len(s.Soulprint)+1)
+	for k, v := range s.Soulprint {
+		f[k] = v
+	}
+	covens := make([]any, len(s.Covens))
+	for i, c := range s.Covens {
+		covens[i] = c
+	}
+	f["covens"] = covens
+	return f
+}
+
 // SoulFilter narrows ListSouls; empty fields match everything. Covens
 // matches souls carrying all of the given covens.
 type SoulFilter struct {

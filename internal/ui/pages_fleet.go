@@ -159,7 +159,7 @@ func (u *UI) soul(r *http.Request) (view, error) {
 	if err != nil {
 		return view{}, fmt.Errorf("listing incarnations: %w", err)
 	}
-	sv := soulView{Soul: s, Facts: flattenFacts(s.Soulprint)}
+	sv := soulView{Soul: s, Facts: flattenFacts(s.Facts())}
 	for _, inc := range incs {
 		if slices.Contains(inc.Members, sid) {
 			sv.Incarnations = append(sv.Incarnations, inc)
