@@ -370,6 +370,13 @@ type Store interface {
 	ReplacePendingSoul(ctx context.Context, s Soul, pendingKey []byte) error
 	GetSoul(ctx context.Context, sid string) (Soul, error)
 	ListSouls(ctx context.Context, f SoulFilter) ([]Soul, error) // sorted by SID
+	// GetSouls returns the registered souls among sids (an incarnation's
+	// members), sorted by SID, each once; unknown SIDs are left out, no
+	// error. Any number of SIDs (large lists are read in chunks).
+	GetSouls(ctx context.Context, sids []string) ([]Soul, error)
+	// CountSouls counts the registered souls by status (statuses without
+	// souls are absent), without reading them.
+	CountSouls(ctx context.Context) (map[string]int, error)
 	// SetSoulStatus sets status and keeper and sets LastSeen to at.
 	SetSoulStatus(ctx context.Context, sid, status, keeperID string, at time.Time) error
 	UpdateSoulprint(ctx context.Context, sid string, soulprint map[string]any, at time.Time) error

@@ -32,6 +32,7 @@ func Run(t *testing.T, open Opener) {
 	}{
 		{"Auth", authTests},
 		{"Souls", soulTests},
+		{"SoulMembers", soulMemberTests},
 		{"Catalog", catalogTests},
 		{"Runs", runTests},
 		{"Checker", checkerTests},

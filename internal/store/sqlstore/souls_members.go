@@ -1,0 +1,63 @@
+package sqlstore
+
+import (
+	"context"
+	"slices"
+
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// soulChunk is how many SIDs one GetSouls query binds: well under SQLite's
+// variable limit (32766; 999 before 3.32) and PostgreSQL's 65535
+// parameters.
+const soulChunk = 500
+
+// GetSouls returns the registered souls among sids, sorted by SID, reading
+// them in chunks of soulChunk SIDs.
+func (s *Store) GetSouls(ctx context.Context, sids []string) ([]store.Soul, error) {
+	sids = slices.Compact(slices.Sorted(slices.Values(sids)))
+	out := make([]store.Soul, 0, len(sids))
+	// Sorted chunks of a sorted list, each read ORDER BY sid: the
+	// concatenation is sorted.
+	for chunk := range slices.Chunk(sids, soulChunk) {
+		args := make([]any, len(chunk))
+		for i, sid := range chunk {
+			args[i] = sid
+		}
+		rows, err := s.reader().query(ctx, `SELECT `+soulCols+` FROM souls WHERE sid IN (`+placeholders(len(chunk))+`) ORDER BY sid`, args...)
+		if err != nil {
+			return nil, s.wrap("reading souls", err)
+		}
+		part, err := collect(rows, scanSoul)
+		if err != nil {
+			return nil, s.wrap("reading souls", err)
+		}
+		out = append(out, part...)
+	}
+	return out, nil
+}
+
+// CountSouls counts the registered souls by status.
+func (s *Store) CountSouls(ctx context.Context) (map[string]int, error) {
+	rows, err := s.reader().query(ctx, `SELECT status, COUNT(*) FROM souls GROUP BY status`)
+	if err != nil {
+		return nil, s.wrap("counting souls", err)
+	}
+	type count struct {
+		status string
+		n      int
+	}
+	counts, err := collect(rows, func(sc interface{ Scan(...any) error }) (count, error) {
+		var c count
+		err := sc.Scan(&c.status, &c.n)
+		return c, err
+	})
+	if err != nil {
+		return nil, s.wrap("counting souls", err)
+	}
+	out := make(map[string]int, len(counts))
+	for _, c := range counts {
+		out[c.status] = c.n
+	}
+	return out, nil
+}
