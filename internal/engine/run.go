@@ -195,7 +195,8 @@ func (r *runner) unreachableLocked() string {
 // prepare loads the members' facts and the pending triggers and builds the
 // base activation.
 func (r *runner) prepare(ctx context.Context) error {
-	souls, err := r.e.cfg.Store.ListSouls(ctx, store.SoulFilter{})
+	r.members = slices.Sorted(slices.Values(r.inc.Members))
+	souls, err := r.e.cfg.Store.GetSouls(ctx, r.members)
 	if err != nil {
 		return fmt.Errorf("reading the members' soulprints: %w", err)
 	}
@@ -203,7 +204,6 @@ func (r *runner) prepare(ctx context.Context) error {
 	for _, s := range souls {
 		bySID[s.SID] = s
 	}
-	r.members = slices.Sorted(slices.Values(r.inc.Members))
 	r.hosts = make(map[string]*host, len(r.members))
 	sps := make([]map[string]any, 0, len(r.members))
 	for _, sid := range r.members {

@@ -29,6 +29,11 @@ func countBy[T any](items []T, known []string, status func(T) string) []statusCo
 	for _, it := range items {
 		n[status(it)]++
 	}
+	return statusCounts(n, known)
+}
+
+// statusCounts lists the counts n (by status, consumed) as countBy does.
+func statusCounts(n map[string]int, known []string) []statusCount {
 	out := make([]statusCount, 0, len(known))
 	for _, s := range known {
 		out = append(out, statusCount{s, n[s]})
@@ -63,9 +68,13 @@ type dashboardView struct {
 
 func (u *UI) dashboard(r *http.Request) (view, error) {
 	ctx := r.Context()
-	souls, err := u.store.ListSouls(ctx, store.SoulFilter{})
+	soulCounts, err := u.store.CountSouls(ctx)
 	if err != nil {
-		return view{}, fmt.Errorf("listing souls: %w", err)
+		return view{}, fmt.Errorf("counting souls: %w", err)
+	}
+	soulTotal := 0
+	for _, c := range soulCounts {
+		soulTotal += c
 	}
 	incs, err := u.store.ListIncarnations(ctx)
 	if err != nil {
@@ -84,8 +93,8 @@ func (u *UI) dashboard(r *http.Request) (view, error) {
 		return view{}, fmt.Errorf("listing checker tasks: %w", err)
 	}
 	d := dashboardView{
-		Souls:        countBy(souls, soulStatuses, func(s store.Soul) string { return s.Status }),
-		SoulTotal:    len(souls),
+		Souls:        statusCounts(soulCounts, soulStatuses),
+		SoulTotal:    soulTotal,
 		Incarnations: countBy(incs, incarnationStatuses, func(i store.Incarnation) string { return i.Status }),
 		IncTotal:     len(incs),
 		Services:     len(svcs),

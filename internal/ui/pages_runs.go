@@ -77,9 +77,9 @@ func (u *UI) incarnation(r *http.Request) (view, error) {
 	if err != nil {
 		return view{}, lookupErr(err, "incarnation", name)
 	}
-	souls, err := u.store.ListSouls(ctx, store.SoulFilter{})
+	souls, err := u.store.GetSouls(ctx, inc.Members)
 	if err != nil {
-		return view{}, fmt.Errorf("listing souls: %w", err)
+		return view{}, fmt.Errorf("reading the members: %w", err)
 	}
 	hist, err := u.store.ListHistory(ctx, name, historyLimit+1)
 	if err != nil {
