@@ -361,11 +361,20 @@ func (g *Gateway) attach(ctx context.Context, s *session) error {
 	if old != nil {
 		old.abort("replaced by a new connection of the same soul")
 	}
-	if err := g.cfg.Store.SetSoulStatus(ctx, s.sid, store.SoulConnected, g.cfg.KeeperID, time.Now()); err != nil {
+	// Only if it is still accepted: an Archon may have rejected it since
+	// its hello was decided.
+	if err := g.cfg.Store.MarkSoulConnected(ctx, s.sid, g.cfg.KeeperID, time.Now()); err != nil {
+		if domain.ErrorCode(err) == domain.CodeConflict {
+			return errNotAccepted
+		}
 		return fmt.Errorf("recording soul %s connected: %w", s.sid, err)
 	}
 	return nil
 }
+
+// errNotAccepted is attach's answer when the soul was rejected (or is
+// otherwise no longer accepted) since its hello was decided.
+var errNotAccepted = errors.New("no longer accepted")
 
 // detach removes s if it is still its SID's session and then records the
 // soul disconnected.
@@ -384,7 +393,8 @@ func (g *Gateway) detach(s *session) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := g.cfg.Store.SetSoulStatus(ctx, s.sid, store.SoulDisconnected, g.cfg.KeeperID, time.Unix(0, s.lastSeen.Load())); err != nil {
+	// Only if it is still connected here: a rejection stands.
+	if err := g.cfg.Store.MarkSoulDisconnected(ctx, s.sid, g.cfg.KeeperID, time.Unix(0, s.lastSeen.Load())); err != nil {
 		g.log.Warn("recording soul disconnected", "sid", s.sid, "err", err)
 	}
 }

@@ -63,6 +63,13 @@ func (s *session) serve(ctx context.Context, covens []string, log *slog.Logger) 
 	defer s.endIO()
 	defer g.detach(s)
 	if err := g.attach(ctx, s); err != nil {
+		if errors.Is(err, errNotAccepted) {
+			// Rejected between the hello's decision and now: refused as
+			// its next hello would be.
+			s.close("rejected by an Archon")
+			log.Info("soul refused", "reason", "rejected while connecting")
+			return sendClose(s.stream, rejectedMsg(pb.Rejected_REASON_REJECTED, "an Archon rejected soul "+s.sid))
+		}
 		s.close("could not attach: " + err.Error())
 		if errors.Is(err, errStopping) {
 			return connect.NewError(connect.CodeUnavailable, err)

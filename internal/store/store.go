@@ -379,6 +379,15 @@ type Store interface {
 	CountSouls(ctx context.Context) (map[string]int, error)
 	// SetSoulStatus sets status and keeper and sets LastSeen to at.
 	SetSoulStatus(ctx context.Context, sid, status, keeperID string, at time.Time) error
+	// MarkSoulConnected records the soul connected to keeperID and seen at
+	// at, only if it is accepted (connected or disconnected). Conflict,
+	// nothing written, when it is pending or rejected (an Archon rejected
+	// it after its hello was decided); ErrNotFound when it does not exist.
+	MarkSoulConnected(ctx context.Context, sid, keeperID string, at time.Time) error
+	// MarkSoulDisconnected records the soul disconnected and seen at at
+	// only if it is connected to keeperID; otherwise (rejected meanwhile,
+	// or held by another keeper now) it writes nothing and returns nil.
+	MarkSoulDisconnected(ctx context.Context, sid, keeperID string, at time.Time) error
 	UpdateSoulprint(ctx context.Context, sid string, soulprint map[string]any, at time.Time) error
 	SetSoulCovens(ctx context.Context, sid string, covens []string) error
 	TouchSoul(ctx context.Context, sid string, at time.Time) error

@@ -33,6 +33,7 @@ func Run(t *testing.T, open Opener) {
 		{"Auth", authTests},
 		{"Souls", soulTests},
 		{"SoulMembers", soulMemberTests},
+		{"SoulStates", soulStateTests},
 		{"Catalog", catalogTests},
 		{"Runs", runTests},
 		{"Checker", checkerTests},

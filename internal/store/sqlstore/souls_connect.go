@@ -1,0 +1,37 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// MarkSoulConnected records an accepted soul connected to keeperID. One
+// conditional UPDATE: an Archon's reject committed before it is never
+// overwritten.
+func (s *Store) MarkSoulConnected(ctx context.Context, sid, keeperID string, at time.Time) error {
+	return s.inTx(ctx, "recording soul "+sid+" connected", func(tx q) error {
+		n, err := tx.affected(ctx, `UPDATE souls SET status = ?, keeper_id = ?, last_seen = ?
+			WHERE sid = ? AND status IN (?, ?)`,
+			store.SoulConnected, keeperID, s.ts(at), sid, store.SoulConnected, store.SoulDisconnected)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := mustExist(ctx, tx, "soul", "souls", "sid", sid); err != nil {
+				return err
+			}
+			return conflict(nil, "soul %s is not accepted (pending or rejected)", sid)
+		}
+		return nil
+	})
+}
+
+// MarkSoulDisconnected records the soul disconnected if it is connected
+// to keeperID.
+func (s *Store) MarkSoulDisconnected(ctx context.Context, sid, keeperID string, at time.Time) error {
+	_, err := s.write(ctx, `UPDATE souls SET status = ?, last_seen = ? WHERE sid = ? AND status = ? AND keeper_id = ?`,
+		store.SoulDisconnected, s.ts(at), sid, store.SoulConnected, keeperID)
+	return s.wrap("recording soul "+sid+" disconnected", err)
+}
