@@ -24,7 +24,9 @@ const DefaultJoinTokenTTL = 24 * time.Hour
 // pending soul lets its waiting stream in, rejecting one closes it. Both
 // return the soul as stored afterwards.
 type SoulAdmin interface {
-	AcceptSoul(ctx context.Context, sid string, covens []string) (store.Soul, error)
+	// AcceptSoul accepts soul sid into covens; key, when not "", is the
+	// fingerprint of the key the Archon means it to hold.
+	AcceptSoul(ctx context.Context, sid string, covens []string, key string) (store.Soul, error)
 	RejectSoul(ctx context.Context, sid string) (store.Soul, error)
 }
 
@@ -91,18 +93,7 @@ func (s *Server) acceptSoul(w http.ResponseWriter, r *http.Request, _ auth.Princ
 		return err
 	}
 	sid := r.PathValue("sid")
-	if req.Key != "" {
-		// A pending record holds whatever key said hello first under
-		// this SID: the Archon names the key of the host it means.
-		known, err := s.store.GetSoul(r.Context(), sid)
-		if err != nil {
-			return fmt.Errorf("soul %s: %w", sid, err)
-		}
-		if !domain.SameKeyFingerprint(req.Key, known.PublicKey) {
-			return domain.Errorf(domain.CodeConflict, "soul %s holds key %s, not %s: it is not the host you mean, so it was not accepted (reject it, and check the host's soul log)", sid, domain.KeyFingerprint(known.PublicKey), req.Key)
-		}
-	}
-	soul, err := s.soulAdmin().AcceptSoul(r.Context(), sid, covens)
+	soul, err := s.soulAdmin().AcceptSoul(r.Context(), sid, covens, req.Key)
 	if err != nil {
 		return err
 	}
@@ -239,20 +230,28 @@ type StoreSouls struct {
 	Disconnect func(sid, reason string) bool
 }
 
-// AcceptSoul accepts a pending or rejected soul into covens. It is then
-// disconnected until its next connection attempt.
-func (ss StoreSouls) AcceptSoul(ctx context.Context, sid string, covens []string) (store.Soul, error) {
+// AcceptSoul accepts a pending or rejected soul into covens, if it holds
+// the key with fingerprint key ("" = the key it holds when read). It is
+// then disconnected until its next connection attempt. The store accepts
+// it only if it is still the record read here: a join token's takeover or
+// another accept meanwhile is not overwritten (conflict).
+func (ss StoreSouls) AcceptSoul(ctx context.Context, sid string, covens []string, key string) (store.Soul, error) {
 	soul, err := ss.Store.GetSoul(ctx, sid)
 	if err != nil {
 		return store.Soul{}, fmt.Errorf("soul %s: %w", sid, err)
 	}
+	// A pending record holds whatever key said hello first under this
+	// SID: the Archon names the key of the host it means.
+	if key != "" && !domain.SameKeyFingerprint(key, soul.PublicKey) {
+		return store.Soul{}, domain.Errorf(domain.CodeConflict, "soul %s holds key %s, not %s: it is not the host you mean, so it was not accepted (reject it, and check the host's soul log)", sid, domain.KeyFingerprint(soul.PublicKey), key)
+	}
 	if soul.Status != store.SoulPending && soul.Status != store.SoulRejected {
 		return store.Soul{}, domain.Errorf(domain.CodeConflict, "soul %s is already accepted (status %s): use PUT /v1/souls/%s/covens to change its covens", sid, soul.Status, sid)
 	}
-	if err := ss.Store.SetSoulCovens(ctx, sid, covens); err != nil {
-		return store.Soul{}, fmt.Errorf("soul %s: %w", sid, err)
-	}
-	if err := ss.Store.SetSoulStatus(ctx, sid, store.SoulDisconnected, "", time.Now().UTC()); err != nil {
+	if err := ss.Store.AcceptSoul(ctx, sid, covens, soul.PublicKey); err != nil {
+		if domain.ErrorCode(err) == domain.CodeConflict {
+			return store.Soul{}, domain.Errorf(domain.CodeConflict, "soul %s changed while it was being accepted (it joined with a join token, or another Archon decided on it): it was not accepted; check it and try again", sid)
+		}
 		return store.Soul{}, fmt.Errorf("soul %s: %w", sid, err)
 	}
 	return ss.Store.GetSoul(ctx, sid)

@@ -388,6 +388,13 @@ type Store interface {
 	// only if it is connected to keeperID; otherwise (rejected meanwhile,
 	// or held by another keeper now) it writes nothing and returns nil.
 	MarkSoulDisconnected(ctx context.Context, sid, keeperID string, at time.Time) error
+	// AcceptSoul sets the covens of soul sid, its status disconnected (it
+	// connects on its next hello) and clears its keeper, only if it is
+	// still pending or rejected under expectKey — the record the Archon
+	// decided on. Conflict, nothing written, when it is not (accepted, or
+	// taken over with a join token, meanwhile); ErrNotFound when it does
+	// not exist.
+	AcceptSoul(ctx context.Context, sid string, covens []string, expectKey []byte) error
 	UpdateSoulprint(ctx context.Context, sid string, soulprint map[string]any, at time.Time) error
 	SetSoulCovens(ctx context.Context, sid string, covens []string) error
 	TouchSoul(ctx context.Context, sid string, at time.Time) error

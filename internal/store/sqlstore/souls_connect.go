@@ -35,3 +35,25 @@ func (s *Store) MarkSoulDisconnected(ctx context.Context, sid, keeperID string, 
 		store.SoulDisconnected, s.ts(at), sid, store.SoulConnected, keeperID)
 	return s.wrap("recording soul "+sid+" disconnected", err)
 }
+
+// AcceptSoul accepts a soul still pending or rejected under expectKey. The
+// UPDATE's condition is re-checked after a concurrent writer's row lock
+// (PostgreSQL) or under the single writer (SQLite).
+func (s *Store) AcceptSoul(ctx context.Context, sid string, covens []string, expectKey []byte) error {
+	covens = sortedSet(covens)
+	return s.inTx(ctx, "accepting soul "+sid, func(tx q) error {
+		n, err := tx.affected(ctx, `UPDATE souls SET status = ?, keeper_id = '', covens = ?
+			WHERE sid = ? AND status IN (?, ?) AND public_key = ?`,
+			store.SoulDisconnected, strList(covens), sid, store.SoulPending, store.SoulRejected, expectKey)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := mustExist(ctx, tx, "soul", "souls", "sid", sid); err != nil {
+				return err
+			}
+			return conflict(nil, "soul %s is no longer pending or rejected under the key it had", sid)
+		}
+		return replaceSoulCovens(ctx, tx, sid, covens)
+	})
+}

@@ -12,6 +12,7 @@ import (
 var soulStateTests = []test{
 	{"MarkConnected", testSoulMarkConnected},
 	{"MarkDisconnected", testSoulMarkDisconnected},
+	{"Accept", testSoulAccept},
 }
 
 func testSoulMarkConnected(t *testing.T, s store.Store) {
@@ -72,4 +73,47 @@ func testSoulMarkDisconnected(t *testing.T, s store.Store) {
 		diff(t, sid+" after MarkSoulDisconnected by k1", got, want)
 	}
 	must(t, s.MarkSoulDisconnected(ctx, "ghost", "k1", base))
+}
+
+func testSoulAccept(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for sid, status := range map[string]string{
+		"pending": store.SoulPending, "rejected": store.SoulRejected, "connected": store.SoulConnected,
+	} {
+		so := soul(sid)
+		so.Status, so.Covens = status, []string{"old"}
+		must(t, s.UpsertSoul(ctx, so))
+	}
+	for _, sid := range []string{"pending", "rejected"} {
+		// Under another key than the one the Archon read: refused,
+		// nothing written.
+		want, err := s.GetSoul(ctx, sid)
+		must(t, err)
+		wantConflict(t, s.AcceptSoul(ctx, sid, []string{"web"}, []byte("another key")))
+		got, err := s.GetSoul(ctx, sid)
+		must(t, err)
+		diff(t, sid+" after a refused accept", got, want)
+
+		must(t, s.AcceptSoul(ctx, sid, []string{"web", "dc1", "web"}, []byte("key-"+sid)))
+		got, err = s.GetSoul(ctx, sid)
+		must(t, err)
+		want.Status, want.KeeperID, want.Covens = store.SoulDisconnected, "", []string{"dc1", "web"}
+		diff(t, sid+" after AcceptSoul", got, want)
+		// Accepted now: a second accept is refused.
+		wantConflict(t, s.AcceptSoul(ctx, sid, []string{"db"}, []byte("key-"+sid)))
+	}
+	web, err := s.ListSouls(ctx, store.SoulFilter{Covens: []string{"web"}})
+	must(t, err)
+	diff(t, "coven web after accepts", len(web), 2)
+	old, err := s.ListSouls(ctx, store.SoulFilter{Covens: []string{"old"}})
+	must(t, err)
+	diff(t, "coven old after accepts", len(old), 1)
+
+	want, err := s.GetSoul(ctx, "connected")
+	must(t, err)
+	wantConflict(t, s.AcceptSoul(ctx, "connected", []string{"web"}, []byte("key-connected")))
+	got, err := s.GetSoul(ctx, "connected")
+	must(t, err)
+	diff(t, "connected soul after a refused accept", got, want)
+	wantNotFound(t, s.AcceptSoul(ctx, "ghost", nil, []byte("k")))
 }
