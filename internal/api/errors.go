@@ -32,6 +32,8 @@ func httpStatus(c domain.Code) int {
 		return http.StatusConflict
 	case domain.CodeUnprocessable:
 		return http.StatusUnprocessableEntity
+	case domain.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
 	case domain.CodeUnavailable:
 		return http.StatusServiceUnavailable
 	default:
@@ -100,6 +102,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
+// bodyTooLarge is the 413 of a request body over limit bytes.
+func bodyTooLarge(limit int64) error {
+	return domain.Errorf(domain.CodeTooLarge, "request body is larger than the API's limit of %d MiB (%d bytes)", limit>>20, limit)
+}
+
 // decode reads the request body strictly into v: unknown fields, trailing
 // data and a missing body are 400s that say what is wrong.
 func decode(r *http.Request, v any) error {
@@ -118,7 +125,7 @@ func decode(r *http.Request, v any) error {
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return invalidf("request body is not valid JSON: it ends early")
 		case errors.As(err, &mbe):
-			return invalidf("request body larger than %d bytes", mbe.Limit)
+			return bodyTooLarge(mbe.Limit)
 		case errors.As(err, &se):
 			return invalidf("request body is not valid JSON at offset %d: %v", se.Offset, err)
 		case errors.As(err, &te) && te.Field == "":

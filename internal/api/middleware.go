@@ -40,7 +40,7 @@ func (s *Server) authenticated(need auth.Role, h HandlerFunc) http.Handler {
 			if err != nil {
 				var mbe *http.MaxBytesError
 				if errors.As(err, &mbe) {
-					err = invalidf("request body larger than %d bytes", mbe.Limit)
+					err = bodyTooLarge(mbe.Limit)
 				} else {
 					err = invalidf("reading request body: %v", err)
 				}

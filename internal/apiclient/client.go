@@ -239,6 +239,8 @@ func codeOf(status int) domain.Code {
 		return domain.CodeConflict
 	case http.StatusUnprocessableEntity:
 		return domain.CodeUnprocessable
+	case http.StatusRequestEntityTooLarge:
+		return domain.CodeTooLarge
 	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
 		return domain.CodeUnavailable
 	default:

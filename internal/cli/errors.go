@@ -17,8 +17,8 @@ import (
 
 // presentError makes an error of a command ready for cmdutil.Code: API
 // errors get their details rendered (validation problems one per line as
-// file:line:col: message) and their exit code (400 and 422 → 2, anything
-// else → 1); an unreachable Keeper says so plainly.
+// file:line:col: message) and their exit code (400, 413 and 422 → 2,
+// anything else → 1); an unreachable Keeper says so plainly.
 func presentError(err error) error {
 	if err == nil {
 		return nil
@@ -30,7 +30,7 @@ func presentError(err error) error {
 	var ae *apiclient.APIError
 	if errors.As(err, &ae) {
 		code := cmdutil.ExitFailed
-		if ae.Status == http.StatusBadRequest || ae.Status == http.StatusUnprocessableEntity {
+		if ae.Status == http.StatusBadRequest || ae.Status == http.StatusRequestEntityTooLarge || ae.Status == http.StatusUnprocessableEntity {
 			code = cmdutil.ExitUsage
 		}
 		if ee != nil {

@@ -19,6 +19,7 @@ const (
 	CodeNotFound      Code = "not_found"     // 404
 	CodeConflict      Code = "conflict"      // 409
 	CodeUnprocessable Code = "unprocessable" // 422: well-formed but cannot be acted on (unknown git ref, …)
+	CodeTooLarge      Code = "too_large"     // 413: a request body over the API's limit
 	CodeUnavailable   Code = "unavailable"   // 503: store down
 	CodeInternal      Code = "internal"      // 500
 )
