@@ -31,6 +31,9 @@ func newAuditListCmd(g *Globals) *cobra.Command {
   soulctl audit list --action "POST /v1/incarnations"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkLimit(q.Limit, maxListLimit, false); err != nil {
+				return err
+			}
 			cl, err := g.Client(cmd.Context())
 			if err != nil {
 				return err

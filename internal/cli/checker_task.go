@@ -33,6 +33,9 @@ func newTaskListCmd(g *Globals) *cobra.Command {
   soulctl checker task list --procedure fence_node --limit 20`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkLimit(limit, maxCheckerTaskLimit, true); err != nil {
+				return err
+			}
 			cl, err := g.Client(cmd.Context())
 			if err != nil {
 				return err

@@ -183,6 +183,9 @@ func newIncarnationHistoryCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkLimit(limit, maxListLimit, false); err != nil {
+				return err
+			}
 			cl, err := g.Client(cmd.Context())
 			if err != nil {
 				return err

@@ -38,6 +38,9 @@ func newRunListCmd(g *Globals) *cobra.Command {
 		Short:   "List runs, newest first",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkLimit(limit, maxListLimit, false); err != nil {
+				return err
+			}
 			cl, err := g.Client(cmd.Context())
 			if err != nil {
 				return err
