@@ -128,6 +128,8 @@ func decode(r *http.Request, v any) error {
 			return bodyTooLarge(mbe.Limit)
 		case errors.As(err, &se):
 			return invalidf("request body is not valid JSON at offset %d: %v", se.Offset, err)
+		case errors.As(err, &te) && te.Type == reflect.TypeFor[apiclient.Duration]():
+			return invalidf("request field %q must be a duration such as \"90m\", \"24h\" or \"30d\", or a number of seconds, not %s", te.Field, jsonValue(te.Value))
 		case errors.As(err, &te) && te.Field == "":
 			return invalidf("request body must be a JSON object, not %s", jsonValue(te.Value))
 		case errors.As(err, &te):

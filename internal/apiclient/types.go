@@ -1,8 +1,10 @@
 package apiclient
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -66,20 +68,22 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
 
-// UnmarshalJSON accepts a duration string or a number of seconds.
+// UnmarshalJSON accepts a duration string or a number of seconds. An
+// invalid one is a *json.UnmarshalTypeError, which encoding/json fills in
+// with the field it was found in.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
 		v, err := ParseDuration(s)
 		if err != nil {
-			return err
+			return &json.UnmarshalTypeError{Value: "string " + strconv.Quote(s), Type: reflect.TypeFor[Duration]()}
 		}
 		*d = Duration(v)
 		return nil
 	}
 	var secs float64
 	if err := json.Unmarshal(b, &secs); err != nil {
-		return fmt.Errorf("invalid duration %s: use a string like \"24h\" or a number of seconds", b)
+		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[Duration]()}
 	}
 	*d = Duration(secs * float64(time.Second))
 	return nil
@@ -185,4 +189,22 @@ type UpdateServiceRequest struct {
 // Health answers /healthz and /readyz.
 type Health struct {
 	Status string `json:"status"`
+}
+
+// jsonKind names the JSON value b for an UnmarshalTypeError, as
+// encoding/json does ("array", "bool", …).
+func jsonKind(b []byte) string {
+	switch b = bytes.TrimSpace(b); {
+	case len(b) == 0:
+		return "value"
+	case b[0] == '[':
+		return "array"
+	case b[0] == '{':
+		return "object"
+	case b[0] == 't' || b[0] == 'f':
+		return "bool"
+	case b[0] == 'n':
+		return "null"
+	}
+	return "value " + string(b)
 }

@@ -105,7 +105,7 @@ func Load(path string) (Keeper, error) {
 		dec := yaml.NewDecoder(bytes.NewReader(b))
 		dec.KnownFields(true)
 		if err := dec.Decode(&k); err != nil && !errors.Is(err, io.EOF) {
-			return Keeper{}, fmt.Errorf("config %s: %w", path, err)
+			return Keeper{}, fmt.Errorf("config %s: %w", path, nameKey(b, err))
 		}
 	}
 	if v := os.Getenv(EnvDatabaseURL); v != "" {
@@ -218,9 +218,69 @@ func (d *Duration) Type() string { return "duration" }
 // UnmarshalYAML reads a duration string.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if err := d.Set(n.Value); err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return &valueError{line: n.Line, col: n.Column, err: err}
 	}
 	return nil
+}
+
+// valueError is an invalid value at line:col of a YAML document. The
+// value's own UnmarshalYAML does not know the key it is under: nameKey
+// puts it in.
+type valueError struct {
+	line, col int
+	key       string
+	err       error
+}
+
+func (e *valueError) Error() string {
+	if e.key == "" {
+		return fmt.Sprintf("line %d: %v", e.line, e.err)
+	}
+	return fmt.Sprintf("line %d: %s: %v", e.line, e.key, e.err)
+}
+
+func (e *valueError) Unwrap() error { return e.err }
+
+// nameKey fills in the key (dotted path) of a valueError from the
+// document doc it was found in, so `heartbeat_interval: 5` is reported
+// as "line 2: heartbeat_interval: invalid duration "5"…" rather than
+// without the field.
+func nameKey(doc []byte, err error) error {
+	var ve *valueError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	var root yaml.Node
+	if yaml.Unmarshal(doc, &root) != nil {
+		return err
+	}
+	var find func(n *yaml.Node, path string) string
+	find = func(n *yaml.Node, path string) string {
+		switch n.Kind {
+		case yaml.DocumentNode, yaml.SequenceNode:
+			for _, c := range n.Content {
+				if k := find(c, path); k != "" {
+					return k
+				}
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				key, v := n.Content[i].Value, n.Content[i+1]
+				if path != "" {
+					key = path + "." + key
+				}
+				if v.Line == ve.line && v.Column == ve.col {
+					return key
+				}
+				if k := find(v, key); k != "" {
+					return k
+				}
+			}
+		}
+		return ""
+	}
+	ve.key = find(&root, "")
+	return err
 }
 
 // MarshalYAML writes d as a duration string.
