@@ -101,7 +101,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	if k.tls, k.fp, err = loadTLS(cfg.Keeper); err != nil {
 		return nil, err
 	}
-	if err = checkInitialized(cfg.Keeper); err != nil {
+	if err = checkInitialized(ctx, cfg.Keeper); err != nil {
 		return nil, err
 	}
 	if k.id, err = keeperID(cfg.Keeper); err != nil {

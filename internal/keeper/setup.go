@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -119,9 +120,18 @@ func Init(ctx context.Context, opts InitOptions) (Initialized, error) {
 
 // checkInitialized refuses to serve on SQLite when the data directory has
 // no database: opening it would create an empty one, and the keeper was
-// most likely initialized on PostgreSQL and started without its URL.
-func checkInitialized(cfg config.Keeper) error {
+// most likely initialized on PostgreSQL and started without its URL. On
+// PostgreSQL it refuses a database without the Soul Stack schema before
+// opening it (which would create the schema): the URL is most likely
+// wrong, or keeper init was not run.
+func checkInitialized(ctx context.Context, cfg config.Keeper) error {
 	if cfg.Postgres() {
+		switch ok, err := postgres.Initialized(ctx, cfg.DatabaseURL); {
+		case err != nil:
+			return fmt.Errorf("opening PostgreSQL store: %w", err)
+		case !ok:
+			return fmt.Errorf("the PostgreSQL database %s is not initialized (it has no Soul Stack schema; nothing was written to it): check --database-url (or SOULSTACK_DATABASE_URL), or run `keeper init --data-dir %s --database-url …` first", redactURL(cfg.DatabaseURL), cfg.DataDir)
+		}
 		return nil
 	}
 	_, err := os.Stat(cfg.SQLitePath())
@@ -290,4 +300,13 @@ func keeperID(cfg config.Keeper) (string, error) {
 		return "", fmt.Errorf("writing keeper id: %w", err)
 	}
 	return id, nil
+}
+
+// redactURL is a database URL without its password, for messages.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "at --database-url"
+	}
+	return u.Redacted()
 }
