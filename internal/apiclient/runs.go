@@ -51,8 +51,8 @@ type RunHost struct {
 // target), wave (Path, Wave, Hosts), host (Result: one host's result of a
 // task as it is stored; it comes again when failed_when changes it at the
 // task's barrier) and done (Status, Error), always the last. A subscriber
-// that connects mid-run first gets the run, task and wave events it missed;
-// host results before that are in GET /v1/runs/{apply_id}.
+// that connects mid-run first gets the events it missed (of a very large
+// run, the first few hundred: the rest is in GET /v1/runs/{apply_id}).
 type RunEvent struct {
 	Type   string            `json:"type"`
 	RunID  string            `json:"apply_id"`

@@ -47,14 +47,14 @@ type liveRun struct {
 	mu   sync.Mutex
 	subs map[chan Event]struct{}
 	over bool
-	// past are the run's structural events so far (run, task, wave), replayed
-	// to a subscriber that arrives late so it knows every task and wave
-	// already started; host results it reads from the run's record.
+	// past are the run's events so far, replayed to a subscriber that
+	// arrives late so it sees the run from its start.
 	past []Event
 }
 
-// maxReplay bounds the structural events kept for late subscribers; a run
-// with more (thousands of one-host waves) replays the first maxReplay.
+// maxReplay bounds the events kept for late subscribers; of a larger run
+// (thousands of hosts) the first maxReplay are replayed, and the rest is in
+// the run's record.
 const maxReplay = subscriberBuffer / 2
 
 func newLiveRun(id string, cancel context.CancelCauseFunc) *liveRun {
@@ -88,7 +88,7 @@ func (lr *liveRun) subscribe() (<-chan Event, func()) {
 func (lr *liveRun) publish(ev Event) {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
-	if ev.Type != EventHost && ev.Type != EventDone && len(lr.past) < maxReplay {
+	if ev.Type != EventDone && len(lr.past) < maxReplay {
 		lr.past = append(lr.past, ev)
 	}
 	for ch := range lr.subs {
