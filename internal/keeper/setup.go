@@ -67,6 +67,17 @@ func Init(ctx context.Context, opts InitOptions) (Initialized, error) {
 	if ttl == 0 {
 		ttl = DefaultFirstTokenTTL
 	}
+	// Given TLS files are checked (read, parsed, the key matching the
+	// certificate) before anything is written: an init refused for them
+	// leaves neither a data directory nor a schema behind.
+	var given *tlsutil.Material
+	if cfg.TLS.Cert != "" {
+		m, err := materialFromFiles(cfg.TLS.Cert, cfg.TLS.Key)
+		if err != nil {
+			return Initialized{}, fmt.Errorf("preparing TLS material: %w", err)
+		}
+		given = m
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return Initialized{}, fmt.Errorf("creating data directory: %w", err)
 	}
@@ -87,7 +98,7 @@ func Init(ctx context.Context, opts InitOptions) (Initialized, error) {
 			"the keeper is already initialized (%s already has archons): start it with %s", where, ServeHint(cfg))
 	}
 
-	fp, err := initTLS(cfg)
+	fp, err := initTLS(cfg, given)
 	if err != nil {
 		return Initialized{}, err
 	}
@@ -198,18 +209,16 @@ func loadTLS(cfg config.Keeper) (*tls.Config, string, error) {
 	return tc, fp, nil
 }
 
-// initTLS creates the TLS material in the data directory (or copies the
-// given certificate and key there) unless it already holds some, and
-// returns the fingerprint souls pin.
-func initTLS(cfg config.Keeper) (string, error) {
+// initTLS creates the TLS material in the data directory (or copies
+// given, the material read from --tls-cert/--tls-key, there) unless it
+// already holds some, and returns the fingerprint souls pin.
+func initTLS(cfg config.Keeper, given *tlsutil.Material) (string, error) {
 	dir := cfg.TLSDir()
-	var m *tlsutil.Material
+	m := given
 	var err error
 	switch {
-	case cfg.TLS.Cert != "":
-		if m, err = materialFromFiles(cfg.TLS.Cert, cfg.TLS.Key); err == nil {
-			err = m.Save(dir)
-		}
+	case given != nil:
+		err = m.Save(dir)
 	default:
 		m, err = tlsutil.LoadOrGenerate(dir, cfg.TLS.Hosts)
 	}
