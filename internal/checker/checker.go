@@ -291,18 +291,22 @@ func (c *Checker) Execute(ctx context.Context, req ExecRequest) ([]store.Checker
 			KeeperID:   c.keeperID,
 			CreatedAt:  c.clock.Now(),
 		}
-		if err := c.store.CreateCheckerTask(ctx, t); err != nil {
+		// The store (and the caller) get the vars with secrets masked;
+		// the task runs with the real ones.
+		stored := t
+		stored.Vars = maskVars(proc, vars, secretValues(proc, vars))
+		if err := c.store.CreateCheckerTask(ctx, stored); err != nil {
 			return tasks, fmt.Errorf("creating task of %s: %w", proc.Name, err)
 		}
 		if err := c.start(proc, t); err != nil {
 			now := c.clock.Now()
-			t.Status, t.RunError, t.FinishedAt = StatusFailure, err.Error(), &now
-			if uerr := c.store.UpdateCheckerTask(context.WithoutCancel(ctx), t); uerr != nil {
+			stored.Status, stored.RunError, stored.FinishedAt = StatusFailure, err.Error(), &now
+			if uerr := c.store.UpdateCheckerTask(context.WithoutCancel(ctx), stored); uerr != nil {
 				c.log.Error("checker: failing a task that could not start", "task", t.ID, "err", uerr)
 			}
 			return tasks, err
 		}
-		tasks = append(tasks, t)
+		tasks = append(tasks, stored)
 	}
 	return tasks, nil
 }
@@ -410,14 +414,14 @@ func launchVars(p *Procedure, given map[string]any) ([]map[string]any, error) {
 			}
 			for _, e := range arr {
 				if e == nil || !checkType(d.Type, e) {
-					return nil, domain.Errorf(domain.CodeInvalid, "var %q is %s; element %s of the fan-out array is not", name, d.Type, toJSON(e))
+					return nil, domain.Errorf(domain.CodeInvalid, "var %q is %s; element %s of the fan-out array is not", name, d.Type, shown(d, e))
 				}
 			}
 			fanVar, fanVals = name, arr
 			continue
 		}
 		if val == nil || !checkType(d.Type, val) {
-			return nil, domain.Errorf(domain.CodeInvalid, "var %q is %s, got %s", name, d.Type, toJSON(val))
+			return nil, domain.Errorf(domain.CodeInvalid, "var %q is %s, got %s", name, d.Type, shown(d, val))
 		}
 		base[name] = val
 	}

@@ -168,7 +168,7 @@ func (p *parser) varDecls(n *yaml.Node) []*Var {
 			continue
 		}
 		v := &Var{Name: kv.key, Line: kv.kn.Line}
-		f := p.fields(kv.vn, "var "+kv.key, "type", "default", "visibility")
+		f := p.fields(kv.vn, "var "+kv.key, "type", "default", "visibility", "secret")
 		if t := f["type"]; t == nil {
 			p.errf(kv.kn, "var %s: type is required (one of %s)", kv.key, strings.Join(varTypes, ", "))
 		} else if s, ok := p.str(t, "var "+kv.key+" type"); ok {
@@ -186,6 +186,12 @@ func (p *parser) varDecls(n *yaml.Node) []*Var {
 				default:
 					p.errf(vis, "var %s: unknown visibility %q (public or private)", kv.key, s)
 				}
+			}
+		}
+		if sec := f["secret"]; sec != nil {
+			v.Secret = p.boolean(sec, "var "+kv.key+" secret")
+			if v.Secret && v.Type == TypeBoolean {
+				p.errf(sec, "var %s: a boolean var cannot be secret (masking every true and false would shred the log)", kv.key)
 			}
 		}
 		if d := f["default"]; d != nil {

@@ -92,7 +92,10 @@ type Var struct {
 	Default    any // JSON-shaped; nil when HasDefault is false
 	HasDefault bool
 	Public     bool
-	Line       int
+	// Secret: the var's values are replaced by **** in the task's stored
+	// vars, step log, task_message and run_error (SPEC §10.2).
+	Secret bool
+	Line   int
 }
 
 // Step is one entry of steps:, run in YAML order.

@@ -57,6 +57,10 @@ type run struct {
 	deadline time.Time // config.timeout; zero = none
 	expire   func()    // cancels the task as timed out
 	message  string    // last user log line: the task's task_message
+	// secrets are the values of secret vars seen so far, masked in all
+	// the task stores (see secret.go).
+	secrets    []string
+	secretSeen map[string]bool
 }
 
 // run executes task t of proc and records its outcome.
@@ -70,6 +74,7 @@ func (c *Checker) run(ctx context.Context, proc *Procedure, t store.CheckerTask)
 	}
 	r.vars[VarDeps] = []any{}
 	r.vars[VarDepsStatus] = []any{}
+	r.rememberSecrets()
 
 	now := c.clock.Now()
 	r.task.Status, r.task.StartedAt, r.task.KeeperID = StatusRunning, &now, c.keeperID
@@ -167,7 +172,7 @@ func (r *run) finish(err error) {
 	}
 	r.logf("", LogTask, nil, "task ended %s", status)
 	now := r.c.clock.Now()
-	r.task.Status, r.task.RunError, r.task.Message, r.task.FinishedAt = status, runErr, r.message, &now
+	r.task.Status, r.task.RunError, r.task.Message, r.task.FinishedAt = status, r.mask(runErr), r.mask(r.message), &now
 	r.save()
 }
 
@@ -177,6 +182,7 @@ func (r *run) save() {
 	ctx := context.WithoutCancel(r.ctx)
 	t := r.task
 	t.Log = nil
+	t.Vars = maskVars(r.proc, t.Vars, r.secrets)
 	if err := r.c.store.UpdateCheckerTask(ctx, t); err != nil {
 		r.c.log.Error("checker: saving task", "task", t.ID, "err", err)
 	}
@@ -184,7 +190,7 @@ func (r *run) save() {
 
 // logf appends a line to the task's step log.
 func (r *run) logf(step, kind string, data map[string]any, format string, args ...any) {
-	line := store.CheckerLogLine{Time: r.c.clock.Now(), Step: step, Kind: kind, Message: fmt.Sprintf(format, args...), Data: data}
+	line := store.CheckerLogLine{Time: r.c.clock.Now(), Step: step, Kind: kind, Message: r.mask(fmt.Sprintf(format, args...)), Data: r.maskData(data)}
 	if err := r.c.store.AppendCheckerLog(context.WithoutCancel(r.ctx), r.task.ID, []store.CheckerLogLine{line}); err != nil {
 		r.c.log.Error("checker: appending step log", "task", r.task.ID, "err", err)
 	}
@@ -361,7 +367,7 @@ func (r *run) parse(step string, p *ParseRule, result any, src string) error {
 	switch p.Op {
 	case ParseStore:
 		if !checkType(d.Type, v) {
-			return fmt.Errorf("parse %q → store %s: var is %s, got %s", p.Filter, p.Var, d.Type, toJSON(v))
+			return fmt.Errorf("parse %q → store %s: var is %s, got %s", p.Filter, p.Var, d.Type, shown(d, v))
 		}
 		r.vars[p.Var] = v
 	case ParsePush:
@@ -373,11 +379,14 @@ func (r *run) parse(step string, p *ParseRule, result any, src string) error {
 		}
 		for _, e := range items {
 			if !checkElem(d.Type, e) {
-				return fmt.Errorf("parse %q → push %s: var is %s, element %s is not %s", p.Filter, p.Var, d.Type, toJSON(e), d.Type.elemType())
+				return fmt.Errorf("parse %q → push %s: var is %s, element %s is not %s", p.Filter, p.Var, d.Type, shown(d, e), d.Type.elemType())
 			}
 			next = append(next, e)
 		}
 		r.vars[p.Var] = next
+	}
+	if d.Secret {
+		r.rememberSecrets()
 	}
 	r.logf(step, LogParse, map[string]any{"var": p.Var, "value": r.vars[p.Var]}, "parse %s → %s %s = %s", p.Filter, p.Op, p.Var, toJSON(r.vars[p.Var]))
 	return nil
