@@ -223,11 +223,13 @@ func decodeOptional(r *http.Request, v any) error {
 
 // StoreSouls administers souls through the store, which is what the soul
 // gateway reads when a soul (re)connects: a pending soul retries with
-// backoff and is let in once accepted. Disconnect, when set (the gateway's
-// Disconnect), closes the stream of a soul being rejected right away.
+// backoff and is let in once accepted. Disconnect, when set (the relay's
+// Disconnect), closes the stream of a soul being rejected right away;
+// holder is the keeper the store said held it before the reject ("" if
+// none), which may be another keeper than this one.
 type StoreSouls struct {
 	Store      store.Store
-	Disconnect func(sid, reason string) bool
+	Disconnect func(ctx context.Context, sid, holder, reason string) bool
 }
 
 // AcceptSoul accepts a pending or rejected soul into covens, if it holds
@@ -260,14 +262,15 @@ func (ss StoreSouls) AcceptSoul(ctx context.Context, sid string, covens []string
 // RejectSoul marks a soul rejected and closes its stream: it is refused
 // until an Archon accepts it again.
 func (ss StoreSouls) RejectSoul(ctx context.Context, sid string) (store.Soul, error) {
-	if _, err := ss.Store.GetSoul(ctx, sid); err != nil {
+	before, err := ss.Store.GetSoul(ctx, sid)
+	if err != nil {
 		return store.Soul{}, fmt.Errorf("soul %s: %w", sid, err)
 	}
 	if err := ss.Store.SetSoulStatus(ctx, sid, store.SoulRejected, "", time.Now().UTC()); err != nil {
 		return store.Soul{}, fmt.Errorf("soul %s: %w", sid, err)
 	}
 	if ss.Disconnect != nil {
-		ss.Disconnect(sid, "rejected by an Archon")
+		ss.Disconnect(ctx, sid, before.KeeperID, "rejected by an Archon")
 	}
 	return ss.Store.GetSoul(ctx, sid)
 }

@@ -191,7 +191,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		Store:       k.store,
 		Auth:        k.auth,
 		Catalog:     k.catalog,
-		Souls:       api.StoreSouls{Store: k.store, Disconnect: k.gateway.Disconnect},
+		Souls:       api.StoreSouls{Store: k.store, Disconnect: k.relay.Disconnect},
 		Fingerprint: k.fp,
 		Registry:    k.registry,
 		Logger:      log.With("component", "api"),

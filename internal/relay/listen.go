@@ -13,12 +13,18 @@ import (
 	"github.com/soulstack/soulstack/internal/store"
 )
 
-// Notification payloads: a kind and a relay row id.
+// Notification payloads: a kind and a relay row id, or for msgDisconnect
+// a soul's SID.
 const (
-	msgWork   = 'w' // to the target: row id has work for you
-	msgResult = 'r' // to the sender: row id has your result
-	msgCancel = 'c' // to the target: the sender gave up on row id
+	msgWork       = 'w' // to the target: row id has work for you
+	msgResult     = 'r' // to the sender: row id has your result
+	msgCancel     = 'c' // to the target: the sender gave up on row id
+	msgDisconnect = 'd' // to the keeper holding a soul's stream: close it (the soul was rejected)
 )
+
+// disconnectReason is what a soul whose stream is closed on another
+// keeper's word is told.
+const disconnectReason = "rejected by an Archon (through another keeper)"
 
 // keepalive is how long the listener waits for a notification before it
 // pings its connection (a server that vanished without closing it).
@@ -26,7 +32,11 @@ const keepalive = 30 * time.Second
 
 // notify sends kind:id on keeper to's channel.
 func (r *Relay) notify(ctx context.Context, to string, kind byte, id int64) error {
-	payload := string(kind) + ":" + strconv.FormatInt(id, 10)
+	return r.notifyPayload(ctx, to, string(kind)+":"+strconv.FormatInt(id, 10))
+}
+
+// notifyPayload sends payload on keeper to's channel.
+func (r *Relay) notifyPayload(ctx context.Context, to, payload string) error {
 	if _, err := r.db.ExecContext(ctx, `SELECT pg_notify($1, $2)`, Channel(to), payload); err != nil {
 		return fmt.Errorf("notifying keeper %s: %w", to, err)
 	}
@@ -148,6 +158,16 @@ func (r *Relay) listenOnce(ctx context.Context) error {
 // handle acts on one notification payload.
 func (r *Relay) handle(ctx context.Context, payload string) {
 	kind, idText, ok := strings.Cut(payload, ":")
+	if ok && kind == string(msgDisconnect) {
+		if idText == "" {
+			r.log.Warn("ignoring a malformed relay notification", "payload", payload)
+			return
+		}
+		if r.cfg.Local.Disconnect(idText, disconnectReason) {
+			r.log.Info("closed a soul's stream on another keeper's word", "sid", idText)
+		}
+		return
+	}
 	id, err := strconv.ParseInt(idText, 10, 64)
 	if !ok || err != nil || len(kind) != 1 {
 		r.log.Warn("ignoring a malformed relay notification", "payload", payload)

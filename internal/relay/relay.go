@@ -62,6 +62,9 @@ type Local interface {
 	dispatch.Dispatcher
 	// Connected reports whether sid holds a stream to this keeper.
 	Connected(sid string) bool
+	// Disconnect closes sid's stream to this keeper, if it has one, and
+	// reports whether it had.
+	Disconnect(sid, reason string) bool
 }
 
 // Config configures a Relay.
@@ -239,6 +242,27 @@ func (r *Relay) Run(ctx context.Context) error {
 }
 
 var errShuttingDown = errors.New("keeper shutting down")
+
+// Disconnect closes sid's stream wherever it is held: here, through the
+// local gateway, or, when holder (the keeper the store said holds it, ""
+// if none) is another keeper, by telling that keeper, whose relay
+// listener closes it through its gateway. It reports whether the stream
+// was closed here or the holder was told. A holder whose listener is down
+// when told misses it (the soul's next hello is refused all the same once
+// its record says rejected).
+func (r *Relay) Disconnect(ctx context.Context, sid, holder, reason string) bool {
+	if r.cfg.Local.Disconnect(sid, reason) {
+		return true
+	}
+	if r.pg == nil || holder == "" || holder == r.cfg.KeeperID {
+		return false
+	}
+	if err := r.notifyPayload(ctx, holder, string(msgDisconnect)+":"+sid); err != nil {
+		r.log.Warn("telling a keeper to close a soul's stream", "to", holder, "sid", sid, "err", err)
+		return false
+	}
+	return true
+}
 
 // Channel is the LISTEN/NOTIFY channel of the keeper with id keeperID: a
 // hash, so that any keeper id makes a short, safe identifier.

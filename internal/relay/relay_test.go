@@ -52,6 +52,14 @@ func (g *fakeGateway) Connected(sid string) bool {
 	return g.connected[sid]
 }
 
+func (g *fakeGateway) Disconnect(sid, _ string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	had := g.connected[sid]
+	delete(g.connected, sid)
+	return had
+}
+
 func (g *fakeGateway) Dispatch(ctx context.Context, reqs []dispatch.Request, onResult func(string, domain.Result)) map[string]domain.Result {
 	out := map[string]domain.Result{}
 	for _, req := range reqs {
