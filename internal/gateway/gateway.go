@@ -364,6 +364,13 @@ func (g *Gateway) attach(ctx context.Context, s *session) error {
 	// Only if it is still accepted: an Archon may have rejected it since
 	// its hello was decided.
 	if err := g.cfg.Store.MarkSoulConnected(ctx, s.sid, g.cfg.KeeperID, time.Now()); err != nil {
+		// Not attached after all: no dispatch may reach it, and Connected
+		// must not report it while its stream is being closed.
+		g.mu.Lock()
+		if g.sessions[s.sid] == s {
+			delete(g.sessions, s.sid)
+		}
+		g.mu.Unlock()
 		if domain.ErrorCode(err) == domain.CodeConflict {
 			return errNotAccepted
 		}
