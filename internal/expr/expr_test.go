@@ -128,3 +128,24 @@ func TestRegisterSingleHostResolution(t *testing.T) {
 		t.Errorf("fallback to single host = %v, %v", v, err)
 	}
 }
+
+// SPEC §7: contains(haystack, needle) also works as a method, on maps too
+// (key presence), including the map-typed roots input and essence.
+func TestContainsMethodOnMaps(t *testing.T) {
+	act := seedActivation(t)
+	for src, want := range map[string]bool{
+		`essence.contains("redis_version")`: true,
+		`input.contains("nothere")`:         false,
+		`{"a": 1}.contains("a")`:            true,
+		`{1: "x"}.contains(1)`:              true,
+	} {
+		p, err := ForKind(KindScenario).CompileBool(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		got, err := p.EvalBool(context.Background(), act)
+		if err != nil || got != want {
+			t.Errorf("%s = %v, %v; want %v", src, got, err, want)
+		}
+	}
+}

@@ -40,6 +40,7 @@ func (l lib) CompileOptions() []cel.EnvOption {
 		cel.Function("contains",
 			cel.Overload("contains_dyn_dyn", []*cel.Type{dyn, dyn}, boolean, cel.BinaryBinding(containsImpl)),
 			cel.MemberOverload("list_contains_dyn", []*cel.Type{listDyn, dyn}, boolean, cel.BinaryBinding(containsImpl)),
+			cel.MemberOverload("map_contains_dyn", []*cel.Type{cel.MapType(dyn, dyn), dyn}, boolean, cel.BinaryBinding(containsImpl)),
 		),
 		cel.Function("startsWith",
 			cel.Overload("starts_with_string_string", []*cel.Type{str, str}, boolean, cel.BinaryBinding(func(a, b ref.Val) ref.Val {
