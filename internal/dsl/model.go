@@ -11,6 +11,7 @@ package dsl
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -144,7 +145,7 @@ type Task struct {
 
 // IsProbe reports whether the task is declared read-only with
 // changed_when: false (the probe idiom that runs even in check mode).
-func (t *Task) IsProbe() bool { return t.ChangedWhen == "false" }
+func (t *Task) IsProbe() bool { return strings.TrimSpace(t.ChangedWhen) == "false" }
 
 // Apply is a task's apply: {destiny, input}.
 type Apply struct {

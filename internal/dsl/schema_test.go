@@ -24,3 +24,11 @@ func TestStateSchemaWithoutCompilerFailsClosed(t *testing.T) {
 		t.Fatalf("problems = %v, want one at service.yml:3 saying the schema cannot be checked", ps)
 	}
 }
+
+func TestIsProbeIgnoresSpaces(t *testing.T) {
+	for cw, want := range map[string]bool{"false": true, " false ": true, "false\n": true, "true": false, "": false, "register.self.rc == 0": false} {
+		if got := (&Task{ChangedWhen: cw}).IsProbe(); got != want {
+			t.Errorf("IsProbe(changed_when %q) = %v, want %v", cw, got, want)
+		}
+	}
+}
