@@ -136,11 +136,7 @@ func newArchonSwitchCmd(g *Globals, verb, short, long string,
 		Example: "  soulctl archon " + verb + " alice",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := nameArg(args, id, "id")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			ref, cl, err := g.nameAndClient(cmd, args, id, "id")
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/cmdutil"
 )
 
@@ -27,6 +28,21 @@ func nameArg(args []string, flagVal, flag string) (string, error) {
 	default:
 		return "", cmdutil.Usage(fmt.Errorf("missing %s: pass it as an argument or with --%s", flag, flag))
 	}
+}
+
+// nameAndClient resolves a command's name (argument or --flag, as nameArg)
+// and the API client: the preamble of every command acting on one named
+// object.
+func (g *Globals) nameAndClient(cmd *cobra.Command, args []string, flagVal, flag string) (string, *apiclient.Client, error) {
+	name, err := nameArg(args, flagVal, flag)
+	if err != nil {
+		return "", nil, err
+	}
+	cl, err := g.Client(cmd.Context())
+	if err != nil {
+		return "", nil, err
+	}
+	return name, cl, nil
 }
 
 // addNameFlag adds --<flag> as the alternative to the positional argument.

@@ -125,11 +125,7 @@ func newProcedureShowCmd(g *Globals) *cobra.Command {
 		Short: "Print a procedure's YAML",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := nameArg(args, name, "name")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			n, cl, err := g.nameAndClient(cmd, args, name, "name")
 			if err != nil {
 				return err
 			}
@@ -155,11 +151,7 @@ func newProcedureDeleteCmd(g *Globals) *cobra.Command {
 		Short:   "Delete a procedure no schedule uses",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := nameArg(args, name, "name")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			n, cl, err := g.nameAndClient(cmd, args, name, "name")
 			if err != nil {
 				return err
 			}

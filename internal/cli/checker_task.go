@@ -73,11 +73,7 @@ func newTaskShowCmd(g *Globals) *cobra.Command {
   soulctl checker task show --uuid 3f1c… -o json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := nameArg(args, id, "uuid")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			n, cl, err := g.nameAndClient(cmd, args, id, "uuid")
 			if err != nil {
 				return err
 			}
@@ -144,11 +140,7 @@ func newTaskCancelCmd(g *Globals) *cobra.Command {
 		Short: "Cancel a running task; it ends CANCELLED",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := nameArg(args, id, "uuid")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			n, cl, err := g.nameAndClient(cmd, args, id, "uuid")
 			if err != nil {
 				return err
 			}
@@ -253,11 +245,7 @@ func newScheduleDelCmd(g *Globals) *cobra.Command {
 		Short:   "Delete a schedule",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := nameArg(args, id, "id")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			n, cl, err := g.nameAndClient(cmd, args, id, "id")
 			if err != nil {
 				return err
 			}

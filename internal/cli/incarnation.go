@@ -150,11 +150,7 @@ func newIncarnationShowCmd(g *Globals) *cobra.Command {
 		Short: "Show an incarnation: status, members, committed state",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := nameArg(args, name, "name")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			n, cl, err := g.nameAndClient(cmd, args, name, "name")
 			if err != nil {
 				return err
 			}
@@ -249,11 +245,7 @@ func newIncarnationDeleteCmd(g *Globals) *cobra.Command {
 		Short:   "Delete an incarnation's record (hosts are left as they are)",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := nameArg(args, name, "name")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			n, cl, err := g.nameAndClient(cmd, args, name, "name")
 			if err != nil {
 				return err
 			}

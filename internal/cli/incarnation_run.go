@@ -87,11 +87,7 @@ soulctl incarnation run NAME --scenario upgrade) uses the new commit.`,
 		Example: `  soulctl incarnation upgrade hello-dev --ref v2`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := nameArg(args, name, "name")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			n, cl, err := g.nameAndClient(cmd, args, name, "name")
 			if err != nil {
 				return err
 			}

@@ -129,11 +129,7 @@ already joined with it stay accepted (reject them with soulctl souls reject).`,
 		Example: `  soulctl join-token revoke 3f2c…`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			jid, err := nameArg(args, id, "id")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			jid, cl, err := g.nameAndClient(cmd, args, id, "id")
 			if err != nil {
 				return err
 			}

@@ -82,11 +82,7 @@ func newRunShowCmd(g *Globals) *cobra.Command {
 		Short: "Show a run: status, timings and every task's result on every host",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rid, err := nameArg(args, id, "id")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			rid, cl, err := g.nameAndClient(cmd, args, id, "id")
 			if err != nil {
 				return err
 			}
@@ -113,11 +109,7 @@ redrawn in place; otherwise (a pipe, a CI log) every line is final.
 With -o json|yaml the progress goes to stderr and the final run to stdout.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rid, err := nameArg(args, id, "id")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			rid, cl, err := g.nameAndClient(cmd, args, id, "id")
 			if err != nil {
 				return err
 			}
@@ -142,11 +134,7 @@ func newRunCancelCmd(g *Globals) *cobra.Command {
 		Short: "Cancel a run: no further task or wave starts",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rid, err := nameArg(args, id, "id")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			rid, cl, err := g.nameAndClient(cmd, args, id, "id")
 			if err != nil {
 				return err
 			}

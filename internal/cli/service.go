@@ -98,11 +98,7 @@ func newServiceShowCmd(g *Globals) *cobra.Command {
 		Short: "Show one service",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := nameArg(args, name, "name")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			n, cl, err := g.nameAndClient(cmd, args, name, "name")
 			if err != nil {
 				return err
 			}
@@ -127,11 +123,7 @@ func newServiceUpdateCmd(g *Globals) *cobra.Command {
 		Short: "Move a service to a new ref (incarnations move with `incarnation upgrade`)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := nameArg(args, name, "name")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			n, cl, err := g.nameAndClient(cmd, args, name, "name")
 			if err != nil {
 				return err
 			}
@@ -157,11 +149,7 @@ func newServiceDeleteCmd(g *Globals) *cobra.Command {
 		Short:   "Remove a service no incarnation uses",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := nameArg(args, name, "name")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			n, cl, err := g.nameAndClient(cmd, args, name, "name")
 			if err != nil {
 				return err
 			}

@@ -73,11 +73,7 @@ func newSoulsShowCmd(g *Globals) *cobra.Command {
 		Short: "Show one soul with its soulprint",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := nameArg(args, sid, "sid")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			id, cl, err := g.nameAndClient(cmd, args, sid, "sid")
 			if err != nil {
 				return err
 			}
@@ -108,11 +104,7 @@ holding another key is not accepted. souls show prints the key it holds.`,
 		Example: `  soulctl souls accept web-07.example.com --covens prod,web --key sha256:3f2a…`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := nameArg(args, sid, "sid")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			id, cl, err := g.nameAndClient(cmd, args, sid, "sid")
 			if err != nil {
 				return err
 			}
@@ -136,11 +128,7 @@ func newSoulsRejectCmd(g *Globals) *cobra.Command {
 		Short: "Reject a soul: it is refused until accepted again",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := nameArg(args, sid, "sid")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			id, cl, err := g.nameAndClient(cmd, args, sid, "sid")
 			if err != nil {
 				return err
 			}
@@ -170,11 +158,7 @@ when an incarnation is created or members are added.`,
   soulctl souls covens dev-soul-1 --set dev,web`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := nameArg(args, sid, "sid")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			id, cl, err := g.nameAndClient(cmd, args, sid, "sid")
 			if err != nil {
 				return err
 			}

@@ -135,11 +135,7 @@ func newTokenRevokeCmd(g *Globals) *cobra.Command {
 		Short: "Revoke a token by id (yours, or any as admin)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tid, err := nameArg(args, id, "id")
-			if err != nil {
-				return err
-			}
-			cl, err := g.Client(cmd.Context())
+			tid, cl, err := g.nameAndClient(cmd, args, id, "id")
 			if err != nil {
 				return err
 			}
