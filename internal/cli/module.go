@@ -54,7 +54,17 @@ type ModuleDoc struct {
 	Params      []ModuleParam `json:"params"`
 	ExactlyOne  [][]string    `json:"exactly_one"`
 	AtLeastOne  [][]string    `json:"at_least_one"`
-	Example     string        `json:"example"`
+	// Output lists the module-specific result fields (register.<name>.<field>)
+	// beyond the common ones.
+	Output  []ModuleField `json:"output"`
+	Example string        `json:"example"`
+}
+
+// ModuleField is one declared field of a module's result.
+type ModuleField struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Description string `json:"description"`
 }
 
 func newModuleCmd(g *Globals) *cobra.Command {
@@ -176,6 +186,16 @@ func moduleDoc(name string, s module.Schema) ModuleDoc {
 	for _, n := range sortedParams(s) {
 		p := s.Params[n]
 		d.Params = append(d.Params, ModuleParam{Name: n, Type: string(p.Type), Required: p.Required, Default: p.Default, Description: p.Description})
+	}
+	d.Output = []ModuleField{}
+	outNames := make([]string, 0, len(s.Output))
+	for n := range s.Output {
+		outNames = append(outNames, n)
+	}
+	sort.Strings(outNames)
+	for _, n := range outNames {
+		f := s.Output[n]
+		d.Output = append(d.Output, ModuleField{Name: n, Type: string(f.Type), Description: f.Description})
 	}
 	switch {
 	case s.KeeperSide:
@@ -357,6 +377,16 @@ func moduleDetail(w io.Writer, d ModuleDoc) error {
 	}
 	for _, g := range d.AtLeastOne {
 		fmt.Fprintf(w, "At least one of: %s\n", strings.Join(g, ", "))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Result: changed, failed, skipped (boolean), rc, duration_ms (integer), stdout, stderr, msg, diff, status (string), plus:")
+	if len(d.Output) == 0 {
+		fmt.Fprintln(w, "  no module-specific fields")
+	} else {
+		row(w, "FIELD", "TYPE", "DESCRIPTION")
+		for _, f := range d.Output {
+			row(w, f.Name, f.Type, dash(f.Description))
+		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Example:")

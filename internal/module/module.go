@@ -37,7 +37,31 @@ type Param struct {
 	Description string
 }
 
-// Schema declares what a module accepts.
+// Field declares one module-specific field of a module's result.
+type Field struct {
+	Type        ParamType
+	Description string
+}
+
+// ResultFields are the fields every module result carries, as register.<name>
+// shows them (SPEC §5), with their types. Module-specific fields are declared
+// by Schema.Output.
+var ResultFields = map[string]Field{
+	"changed":     {Type: TypeBool, Description: "the task changed something"},
+	"failed":      {Type: TypeBool, Description: "the task failed"},
+	"skipped":     {Type: TypeBool, Description: "the task was skipped"},
+	"rc":          {Type: TypeInt, Description: "exit code (commands) or status code"},
+	"stdout":      {Type: TypeString, Description: "standard output"},
+	"stderr":      {Type: TypeString, Description: "standard error"},
+	"msg":         {Type: TypeString, Description: "human-readable message"},
+	"diff":        {Type: TypeString, Description: "what changed, as a diff"},
+	"duration_ms": {Type: TypeInt, Description: "how long the task ran"},
+	"status":      {Type: TypeString, Description: "ok, changed, failed, skipped or unreachable"},
+	"output":      {Type: TypeMap, Description: "the output: of an applied destiny"},
+	"results":     {Type: TypeList, Description: "per-item results of a loop task"},
+}
+
+// Schema declares what a module accepts and what it returns.
 type Schema struct {
 	// Summary is a one-line description of what the module does, shown by
 	// `soulctl module list|show`; optional.
@@ -60,6 +84,11 @@ type Schema struct {
 	// inside the Keeper: on the Keeper's host a scenario's command could
 	// read its signing key and database.
 	RunsProgram bool
+	// Output declares the module-specific fields of the module's result
+	// beyond ResultFields, with their types. Expressions reading
+	// register.<name>.<field> are type-checked against it: a field that is
+	// neither common nor declared is a validation error.
+	Output map[string]Field
 	// ReadOnly marks modules that never change anything (test.ping, …), so
 	// they run in check mode too.
 	ReadOnly bool

@@ -61,6 +61,9 @@ func (f *fn) Apply(ctx context.Context, p map[string]any, env *module.Env) (res 
 }
 
 func register(name string, schema module.Schema, apply applyFunc) {
+	if schema.Output == nil {
+		schema.Output = coreOutputs[name]
+	}
 	module.Register(&fn{name: name, schema: schema, apply: apply})
 }
 
