@@ -29,6 +29,14 @@ type callResult struct {
 	err    error
 }
 
+// commandError is a command of an apicall that failed: a non-zero exit,
+// output that is not JSON, a Soul Stack API error. Inside a condition it is
+// an attempt that did not hold (SPEC §13); in an action it fails the step.
+type commandError struct{ err error }
+
+func (e *commandError) Error() string { return e.err.Error() }
+func (e *commandError) Unwrap() error { return e.err }
+
 // calls runs an apicall: one command, or a list in parallel whose results
 // form an array in list order. It returns the result and the source of its
 // ids (for @deps): the common source of all commands, else unknown.
@@ -78,7 +86,7 @@ func (r *run) calls(step string, c *Calls) (any, string, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, "", errors.Join(errs...)
+		return nil, "", &commandError{err: errors.Join(errs...)}
 	}
 	if !c.List {
 		return values[0], src, nil

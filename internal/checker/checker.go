@@ -60,10 +60,11 @@ type Binding struct {
 	Args       []string `json:"args,omitempty" yaml:"args,omitempty"`
 	Env        []string `json:"env,omitempty" yaml:"env,omitempty"` // extra KEY=VALUE entries
 	// StatusCommand reads the status of a task id this platform returned
-	// (pushed into @deps), e.g. "tasks show --uuid {id}", run with the same
-	// executable; its JSON must carry task_status (and may carry task_name,
-	// run_error, task_message). Empty: ids from this prefix cannot be waited
-	// for.
+	// (pushed into @deps), e.g. "tasks show --uuid {id}". It is an apicall
+	// like any other, resolved through the binding table by its own prefix
+	// (here a tasks binding), not run with this binding's executable; its
+	// JSON must carry task_status (and may carry task_name, run_error,
+	// task_message). Empty: ids from this prefix cannot be waited for.
 	StatusCommand string        `json:"status_command,omitempty" yaml:"status_command,omitempty"`
 	Timeout       time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"` // per call; 0 = DefaultCallTimeout
 }
@@ -101,6 +102,13 @@ type Config struct {
 	// PollInterval is how often @deps that are not local Checker tasks are
 	// polled; 0 = 2 s.
 	PollInterval time.Duration
+	// Metrics receives the Checker's series; nil records nothing.
+	Metrics *Metrics
+	// IsCommand reports whether a prefix is a command of the Commander
+	// (soulctl's tree); it lets New refuse a status_command whose prefix
+	// nothing runs. Nil: any prefix is taken to be one when a Commander is
+	// set.
+	IsCommand func(prefix string) bool
 }
 
 // Checker launches and runs procedure tasks. Tasks run in goroutines the
@@ -115,6 +123,7 @@ type Checker struct {
 	log       *slog.Logger
 	runStatus RunStatusFunc
 	poll      time.Duration
+	metrics   *Metrics
 
 	ctx    context.Context // parent of every task
 	cancel context.CancelCauseFunc
@@ -152,6 +161,7 @@ func New(cfg Config) (*Checker, error) {
 		log:       cfg.Logger,
 		runStatus: cfg.RunStatus,
 		poll:      cfg.PollInterval,
+		metrics:   cfg.Metrics,
 		running:   map[string]*handle{},
 	}
 	for _, b := range cfg.Bindings {
@@ -171,6 +181,11 @@ func New(cfg Config) (*Checker, error) {
 		}
 		c.bindings[b.Prefix] = b
 	}
+	for _, b := range cfg.Bindings {
+		if err := c.checkStatusCommand(b, cfg.IsCommand); err != nil {
+			return nil, err
+		}
+	}
 	if c.clock == nil {
 		c.clock = SystemClock{}
 	}
@@ -188,6 +203,32 @@ func New(cfg Config) (*Checker, error) {
 	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	return c, nil
+}
+
+// checkStatusCommand refuses a status_command of b whose own prefix is
+// neither bound nor a command of the Commander: it is resolved through the
+// binding table like any apicall (SPEC §13), never run with b's executable.
+func (c *Checker) checkStatusCommand(b Binding, isCommand func(string) bool) error {
+	if b.StatusCommand == "" {
+		return nil
+	}
+	cmd, err := ParseCommand(b.StatusCommand)
+	if err != nil {
+		return err
+	}
+	argv, err := cmd.Argv(nil)
+	if err != nil || len(argv) == 0 {
+		return fmt.Errorf("checker: binding %q: status command %q is empty or templated (only {id} is replaced)", b.Prefix, b.StatusCommand)
+	}
+	prefix := argv[0]
+	if _, bound := c.bindings[prefix]; bound || prefix == "checker" {
+		return nil
+	}
+	if c.commander != nil && (isCommand == nil || isCommand(prefix)) {
+		return nil
+	}
+	return fmt.Errorf("checker: binding %q: status command %q: no binding has the prefix %q — a status command is resolved through the binding table by its own prefix, so bind %q too (e.g. to the same executable)",
+		b.Prefix, b.StatusCommand, prefix, prefix)
 }
 
 // Close cancels every running task (they end FAILURE: the keeper shut down)

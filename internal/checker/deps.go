@@ -88,7 +88,7 @@ func (r *run) waitDeps() error {
 			if IsTerminal(d.Status.TaskStatus) {
 				continue
 			}
-			st, err := r.c.depStatus(r.ctx, *d)
+			st, err := r.c.depStatus(r.ctx, r.task.ID, *d)
 			if err != nil {
 				return fmt.Errorf("waiting for %s: %w", d.ID, err)
 			}
@@ -136,13 +136,13 @@ func plural(n int, one, many string) string {
 }
 
 // depStatus reads the current status of one dependency.
-func (c *Checker) depStatus(ctx context.Context, d dep) (DepStatus, error) {
+func (c *Checker) depStatus(ctx context.Context, taskID string, d dep) (DepStatus, error) {
 	if name, ok := strings.CutPrefix(d.Source, extSrcPrefx); ok {
 		b, ok := c.bindings[name]
 		if !ok || b.StatusCommand == "" {
 			return DepStatus{}, fmt.Errorf("the binding of %q declares no status command, so its task ids cannot be waited for", name)
 		}
-		return c.externalStatus(ctx, b, d.ID)
+		return c.externalStatus(ctx, taskID, b, d.ID)
 	}
 	t, err := c.store.GetCheckerTask(ctx, d.ID)
 	if err == nil {
@@ -158,8 +158,12 @@ func (c *Checker) depStatus(ctx context.Context, d dep) (DepStatus, error) {
 	return st, err
 }
 
-// externalStatus runs a binding's status command for id.
-func (c *Checker) externalStatus(ctx context.Context, b Binding, id string) (DepStatus, error) {
+// externalStatus runs the status command that binding b (the one that
+// produced id) declares. The status command is an apicall like any other
+// (SPEC §13): it is resolved through the binding table by its own prefix
+// (the seed's "tasks show --uuid {id}" through a tasks binding), or is a
+// soulctl command.
+func (c *Checker) externalStatus(ctx context.Context, taskID string, b Binding, id string) (DepStatus, error) {
 	cmd, err := ParseCommand(b.StatusCommand)
 	if err != nil {
 		return DepStatus{}, err
@@ -171,13 +175,17 @@ func (c *Checker) externalStatus(ctx context.Context, b Binding, id string) (Dep
 	for i := range argv {
 		argv[i] = strings.ReplaceAll(argv[i], "{id}", id)
 	}
-	v, _, err := c.external(ctx, b, argv)
+	res := c.dispatch(ctx, taskID, argv)
+	if res.err != nil {
+		return DepStatus{}, fmt.Errorf("status of %s (%s): %w", id, shellJoin(argv), res.err)
+	}
+	v, err := normalize(res.value)
 	if err != nil {
-		return DepStatus{}, fmt.Errorf("status of %s: %w", id, err)
+		return DepStatus{}, fmt.Errorf("status of %s (%s): %w", id, shellJoin(argv), err)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return DepStatus{}, fmt.Errorf("status of %s: %s %s returned %s, not an object", id, b.Prefix, shellJoin(argv), toJSON(v))
+		return DepStatus{}, fmt.Errorf("status of %s: %s returned %s, not an object", id, shellJoin(argv), toJSON(v))
 	}
 	st := DepStatus{TaskID: id, TaskName: b.Prefix}
 	st.TaskStatus, _ = m["task_status"].(string)

@@ -55,6 +55,7 @@ type platformState struct {
 	RescheduleFail  []string               `json:"reschedule_fail"`
 	ReschedulePolls int                    `json:"reschedule_polls"`
 	IPMIFail        []string               `json:"ipmi_fail"`
+	FailAt          map[string][]int       `json:"fail_at,omitempty"`
 	Resets          []string               `json:"resets"`
 	Calls           [][]string             `json:"calls"`
 }
@@ -114,9 +115,13 @@ func (p *platform) calls(prefix string) []string {
 	return out
 }
 
+// bindings are the natural bindings of the seed's platform: each of its
+// CLIs (scheduler, cluster, commands, tasks) bound to the simulator, and
+// the status of a task id read with `tasks show --uuid {id}`, resolved
+// through the tasks binding.
 func (p *platform) bindings() []Binding {
 	var bs []Binding
-	for _, prefix := range []string{"scheduler", "cluster", "commands"} {
+	for _, prefix := range []string{"scheduler", "cluster", "commands", "tasks"} {
 		bs = append(bs, Binding{
 			Prefix:        prefix,
 			Executable:    platformBin,

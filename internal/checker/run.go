@@ -79,6 +79,7 @@ func (c *Checker) run(ctx context.Context, proc *Procedure, t store.CheckerTask)
 	now := c.clock.Now()
 	r.task.Status, r.task.StartedAt, r.task.KeeperID = StatusRunning, &now, c.keeperID
 	r.save()
+	c.metrics.taskStarted()
 
 	if d := proc.Config.Timeout; d > 0 {
 		tctx, cancel := context.WithCancelCause(ctx)
@@ -174,6 +175,7 @@ func (r *run) finish(err error) {
 	now := r.c.clock.Now()
 	r.task.Status, r.task.RunError, r.task.Message, r.task.FinishedAt = status, r.mask(runErr), r.mask(r.message), &now
 	r.save()
+	r.c.metrics.taskEnded(status)
 }
 
 // save persists the task's status fields; it outlives cancellation so the
@@ -217,23 +219,28 @@ func (r *run) userLog(step string, t *Template) error {
 // runStep runs one step: its conditions, then (unless skipped) its action.
 func (r *run) runStep(s *Step) error {
 	for i, cond := range s.Conditions {
-		held, err := r.condition(s, i+1, cond)
+		held, last, err := r.condition(s, i+1, cond)
 		if err != nil {
 			return fmt.Errorf("step %s: condition %d: %w", s.Name, i+1, err)
 		}
 		if held {
 			continue
 		}
+		// AttemptsLimitReached carries the last command error, if any.
+		carried := ""
+		if last != nil {
+			carried = "; last error: " + last.Error()
+		}
 		switch cond.OnError[ErrAttemptsLimitReached] {
 		case HandlerExit:
-			r.logf(s.Name, LogCondition, nil, "condition %d: %s → %s: the task ends successfully", i+1, ErrAttemptsLimitReached, HandlerExit)
+			r.logf(s.Name, LogCondition, nil, "condition %d: %s%s → %s: the task ends successfully", i+1, ErrAttemptsLimitReached, carried, HandlerExit)
 			return errExit
 		case HandlerContinue:
-			r.logf(s.Name, LogCondition, nil, "condition %d: %s → %s: skipping the action of step %s", i+1, ErrAttemptsLimitReached, HandlerContinue, s.Name)
+			r.logf(s.Name, LogCondition, nil, "condition %d: %s%s → %s: skipping the action of step %s", i+1, ErrAttemptsLimitReached, carried, HandlerContinue, s.Name)
 			return nil
 		default:
-			return fmt.Errorf("step %s: condition %d not met after %d attempt(s) (%s, no on-error handler)",
-				s.Name, i+1, cond.Attempts.Max, ErrAttemptsLimitReached)
+			return fmt.Errorf("step %s: condition %d not met after %d attempt(s) (%s, no on-error handler)%s",
+				s.Name, i+1, cond.Attempts.Max, ErrAttemptsLimitReached, carried)
 		}
 	}
 	if s.Action == nil {
@@ -245,24 +252,41 @@ func (r *run) runStep(s *Step) error {
 	return nil
 }
 
+// attemptError is a failed command of a condition's attempt, kept as the
+// error AttemptsLimitReached carries.
+type attemptError struct {
+	attempt int
+	err     error
+}
+
+func (e *attemptError) Error() string { return fmt.Sprintf("attempt %d: %v", e.attempt, e.err) }
+
 // condition evaluates cond up to Attempts.Max times, Interval apart, and
-// reports whether it held on Attempts.Min consecutive attempts.
-func (r *run) condition(s *Step, n int, cond *Condition) (bool, error) {
+// reports whether it held on Attempts.Min consecutive attempts, with the
+// last command error of its attempts (nil when every command answered). A
+// command that fails is an attempt that did not hold (SPEC §13): it is
+// logged and retried at the next interval.
+func (r *run) condition(s *Step, n int, cond *Condition) (bool, error, error) {
 	if err := r.userLog(s.Name, cond.Log.Before); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	a := cond.Attempts
 	held, streak := false, 0
+	var last error
 	for i := 1; i <= a.Max && !held; i++ {
 		if i > 1 && a.Interval > 0 {
 			if err := r.sleep(a.Interval); err != nil {
-				return false, err
+				return false, last, err
 			}
 		}
-		ok, err := r.attempt(s, n, i, cond)
+		ok, failed, err := r.attempt(s, n, i, cond)
 		if err != nil {
-			return false, err
+			return false, last, err
 		}
+		if failed != nil {
+			last = &attemptError{attempt: i, err: failed}
+		}
+		r.c.metrics.attempt(ok, failed != nil)
 		if ok {
 			streak++
 		} else {
@@ -271,37 +295,44 @@ func (r *run) condition(s *Step, n int, cond *Condition) (bool, error) {
 		held = streak >= a.Min
 	}
 	if err := r.userLog(s.Name, cond.Log.After); err != nil {
-		return false, err
+		return false, last, err
 	}
-	return held, nil
+	return held, last, nil
 }
 
-// attempt evaluates cond once and logs what every filter returned.
-func (r *run) attempt(s *Step, n, i int, cond *Condition) (bool, error) {
+// attempt evaluates cond once and logs what every filter returned. A
+// command that failed is returned as failed (the attempt did not hold);
+// err is anything else that ends the step.
+func (r *run) attempt(s *Step, n, i int, cond *Condition) (held bool, failed, err error) {
 	var data any
-	var err error
 	if cond.Calls != nil {
 		data, _, err = r.calls(s.Name, cond.Calls)
+		var ce *commandError
+		if errors.As(err, &ce) && r.ctx.Err() == nil {
+			r.logf(s.Name, LogAttempt, map[string]any{"condition": n, "attempt": i, "error": ce.Error()},
+				"condition %d attempt %d/%d: not held (command failed: %s)", n, i, cond.Attempts.Max, ce.Error())
+			return false, ce, nil
+		}
 	} else {
 		data, err = cond.Const.Render(r.vars)
 	}
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	all := true
 	var results []any
 	for _, e := range cond.Expect {
 		got, err := e.Filter.Search(data)
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		want, err := e.Value.Render(r.vars)
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		ok, err := compare(e.Op, got, want)
 		if err != nil {
-			return false, fmt.Errorf("filter %q returned %s: %w", e.Filter, toJSON(got), err)
+			return false, nil, fmt.Errorf("filter %q returned %s: %w", e.Filter, toJSON(got), err)
 		}
 		all = all && ok
 		results = append(results, map[string]any{"filter": e.Filter.String(), "op": string(e.Op), "value": want, "got": got, "held": ok})
@@ -312,7 +343,7 @@ func (r *run) attempt(s *Step, n, i int, cond *Condition) (bool, error) {
 	}
 	r.logf(s.Name, LogAttempt, map[string]any{"condition": n, "attempt": i, "expect": results},
 		"condition %d attempt %d/%d: %s (%s)", n, i, cond.Attempts.Max, verdict, describe(results))
-	return all, nil
+	return all, nil, nil
 }
 
 func describe(results []any) string {

@@ -35,15 +35,21 @@ func (c *Checker) AddSchedule(ctx context.Context, procedure string, vars map[st
 
 // SchedulerConfig tunes a Scheduler.
 type SchedulerConfig struct {
-	// Grace is how late a tick may still start (a keeper that becomes the
-	// leader, or restarts, right after a tick still runs it — once, thanks
-	// to the store's tick claim). Older ticks are logged as missed and not
-	// replayed. 0 = 1 minute.
+	// Grace is how late a tick that came while this keeper led may still
+	// start (the scheduler stalled on a slow store, say). Older ticks are
+	// logged as missed and not replayed. A tick whose time passed before
+	// this keeper became the leader is never run here, however recent
+	// (SPEC §13: missed while no leader was up, or run by the previous
+	// leader). 0 = 1 minute.
 	Grace time.Duration
 	// Reload is the longest the Scheduler sleeps before re-reading the
 	// schedules (new ones, deletions, leadership). 0 = 30 s.
 	Reload time.Duration
 	Logger *slog.Logger // nil = the Checker's
+	// Wake, when it receives, makes the Scheduler check at once: the keeper
+	// signals it on gaining leadership, so the scheduler starts then, not at
+	// its next Reload.
+	Wake <-chan struct{}
 }
 
 // Scheduler starts the tasks of cron schedules on the leader keeper. Each
@@ -56,6 +62,8 @@ type Scheduler struct {
 	grace   time.Duration
 	reload  time.Duration
 	log     *slog.Logger
+	wake    <-chan struct{}
+	since   time.Time            // when this keeper was first seen leading; zero while it does not
 	last    map[string]time.Time // per schedule: ticks up to here were handled
 	running map[string][]string  // per schedule: task ids of its latest run
 }
@@ -63,7 +71,7 @@ type Scheduler struct {
 // NewScheduler returns a Scheduler launching through c (with c's store,
 // clock and leader check).
 func NewScheduler(c *Checker, cfg SchedulerConfig) *Scheduler {
-	s := &Scheduler{c: c, grace: cfg.Grace, reload: cfg.Reload, log: cfg.Logger,
+	s := &Scheduler{c: c, grace: cfg.Grace, reload: cfg.Reload, log: cfg.Logger, wake: cfg.Wake,
 		last: map[string]time.Time{}, running: map[string][]string{}}
 	if s.grace <= 0 {
 		s.grace = time.Minute
@@ -77,13 +85,26 @@ func NewScheduler(c *Checker, cfg SchedulerConfig) *Scheduler {
 	return s
 }
 
-// Run checks the schedules at every tick (and at least every Reload) until
-// ctx is done.
+// Run checks the schedules at every tick (and at least every Reload, and
+// whenever Wake receives) until ctx is done.
 func (s *Scheduler) Run(ctx context.Context) error {
 	for {
 		now := s.c.clock.Now()
 		next := s.check(ctx, now)
-		if err := s.c.clock.Sleep(ctx, next.Sub(now)); err != nil {
+		sctx, cancel := context.WithCancel(ctx)
+		woken := make(chan struct{})
+		go func() {
+			defer close(woken)
+			select {
+			case <-s.wake: // a nil Wake never receives
+				cancel()
+			case <-sctx.Done():
+			}
+		}()
+		_ = s.c.clock.Sleep(sctx, next.Sub(now))
+		cancel()
+		<-woken
+		if ctx.Err() != nil {
 			return nil
 		}
 	}
@@ -93,9 +114,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 func (s *Scheduler) check(ctx context.Context, now time.Time) time.Time {
 	wake := now.Add(s.reload)
 	if !s.c.isLeader() {
-		// Ticks pass without us; when we lead, only Grace is looked back.
+		// Ticks pass without us; when we lead, ticks from then on run.
 		clear(s.last)
+		s.since = time.Time{}
 		return wake
+	}
+	if s.since.IsZero() {
+		s.since = now
+		s.log.Info("checker scheduler: leading; schedule ticks from now on run here", "since", now)
 	}
 	schedules, err := s.c.store.ListSchedules(ctx)
 	if err != nil {
@@ -128,11 +154,13 @@ func (s *Scheduler) check(ctx context.Context, now time.Time) time.Time {
 func (s *Scheduler) tick(ctx context.Context, sc store.Schedule, spec cron.Schedule, now time.Time) {
 	last, seen := s.last[sc.ID]
 	if !seen {
-		last = now.Add(-s.grace)
+		// A tick at or after since runs; those before were missed while
+		// no leader was up (or ran on the previous leader): never run late.
+		last = s.since.Add(-time.Nanosecond)
 		if created := sc.CreatedAt.Truncate(time.Second); created.After(last) {
 			last = created // cron.Next is after last: no tick before the schedule existed
 		}
-		s.logMissedWhileDown(ctx, sc, spec, last)
+		s.logMissedWhileDown(ctx, sc, spec, s.since)
 	}
 	s.last[sc.ID] = now
 	var due []time.Time
@@ -146,15 +174,18 @@ func (s *Scheduler) tick(ctx context.Context, sc store.Schedule, spec cron.Sched
 	if len(due) > 1 {
 		s.log.Warn("checker scheduler: ticks missed, not replayed", "schedule", sc.ID, "procedure", sc.Procedure,
 			"missed", len(due)-1, "first", due[0], "running", latest)
+		s.c.metrics.tick("missed", len(due)-1)
 	}
 	if now.Sub(latest) > s.grace {
 		s.log.Warn("checker scheduler: tick missed, not replayed", "schedule", sc.ID, "procedure", sc.Procedure, "tick", latest)
+		s.c.metrics.tick("missed", 1)
 		return
 	}
 	for _, id := range s.running[sc.ID] {
 		if s.c.doneChan(id) != nil {
 			s.log.Warn("checker scheduler: previous run still going; tick skipped", "schedule", sc.ID,
 				"procedure", sc.Procedure, "tick", latest, "task", id)
+			s.c.metrics.tick("skipped", 1)
 			return
 		}
 	}
@@ -177,6 +208,7 @@ func (s *Scheduler) tick(ctx context.Context, sc store.Schedule, spec cron.Sched
 		s.log.Error("checker scheduler: starting scheduled task", "schedule", sc.ID, "procedure", sc.Procedure, "tick", latest, "err", err)
 		return
 	}
+	s.c.metrics.tick("run", 1)
 	s.log.Info("checker scheduler: tick started", "schedule", sc.ID, "procedure", sc.Procedure, "tick", latest, "tasks", ids)
 }
 
@@ -206,5 +238,6 @@ func (s *Scheduler) logMissedWhileDown(ctx context.Context, sc store.Schedule, s
 	if n > 0 {
 		s.log.Warn("checker scheduler: ticks missed while no leader was running, not replayed", "schedule", sc.ID,
 			"procedure", sc.Procedure, "missed", n, "first", first, "last_run_or_created", from)
+		s.c.metrics.tick("missed", n)
 	}
 }

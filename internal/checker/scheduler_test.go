@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,8 +86,9 @@ func TestSchedulerFiresOnTimeAndNotTwiceAfterRestart(t *testing.T) {
 	cancel()
 	<-done
 
-	// A restarted keeper (new Checker and Scheduler on the same store) looks
-	// back over the grace period, sees the 12:05 tick and finds it claimed.
+	// A restarted keeper (new Checker and Scheduler on the same store) ten
+	// seconds after the 12:05 tick does not run it again: it passed before
+	// this keeper led, and it ran (nothing to report missed).
 	c2, err := New(Config{Store: e.store, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -98,13 +100,21 @@ func TestSchedulerFiresOnTimeAndNotTwiceAfterRestart(t *testing.T) {
 	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 1 {
 		t.Fatalf("%d tasks after the restart, want still 1", len(got))
 	}
-	if !strings.Contains(logs2.String(), "tick already claimed") {
-		t.Errorf("restart log:\n%s", logs2)
+	if strings.Contains(logs2.String(), "missed") {
+		t.Errorf("the 12:05 tick ran before the restart; the log reports it missed:\n%s", logs2)
 	}
-	// The next tick runs on the new keeper.
+	// Two schedulers that both believe they lead at the next tick (a
+	// leader change): the store's claim lets one of them run it.
+	s3 := NewScheduler(e.c, SchedulerConfig{Logger: slog.New(slog.NewTextHandler(logs2, nil))})
+	s3.check(context.Background(), t0.Add(4*time.Minute+50*time.Second))
+	// The next tick runs on the new keeper, once.
 	s2.check(context.Background(), t0.Add(9*time.Minute+30*time.Second))
+	s3.check(context.Background(), t0.Add(9*time.Minute+30*time.Second))
 	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 2 {
 		t.Errorf("%d tasks after 12:10, want 2", len(got))
+	}
+	if !strings.Contains(logs2.String(), "tick already claimed") {
+		t.Errorf("the second scheduler did not find the 12:10 tick claimed:\n%s", logs2)
 	}
 }
 
@@ -117,6 +127,11 @@ func TestSchedulerTwoLeadersRunATickOnce(t *testing.T) {
 	defer c2.Close()
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	a, b := NewScheduler(e.c, SchedulerConfig{Logger: log}), NewScheduler(c2, SchedulerConfig{Logger: log})
+	// Both lead since before the tick (a partitioned old leader and the
+	// new one).
+	for _, s := range []*Scheduler{a, b} {
+		s.check(context.Background(), time.Date(2025, 3, 1, 12, 4, 59, 0, time.UTC))
+	}
 	at := time.Date(2025, 3, 1, 12, 5, 1, 0, time.UTC)
 	var wg sync.WaitGroup
 	for _, s := range []*Scheduler{a, b} {
@@ -135,22 +150,27 @@ func TestSchedulerTwoLeadersRunATickOnce(t *testing.T) {
 func TestSchedulerMissedTicksAreLoggedNotReplayed(t *testing.T) {
 	e, _, sc, logs := schedEnv(t, "*/5 * * * *", nil)
 	s := NewScheduler(e.c, SchedulerConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	// The keeper comes up at 13:00:10: the 12:05 … 12:55 ticks were missed.
+	// The keeper comes up at 13:00:10: the 12:05 … 13:00 ticks were missed
+	// and none runs late, not even the 13:00 one ten seconds ago.
 	s.check(context.Background(), time.Date(2025, 3, 1, 13, 0, 10, 0, time.UTC))
+	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 0 {
+		t.Fatalf("%d tasks, want none (every tick passed before the keeper led)", len(got))
+	}
+	if !strings.Contains(logs.String(), "ticks missed while no leader was running") || !strings.Contains(logs.String(), "missed=12") {
+		t.Errorf("log does not report the 12 missed ticks:\n%s", logs)
+	}
+	s.check(context.Background(), time.Date(2025, 3, 1, 13, 5, 0, 0, time.UTC))
 	got := scheduledTasks(t, e.store, sc.ID)
 	if len(got) != 1 {
-		t.Fatalf("%d tasks, want 1 (the 13:00 tick only)", len(got))
+		t.Fatalf("%d tasks, want 1 (13:05, on time)", len(got))
 	}
 	if _, err := e.c.Wait(context.Background(), got[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), "ticks missed while no leader was running") || !strings.Contains(logs.String(), "missed=11") {
-		t.Errorf("log does not report the 11 missed ticks:\n%s", logs)
-	}
 	// The keeper stalls for 20 minutes: the stale ticks are not replayed.
-	s.check(context.Background(), time.Date(2025, 3, 1, 13, 20, 0, 0, time.UTC))
+	s.check(context.Background(), time.Date(2025, 3, 1, 13, 25, 0, 0, time.UTC))
 	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 2 {
-		t.Errorf("%d tasks, want 2 (13:00 and 13:20)", len(got))
+		t.Errorf("%d tasks, want 2 (13:05 and 13:25)", len(got))
 	}
 	if !strings.Contains(logs.String(), "ticks missed, not replayed") || !strings.Contains(logs.String(), "missed=3") {
 		t.Errorf("log does not report the 3 skipped ticks:\n%s", logs)
@@ -225,5 +245,35 @@ func TestAddScheduleValidates(t *testing.T) {
 				t.Errorf("code %s (%v), want %s", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestSchedulerStartsAtOnceOnLeadership: a follower's scheduler sleeps up
+// to Reload between checks; gaining leadership wakes it at once (SPEC
+// §13), so the first tick after the gain runs on time.
+func TestSchedulerStartsAtOnceOnLeadership(t *testing.T) {
+	var leading atomic.Bool
+	e, clock, sc, logs := schedEnv(t, "* * * * *", leading.Load)
+	wake := make(chan struct{}, 1)
+	s := NewScheduler(e.c, SchedulerConfig{Logger: slog.New(slog.NewTextHandler(logs, nil)), Wake: wake, Reload: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	leading.Store(true)
+	wake <- struct{}{}
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		return strings.Contains(logs.String(), "leading; schedule ticks from now on run here")
+	}, "the scheduler to wake up leading (no clock advance)")
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(30 * time.Second) // 12:01:00, the first tick after the gain
+	testutil.WaitFor(t, 10*time.Second, func() bool { return len(scheduledTasks(t, e.store, sc.ID)) == 1 }, "the 12:01 tick to run")
+	if got := scheduledTasks(t, e.store, sc.ID)[0].CreatedAt; !got.Equal(t0.Add(30 * time.Second)) {
+		t.Errorf("tick task created at %s, want 12:01:00", got)
 	}
 }

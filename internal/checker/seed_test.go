@@ -268,9 +268,9 @@ func TestFenceNodeContinueBranches(t *testing.T) {
 			for _, c := range p.read().Calls {
 				order = append(order, c[0]+" "+c[1])
 			}
-			want := []string{"commands ipmi", "scheduler request", "scheduler tasks"}
+			want := []string{"commands ipmi", "scheduler request", "tasks show"}
 			if tt.exclude {
-				want = []string{"commands ipmi", "scheduler drain", "scheduler request", "scheduler tasks", "scheduler drain"}
+				want = []string{"commands ipmi", "scheduler drain", "scheduler request", "tasks show", "scheduler drain"}
 			}
 			if diff := cmp.Diff(want, order); diff != "" {
 				t.Errorf("call order (-want +got):\n%s", diff)
@@ -308,3 +308,48 @@ func containsLine(lines []string, sub string) bool {
 	}
 	return false
 }
+
+// TestVMMonitoringSurvivesAFailedShowWhileWaiting injects one failed
+// `scheduler request show` into vm_monitoring's wait-for-reboot: the failed
+// command is an attempt that did not hold (logged with its error), the
+// next attempt 60 s later sees the VM running, and the procedure succeeds.
+func TestVMMonitoringSurvivesAFailedShowWhileWaiting(t *testing.T) {
+	// BootPolls 0: the VM is up at the first show after the reboot request.
+	// save_value and reboot-on-error show once each; the third show, the
+	// first attempt of wait-for-reboot, fails.
+	p := newPlatform(t, platformState{
+		VMs:    map[string]*platformVM{"production-vdc/web-server-01": {State: 5}},
+		FailAt: map[string][]int{"scheduler request show": {3}},
+	})
+	e := newEnv(t, Config{Bindings: p.bindings()})
+	e.putExample("vm_monitoring", "vm_monitoring.fixed.yaml")
+
+	task := e.execWait("vm_monitoring", vmVars)
+	if task.Status != StatusSuccess {
+		t.Fatalf("status %s (%s), want SUCCESS\n%s", task.Status, task.RunError, dumpLog(task))
+	}
+	var attempts []string
+	var times []time.Time
+	for _, l := range task.Log {
+		if l.Step == "wait-for-reboot" && l.Kind == LogAttempt {
+			attempts = append(attempts, l.Message)
+			times = append(times, l.Time)
+		}
+	}
+	if len(attempts) != 2 {
+		t.Fatalf("wait-for-reboot attempts %q, want 2\n%s", attempts, dumpLog(task))
+	}
+	if !strings.Contains(attempts[0], "attempt 1/3: not held (command failed:") || !strings.Contains(attempts[0], "injected failure") {
+		t.Errorf("first attempt logged %q, want the failed command with its error", attempts[0])
+	}
+	if !strings.Contains(attempts[1], "attempt 2/3: held") {
+		t.Errorf("second attempt logged %q, want held", attempts[1])
+	}
+	if d := times[1].Sub(times[0]); d != 60*time.Second {
+		t.Errorf("retried after %s, want the 60 s interval", d)
+	}
+	if got := len(p.calls("scheduler request show")); got != 4 {
+		t.Errorf("%d show calls, want 4 (save_value, reboot-on-error, the failed one, the retry)", got)
+	}
+}
+

@@ -45,3 +45,16 @@ func Exec(ctx context.Context, client *apiclient.Client, argv []string) (any, er
 	}
 	return g.result, nil
 }
+
+// HasCommand reports whether name is a top-level soulctl command (or an
+// alias of one): whether an apicall starting with it reaches the soulctl
+// command tree.
+func HasCommand(name string) bool {
+	root := NewRoot(&Globals{capture: true, Getenv: func(string) string { return "" }, Stdin: strings.NewReader("")})
+	for _, c := range root.Commands() {
+		if c.Name() == name || c.HasAlias(name) {
+			return true
+		}
+	}
+	return false
+}

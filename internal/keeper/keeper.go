@@ -32,6 +32,7 @@ import (
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog"
 	"github.com/soulstack/soulstack/internal/checker"
+	"github.com/soulstack/soulstack/internal/cli"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
@@ -177,10 +178,12 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	k.checker, err = checker.New(checker.Config{
 		Store:     k.store,
 		Commander: k.commander,
+		IsCommand: cli.HasCommand,
 		Bindings:  cfg.Checker.Bindings,
 		IsLeader:  k.leader.IsLeader,
 		KeeperID:  k.id,
 		Logger:    log.With("component", "checker"),
+		Metrics:   checker.NewMetrics(k.registry),
 	})
 	if err != nil {
 		return nil, err

@@ -9,10 +9,14 @@
 //	testplatform --state FILE scheduler request state --vcluster V --name N --kind vm --state S
 //	testplatform --state FILE scheduler drain add|del --nodes U
 //	testplatform --state FILE scheduler request reschedule --node_uuid U
-//	testplatform --state FILE scheduler tasks show --uuid ID
+//	testplatform --state FILE tasks show --uuid ID
 //	testplatform --state FILE commands ipmi power reset --node_uuid U
 //
-// Every call is appended to the state's "calls" list. The file is locked
+// Each CLI is its own prefix, as on the seed's platform: a test binds
+// scheduler, cluster, commands and tasks to this executable with args
+// `--state FILE <prefix>`. Every call is appended to the state's "calls"
+// list; "fail_at" makes chosen calls of a command fail (exit 1), so tests
+// can inject a platform hiccup. The file is locked
 // while a call reads and rewrites it, so parallel calls are safe.
 package main
 
@@ -39,9 +43,12 @@ type State struct {
 	// RUNNING before its final status.
 	ReschedulePolls int `json:"reschedule_polls"`
 	// IPMIFail lists nodes whose power reset fails (exit 1).
-	IPMIFail []string   `json:"ipmi_fail"`
-	Resets   []string   `json:"resets"`
-	Calls    [][]string `json:"calls"`
+	IPMIFail []string `json:"ipmi_fail"`
+	// FailAt maps a command ("scheduler request show") to the calls of it
+	// (1 = its first call) that fail with exit 1: a platform hiccup.
+	FailAt map[string][]int `json:"fail_at,omitempty"`
+	Resets []string         `json:"resets"`
+	Calls  [][]string       `json:"calls"`
 }
 
 // Node is a cluster node.
@@ -173,6 +180,17 @@ func dispatch(s *State, argv []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if at := s.FailAt[cmd]; len(at) > 0 {
+		n := 0 // calls of cmd so far, this one included
+		for _, c := range s.Calls {
+			if w, _, err := parse(c); err == nil && w == cmd {
+				n++
+			}
+		}
+		if slices.Contains(at, n) {
+			return nil, fmt.Errorf("%s: injected failure: the platform API answered 502 Bad Gateway", cmd)
+		}
+	}
 	switch cmd {
 	case "cluster nodes list":
 		return s.Nodes, need(flags)
@@ -234,7 +252,7 @@ func dispatch(s *State, argv []string) (any, error) {
 		}
 		s.Tasks[t.ID] = t
 		return map[string]any{"task_id": t.ID, "node_uuid": node}, nil
-	case "scheduler tasks show":
+	case "tasks show":
 		if err := need(flags, "uuid"); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,96 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+)
+
+// A command that fails inside a condition is an attempt that did not hold
+// (SPEC §13): retried at the next interval; when attempts run out,
+// AttemptsLimitReached carries the last error and on-error applies. In an
+// action the same failure fails the step at once.
+func TestFailingCommandInCondition(t *testing.T) {
+	const gate = `
+steps:
+  gate:
+    conditions:
+      - apicall: "cluster nodes list"
+        expect:
+          - {filter: "length(@)", op: ">", value: 0}
+        attempts: {max: 3, interval: 10}
+%s
+  after:
+    action:
+      log: "after the gate"
+`
+	tests := []struct {
+		name       string
+		onError    string
+		failAt     []int
+		wantStatus string
+		wantCalls  int
+		wantErr    string // in run_error
+		wantLine   string // in the condition log
+	}{
+		{"recovers on the next attempt", "", []int{1}, StatusSuccess, 2, "", ""},
+		{"every attempt fails, no handler", "", []int{1, 2, 3}, StatusFailure, 3,
+			"step gate: condition 1 not met after 3 attempt(s) (AttemptsLimitReached, no on-error handler); last error: attempt 3: apicall \"cluster nodes list\": cluster: exit status 1: cluster nodes list: injected failure: the platform API answered 502 Bad Gateway", ""},
+		{"every attempt fails, _exit", "        on-error:\n          - error-type: AttemptsLimitReached\n            handler: _exit", []int{1, 2, 3}, StatusSuccess, 3,
+			"", "gate: condition 1: AttemptsLimitReached; last error: attempt 3: apicall \"cluster nodes list\""},
+		{"every attempt fails, _continue", "        on-error:\n          - error-type: AttemptsLimitReached\n            handler: _continue", []int{1, 2, 3}, StatusSuccess, 3,
+			"", "AttemptsLimitReached; last error: attempt 3:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPlatform(t, platformState{Nodes: []platformNode{{"n1", "UP"}}, FailAt: map[string][]int{"cluster nodes list": tt.failAt}})
+			e := newEnv(t, Config{Bindings: p.bindings()})
+			e.put("gated", strings.Replace(gate, "%s", tt.onError, 1))
+			task := e.execWait("gated", nil)
+			if task.Status != tt.wantStatus {
+				t.Fatalf("status %s (%s), want %s\n%s", task.Status, task.RunError, tt.wantStatus, dumpLog(task))
+			}
+			if got := len(p.calls("cluster nodes list")); got != tt.wantCalls {
+				t.Errorf("%d calls, want %d", got, tt.wantCalls)
+			}
+			if tt.wantErr != "" && task.RunError != tt.wantErr {
+				t.Errorf("run_error\n %q\nwant\n %q", task.RunError, tt.wantErr)
+			}
+			if tt.wantLine != "" && !containsLine(logLines(task, LogCondition), tt.wantLine) {
+				t.Errorf("condition log %q lacks %q", logLines(task, LogCondition), tt.wantLine)
+			}
+			ranAfter := containsLine(logLines(task, LogMessage), "after the gate")
+			if wantAfter := tt.wantStatus == StatusSuccess && !strings.Contains(tt.onError, "_exit"); ranAfter != wantAfter {
+				t.Errorf("step after ran = %v, want %v\n%s", ranAfter, wantAfter, dumpLog(task))
+			}
+			if !containsLine(logLines(task, LogAttempt), "attempt 1/3: not held (command failed:") {
+				t.Errorf("the failed attempt is not logged with its error\n%s", dumpLog(task))
+			}
+		})
+	}
+}
+
+func TestFailingCommandInActionFailsTheStep(t *testing.T) {
+	p := newPlatform(t, platformState{Nodes: []platformNode{{"n1", "UP"}}, FailAt: map[string][]int{"cluster nodes list": {1}}})
+	e := newEnv(t, Config{Bindings: p.bindings()})
+	e.put("act", "steps:\n  list:\n    action:\n      apicall: \"cluster nodes list\"\n")
+	task := e.execWait("act", nil)
+	if task.Status != StatusFailure || !strings.Contains(task.RunError, "step list: action: apicall \"cluster nodes list\"") {
+		t.Fatalf("status %s run_error %q", task.Status, task.RunError)
+	}
+	if got := len(p.calls("cluster nodes list")); got != 1 {
+		t.Errorf("%d calls, want 1 (actions are not retried)", got)
+	}
+}
+
+func TestStatusCommandNeedsItsOwnBinding(t *testing.T) {
+	_, err := New(Config{Store: newStore(t), Bindings: []Binding{{Prefix: "scheduler", Executable: "/bin/true", StatusCommand: "tasks show --uuid {id}"}}})
+	if err == nil || !strings.Contains(err.Error(), `no binding has the prefix "tasks"`) {
+		t.Fatalf("New with an unbound status command prefix: %v", err)
+	}
+	if _, err := New(Config{Store: newStore(t), Bindings: []Binding{
+		{Prefix: "scheduler", Executable: "/bin/true", StatusCommand: "tasks show --uuid {id}"},
+		{Prefix: "tasks", Executable: "/bin/true"},
+	}}); err != nil {
+		t.Fatalf("New with the tasks binding: %v", err)
+	}
+}
