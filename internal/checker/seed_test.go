@@ -352,4 +352,3 @@ func TestVMMonitoringSurvivesAFailedShowWhileWaiting(t *testing.T) {
 		t.Errorf("%d show calls, want 4 (save_value, reboot-on-error, the failed one, the retry)", got)
 	}
 }
-
