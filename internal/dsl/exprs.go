@@ -5,7 +5,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+
 	"github.com/soulstack/soulstack/internal/expr"
+	"github.com/soulstack/soulstack/internal/module"
 	"gopkg.in/yaml.v3"
 )
 
@@ -25,18 +29,29 @@ type templateOpts struct {
 
 // templates compiles every ${ } string under n in the unit's environment
 // and checks its register references.
-func (p *parser) templates(u *unit, file string, n *yaml.Node, key string, opts templateOpts) {
-	p.walkStrings(file, n, key, func(pos Pos, path, s string) {
+// It returns the static type of n when n is one string holding ${ } (see
+// templateTypes), else nil.
+func (p *parser) templates(u *unit, file string, n *yaml.Node, key string, opts templateOpts) *cel.Type {
+	var top *cel.Type
+	root := deref(n)
+	p.walkStringNodes(file, n, key, func(sn *yaml.Node, path string) {
+		s := sn.Value
 		if !expr.HasInterpolation(s) {
 			return
 		}
+		pos := posOf(file, sn)
 		t, err := u.env.ParseTemplate(s)
 		if err != nil {
 			p.add(pos, path, fmt.Sprintf("%s: %v", path, err))
 			return
 		}
 		p.checkRefs(u, pos, path, t.Refs(), opts)
+		ct := p.templateTypes(u, file, sn, path, t, opts)
+		if sn == root {
+			top = ct
+		}
 	})
+	return top
 }
 
 // predicate compiles a bare CEL predicate (when:, where:, failed_when:,
@@ -68,6 +83,12 @@ func (p *parser) predicate(u *unit, file string, n *yaml.Node, key string, opts 
 		return src
 	}
 	p.checkRefs(u, pos, key, prog.Refs, opts)
+	if n.Tag == "!!bool" {
+		return src
+	}
+	if t := p.typeCheck(u, file, n, 0, key, src, opts); t != nil && !fitsCel(module.TypeBool, t) {
+		p.add(pos, key, fmt.Sprintf("%s must be a boolean predicate, but %s is %s%s", key, src, expr.TypeName(t), boolHint(src, t)))
+	}
 	return src
 }
 
@@ -123,4 +144,17 @@ func (p *parser) checkInputs(u *unit, n *yaml.Node) {
 				use.key, name, u.kind, u.name, hint, suggest(name, names)))
 		}
 	}
+}
+
+// boolHint suggests the usual fix for a predicate of another type.
+func boolHint(src string, t *cel.Type) string {
+	switch t.Kind() {
+	case types.StringKind:
+		return fmt.Sprintf(": compare it, e.g. %s == \"…\" or %s != \"\"", src, src)
+	case types.IntKind, types.UintKind, types.DoubleKind:
+		return fmt.Sprintf(": compare it, e.g. %s > 0", src)
+	case types.ListKind, types.MapKind:
+		return fmt.Sprintf(": test it, e.g. size(%s) > 0", src)
+	}
+	return ""
 }

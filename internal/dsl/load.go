@@ -321,6 +321,8 @@ type unit struct {
 	inputUses []exprUse
 	// including is the include stack, for cycle detection.
 	including []string
+	// types is what the static type checker knows at this point.
+	types typeState
 }
 
 // exprUse is one expression whose register references are checked.

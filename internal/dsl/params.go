@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+
 	"github.com/soulstack/soulstack/internal/expr"
 	"github.com/soulstack/soulstack/internal/module"
 	"gopkg.in/yaml.v3"
@@ -28,8 +31,9 @@ func (p *parser) moduleCall(u *unit, file string, t *Task, modNode, paramsNode *
 		}
 	}
 	t.Params = make(map[string]any, len(ents))
+	exprTypes := map[string]*cel.Type{}
 	for _, e := range ents {
-		p.templates(u, file, e.value, "params."+e.key, templateOpts{})
+		exprTypes[e.key] = p.templates(u, file, e.value, "params."+e.key, templateOpts{})
 		t.Params[e.key] = p.value(file, e.value)
 	}
 	schema, ok := moduleSchema(name)
@@ -64,6 +68,8 @@ func (p *parser) moduleCall(u *unit, file string, t *Task, modNode, paramsNode *
 		}
 		if !p.fitsType(u, decl.Type, e.value) {
 			p.add(posOf(file, deref(e.value)), key, fmt.Sprintf("param %s of %s must be %s, got %s%s", e.key, name, typeDesc(decl.Type), kindName(e.value), typeHint(decl.Type, e.value)))
+		} else if ct := exprTypes[e.key]; p.wholeExpr(u, e.value) && !fitsCel(decl.Type, ct) {
+			p.add(posOf(file, deref(e.value)), key, fmt.Sprintf("param %s of %s must be %s, but %s is %s%s", e.key, name, typeDesc(decl.Type), strings.TrimSpace(deref(e.value).Value), expr.TypeName(ct), convertHint(decl.Type, ct)))
 		}
 	}
 	given := func(k string) bool { return t.Params[k] != nil }
@@ -244,8 +250,9 @@ func (p *parser) apply(u *unit, file string, t *Task, n *yaml.Node) *Apply {
 		}
 	}
 	a.Input = make(map[string]any, len(inEnts))
+	exprTypes := map[string]*cel.Type{}
 	for _, e := range inEnts {
-		p.templates(u, file, e.value, "apply.input."+e.key, templateOpts{})
+		exprTypes[e.key] = p.templates(u, file, e.value, "apply.input."+e.key, templateOpts{})
 		a.Input[e.key] = p.value(file, e.value)
 	}
 	if a.Destiny == "" || u.svc == nil {
@@ -264,6 +271,9 @@ func (p *parser) apply(u *unit, file string, t *Task, n *yaml.Node) *Apply {
 			continue
 		}
 		p.checkApplyInput(u, file, spec, e.value, key)
+		if ct := exprTypes[e.key]; spec.Type != "" && p.wholeExpr(u, e.value) && !fitsCel(inputParamType(spec.Type), ct) {
+			p.add(posOf(file, deref(e.value)), key, fmt.Sprintf("input %s of destiny %s is %s %s, but %s is %s%s", spec.Name, d.Name, article(string(spec.Type)), spec.Type, strings.TrimSpace(deref(e.value).Value), expr.TypeName(ct), convertHint(inputParamType(spec.Type), ct)))
+		}
 	}
 	for _, spec := range d.Input {
 		if spec.Required && !spec.HasDefault && !hasKey(inEnts, spec.Name) {
@@ -301,4 +311,21 @@ func (p *parser) checkApplyInput(u *unit, file string, spec *InputSpec, n *yaml.
 	if !ok {
 		p.add(pos, key, fmt.Sprintf("input %s of destiny is %s %s, but this value is %s: text around ${ } always makes a string", spec.Name, article(string(spec.Type)), spec.Type, kindName(n)))
 	}
+}
+
+// convertHint names the CEL conversion that fixes a ${ } of the wrong type.
+func convertHint(t module.ParamType, ct *cel.Type) string {
+	switch t {
+	case module.TypeInt:
+		if ct.Kind() == types.StringKind {
+			return ": convert it with int(…), or declare the input as an integer"
+		}
+	case module.TypeNumber:
+		if ct.Kind() == types.StringKind {
+			return ": convert it with double(…) or int(…)"
+		}
+	case module.TypeString:
+		return ": convert it with string(…)"
+	}
+	return ""
 }

@@ -2,10 +2,13 @@ package dsl
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/google/cel-go/cel"
 
 	"github.com/soulstack/soulstack/internal/expr"
 	"gopkg.in/yaml.v3"
@@ -84,8 +87,35 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 	}
 	p.taskAction(u, file, t, v, present)
 
+	// Static types: the loop element type is item (SPEC §7); the task's
+	// vars are visible to its own expressions and to a block's tasks.
+	saved := u.types
+	u.types.vars = maps.Clone(u.types.vars)
+	defer func() {
+		regs := u.types.regs
+		u.types = saved
+		u.types.regs = regs
+	}()
+	var itemType *cel.Type
+	if nn, ok := v["loop"]; ok {
+		u.types.item, u.types.noItem = nil, ""
+		t.Loop, itemType = p.loop(u, file, nn)
+		if present["block"] || (present["include"] && !onlyKeys(v, "include", "name", "loop")) {
+			p.add(t.KeyPos["loop"], "loop", "loop: on a block is not supported: put loop: on the tasks inside the block that repeat (each sees item), or move the block's tasks into a destiny and loop over the values in one task per value")
+		}
+		u.types.noItem = "item and loop_index are only set while the loop runs, not in where:, failed_when: or changed_when: (which see the whole loop's result in register.self.results)"
+	}
+	withItem := func(on bool) {
+		if on && itemType != nil {
+			u.types.item = itemType
+		} else {
+			u.types.item = nil
+		}
+	}
+
 	// Keys evaluated before the task runs see earlier registers only.
 	before := templateOpts{}
+	withItem(false)
 	if nn, ok := v["register"]; ok {
 		t.Register = p.registerName(file, nn)
 	}
@@ -95,6 +125,7 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 	if nn, ok := v["where"]; ok {
 		t.Where = p.predicate(u, file, nn, "where", before)
 	}
+	withItem(true)
 	if nn, ok := v["when"]; ok {
 		t.When = p.predicate(u, file, nn, "when", before)
 	}
@@ -119,9 +150,6 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 	if nn, ok := v["vars"]; ok {
 		t.Vars = p.varsMap(u, file, nn, "vars", false)
 	}
-	if nn, ok := v["loop"]; ok {
-		t.Loop = p.loop(u, file, nn)
-	}
 	if nn, ok := v["timeout"]; ok {
 		t.Timeout = p.duration(file, nn, "timeout", false)
 	}
@@ -129,9 +157,14 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 
 	// Keys evaluated on the task's own result also see its own register.
 	after := templateOpts{allowSelf: true, own: t.Register}
+	u.types.self = resultShape(t)
+	if t.Register != "" {
+		u.types.regs[t.Register] = resultShape(t)
+	}
 	if nn, ok := v["retry"]; ok {
 		t.Retry = p.retry(u, file, nn, after)
 	}
+	withItem(false)
 	if nn, ok := v["failed_when"]; ok {
 		t.FailedWhen = p.predicate(u, file, nn, "failed_when", after)
 	}

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/cel-go/cel"
+
 	"github.com/soulstack/soulstack/internal/expr"
+	"github.com/soulstack/soulstack/internal/module"
 	"gopkg.in/yaml.v3"
 )
 
@@ -164,28 +167,34 @@ func (p *parser) requisites(u *unit, file string, n *yaml.Node, key string) []st
 }
 
 // loop parses loop: a list, or one ${ } expression yielding a list.
-func (p *parser) loop(u *unit, file string, n *yaml.Node) any {
+// It returns the loop value and the static type of its elements.
+func (p *parser) loop(u *unit, file string, n *yaml.Node) (any, *cel.Type) {
 	n = deref(n)
 	pos := posOf(file, n)
 	if n != nil && n.Kind == yaml.SequenceNode {
 		p.templates(u, file, n, "loop", templateOpts{})
-		return p.value(file, n)
+		v := p.value(file, n)
+		return v, loopElem(v, nil)
 	}
 	if n != nil && n.Kind == yaml.ScalarNode && n.Tag == "!!str" && expr.HasInterpolation(n.Value) {
 		t, err := u.env.ParseTemplate(n.Value)
 		if err != nil {
 			p.add(pos, "loop", "loop: "+err.Error())
-			return nil
+			return nil, cel.DynType
 		}
 		if !t.Whole() {
 			p.add(pos, "loop", `loop: must be a list or exactly one "${ … }" expression yielding a list, with no text around it`)
-			return nil
+			return nil, cel.DynType
 		}
 		p.checkRefs(u, pos, "loop", t.Refs(), templateOpts{})
-		return n.Value
+		lt := p.templateTypes(u, file, n, "loop", t, templateOpts{})
+		if lt != nil && !fitsCel(module.TypeList, lt) {
+			p.add(pos, "loop", fmt.Sprintf("loop: must yield a list, but %s is %s", t.Exprs()[0].Program.Source, expr.TypeName(lt)))
+		}
+		return n.Value, loopElem(nil, lt)
 	}
 	p.add(pos, "loop", fmt.Sprintf(`loop: must be a list or one "${ … }" expression yielding a list, got %s`, kindName(n)))
-	return nil
+	return nil, cel.DynType
 }
 
 // duration parses a Go duration ("30s", "5m"); zeroOK allows "0s".

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/cel-go/cel"
+
 	"github.com/soulstack/soulstack/internal/expr"
 	"gopkg.in/yaml.v3"
 )
@@ -47,6 +49,7 @@ func (p *parser) scenario(svc *Service, name, dir string, files map[string][]byt
 		case "input":
 			s.Input = p.inputs(file, e.value)
 			inputNode = e.value
+			u.types.input = inputShape(s.Input)
 		case "state_changes":
 			s.StateChanges = p.stateChanges(u, file, e)
 		case "tasks":
@@ -94,6 +97,7 @@ func (p *parser) destiny(name, dir string, files map[string][]byte) *Destiny {
 		case "input":
 			d.Input = p.inputs(file, e.value)
 			inputNode = e.value
+			u.types.input = inputShape(d.Input)
 		case "tasks":
 			tasksNode = e.value
 		case "output":
@@ -124,6 +128,11 @@ func newUnit(kind expr.Kind, name, dir string, files map[string][]byte, svc *Ser
 		defined:    map[string]bool{},
 		all:        map[string]bool{},
 		registered: map[string]Pos{},
+		types: typeState{
+			essence: essenceShape(svc),
+			vars:    map[string]*cel.Type{},
+			regs:    map[string]*expr.Shape{},
+		},
 	}
 }
 
@@ -150,8 +159,9 @@ func (p *parser) varsMap(u *unit, file string, n *yaml.Node, key string, deferre
 		if !identRE.MatchString(e.key) {
 			p.add(e.kpos, key+"."+e.key, fmt.Sprintf("%s name %q must be an identifier (letters, digits, _), so that vars.%s can be read", key, e.key, e.key))
 		}
-		p.templates(u, file, e.value, key+"."+e.key, templateOpts{deferred: deferred})
+		whole := p.templates(u, file, e.value, key+"."+e.key, templateOpts{deferred: deferred})
 		out[e.key] = p.value(file, e.value)
+		u.types.vars[e.key] = valueType(out[e.key], whole)
 	}
 	return out
 }

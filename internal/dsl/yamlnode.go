@@ -297,6 +297,11 @@ func (p *parser) spend(file string, n *yaml.Node) bool {
 // and a dotted path below prefix. Like value, it stops after maxNodes nodes
 // (value reports the oversized document).
 func (p *parser) walkStrings(file string, n *yaml.Node, prefix string, fn func(pos Pos, path, s string)) {
+	p.walkStringNodes(file, n, prefix, func(n *yaml.Node, path string) { fn(posOf(file, n), path, n.Value) })
+}
+
+// walkStringNodes is walkStrings handing over the scalar node itself.
+func (p *parser) walkStringNodes(file string, n *yaml.Node, prefix string, fn func(n *yaml.Node, path string)) {
 	var rec func(n *yaml.Node, path string, depth int)
 	rec = func(n *yaml.Node, path string, depth int) {
 		n = deref(n)
@@ -314,7 +319,7 @@ func (p *parser) walkStrings(file string, n *yaml.Node, prefix string, fn func(p
 			}
 		case yaml.ScalarNode:
 			if n.Tag == "!!str" || n.Tag == "" {
-				fn(posOf(file, n), path, n.Value)
+				fn(n, path)
 			}
 		}
 	}

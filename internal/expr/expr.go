@@ -62,6 +62,10 @@ type Env struct {
 	cached    atomic.Int64
 	// predicates compiles the string arguments of where("…") with self.
 	predicates *cel.Env
+	// typed is the base of the static type checker (TypeCheck).
+	typedOnce sync.Once
+	typed     *cel.Env
+	typedErr  error
 }
 
 type compiled struct {

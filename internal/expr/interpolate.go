@@ -149,6 +149,29 @@ func (t *Template) Programs() []*Program {
 	return out
 }
 
+// TemplateExpr is one ${ } of a template: its program and the byte offset
+// of its (trimmed) source in the template.
+type TemplateExpr struct {
+	Program *Program
+	Offset  int
+}
+
+// Exprs returns the expressions of the template with their offsets.
+func (t *Template) Exprs() []TemplateExpr {
+	var out []TemplateExpr
+	for _, p := range t.parts {
+		if p.prog == nil {
+			continue
+		}
+		off := p.offset
+		for off < len(t.Source) && (t.Source[off] == ' ' || t.Source[off] == '\t' || t.Source[off] == '\n') {
+			off++
+		}
+		out = append(out, TemplateExpr{Program: p.prog, Offset: off})
+	}
+	return out
+}
+
 // Refs merges the references of all expressions of the template.
 func (t *Template) Refs() Refs {
 	var r Refs

@@ -1,0 +1,252 @@
+package dsl
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"gopkg.in/yaml.v3"
+
+	"github.com/soulstack/soulstack/internal/expr"
+	"github.com/soulstack/soulstack/internal/module"
+)
+
+// typeState is what the static type checker knows while a unit is parsed
+// (SPEC §7 decision: expressions are type-checked at validation).
+type typeState struct {
+	input   *expr.Shape
+	essence *expr.Shape
+	// vars are vars.yml and the vars of the enclosing tasks.
+	vars map[string]*cel.Type
+	// regs are the result shapes of the registers defined so far.
+	regs map[string]*expr.Shape
+	// item is the loop element type of the task being parsed (nil: no
+	// loop here); noItem says why item is not set when it is nil inside a
+	// loop task (failed_when, changed_when, where).
+	item   *cel.Type
+	noItem string
+	// self is the task's own result shape, for register.self.
+	self *expr.Shape
+}
+
+// scope is the TypeScope of an expression of u evaluated with opts.
+func (u *unit) scope(opts templateOpts) *expr.TypeScope {
+	ts := &u.types
+	sc := &expr.TypeScope{
+		Input:     ts.input,
+		Essence:   ts.essence,
+		Vars:      &expr.Shape{Fields: ts.vars, Open: true},
+		Registers: ts.regs,
+		Item:      ts.item,
+	}
+	if opts.allowSelf {
+		sc.Self = ts.self
+	}
+	return sc
+}
+
+// paramCelType is the CEL type of a declared module param or result field.
+func paramCelType(t module.ParamType) *cel.Type {
+	switch t {
+	case module.TypeString:
+		return cel.StringType
+	case module.TypeInt:
+		return cel.IntType
+	case module.TypeBool:
+		return cel.BoolType
+	case module.TypeList:
+		return cel.ListType(cel.DynType)
+	case module.TypeStrList:
+		return cel.ListType(cel.StringType)
+	case module.TypeMap:
+		return cel.MapType(cel.StringType, cel.DynType)
+	}
+	return cel.DynType // number (int or double at run time), any
+}
+
+// inputParamType maps an input: type onto the param type vocabulary.
+func inputParamType(t InputType) module.ParamType {
+	switch t {
+	case InputString:
+		return module.TypeString
+	case InputInteger:
+		return module.TypeInt
+	case InputNumber:
+		return module.TypeNumber
+	case InputBoolean:
+		return module.TypeBool
+	case InputList:
+		return module.TypeList
+	case InputMap:
+		return module.TypeMap
+	}
+	return module.TypeAny
+}
+
+// inputShape is the static shape of input.* from the declared inputs.
+func inputShape(in Inputs) *expr.Shape {
+	s := &expr.Shape{Name: "input", Fields: map[string]*cel.Type{}, Open: true}
+	for _, spec := range in {
+		s.Fields[spec.Name] = paramCelType(inputParamType(spec.Type))
+	}
+	return s
+}
+
+// essenceShape is the static shape of essence.* from _default.yaml (open:
+// a coven's or an incarnation's file may add keys).
+func essenceShape(svc *Service) *expr.Shape {
+	s := &expr.Shape{Name: "essence", Fields: map[string]*cel.Type{}, Open: true}
+	if svc == nil {
+		return s
+	}
+	for k, v := range svc.Essences["_default"] {
+		s.Fields[k] = expr.TypeOfValue(v)
+	}
+	return s
+}
+
+// resultShape is the static shape of the result t registers: the common
+// result fields plus the module's declared output (SPEC §5, §9). A module
+// without a schema (a custom module) gives an open shape.
+func resultShape(t *Task) *expr.Shape {
+	s := &expr.Shape{Name: "a result", Fields: map[string]*cel.Type{}}
+	for k, f := range module.ResultFields {
+		s.Fields[k] = paramCelType(f.Type)
+	}
+	s.Fields["attempts"] = cel.IntType
+	switch {
+	case t.Module != "":
+		s.Name = "a " + t.Module + " result"
+		schema, ok := moduleSchema(t.Module)
+		if !ok || schema.Output == nil {
+			s.Open = true
+		}
+		for k, f := range schema.Output {
+			s.Fields[k] = paramCelType(f.Type)
+		}
+	case t.Apply != nil:
+		s.Name = "an apply: result"
+		s.Fields["tasks"] = cel.ListType(cel.DynType)
+	default:
+		s.Name = "a block result"
+		s.Fields["tasks"] = cel.ListType(cel.DynType)
+	}
+	return s
+}
+
+// fitsCel reports whether a value of checked type ct can have the declared
+// param type t. Unknown types (dyn, null) fit anything: the module checks
+// them again when it runs.
+func fitsCel(t module.ParamType, ct *cel.Type) bool {
+	if ct == nil {
+		return true
+	}
+	switch ct.Kind() {
+	case types.DynKind, types.AnyKind, types.NullTypeKind, types.ErrorKind, types.TypeParamKind, types.OpaqueKind:
+		return true
+	}
+	k := ct.Kind()
+	switch t {
+	case module.TypeString:
+		return k == types.StringKind
+	case module.TypeInt, module.TypeNumber:
+		return k == types.IntKind || k == types.UintKind || k == types.DoubleKind
+	case module.TypeBool:
+		return k == types.BoolKind
+	case module.TypeList:
+		return k == types.ListKind
+	case module.TypeStrList:
+		if k != types.ListKind {
+			return false
+		}
+		ps := ct.Parameters()
+		return len(ps) == 0 || ps[0].Kind() == types.StringKind || ps[0].Kind() == types.DynKind
+	case module.TypeMap:
+		return k == types.MapKind || k == types.StructKind
+	}
+	return true
+}
+
+// exprPos is the position of column col (1-based, in the expression) of an
+// expression starting at byte off of the scalar n. Only single-line plain
+// and quoted scalars without escapes map exactly; others give n's position.
+func exprPos(file string, n *yaml.Node, off, col int) Pos {
+	pos := posOf(file, n)
+	if n == nil || col <= 0 || strings.Contains(n.Value, "\n") || pos.Col == 0 {
+		return pos
+	}
+	switch n.Style {
+	case 0:
+		pos.Col += off + col - 1
+	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		if strings.ContainsAny(n.Value, `\'"`) {
+			return pos
+		}
+		pos.Col += 1 + off + col - 1
+	}
+	return pos
+}
+
+// typeCheck type-checks one compiled expression and reports a problem at
+// its position; it returns the checked type (nil after a problem).
+func (p *parser) typeCheck(u *unit, file string, n *yaml.Node, off int, key, src string, opts templateOpts) *cel.Type {
+	sc := u.scope(opts)
+	t, err := u.env.TypeCheck(src, sc)
+	if err == nil {
+		return t
+	}
+	msg, col := err.Error(), 0
+	if te, ok := err.(*expr.TypeError); ok {
+		msg, col = te.Msg, te.Col
+		if sc.Item == nil && u.types.noItem != "" && (strings.HasPrefix(msg, "item is only set") || strings.HasPrefix(msg, "loop_index is only set")) {
+			msg = u.types.noItem
+		}
+	}
+	p.add(exprPos(file, n, off, col), key, fmt.Sprintf("%s: %s", key, msg))
+	return nil
+}
+
+// templateTypes type-checks every ${ } of the scalar n and returns the
+// type of the value it yields: the expression's for a whole "${ x }",
+// string for text around ${ }, nil when unknown or after a problem.
+func (p *parser) templateTypes(u *unit, file string, n *yaml.Node, key string, t *expr.Template, opts templateOpts) *cel.Type {
+	var last *cel.Type
+	ok := true
+	for _, e := range t.Exprs() {
+		ct := p.typeCheck(u, file, n, e.Offset, key, e.Program.Source, opts)
+		if ct == nil {
+			ok = false
+		}
+		last = ct
+	}
+	switch {
+	case !ok:
+		return nil
+	case t.Whole():
+		return last
+	}
+	return cel.StringType
+}
+
+// valueType is the static type of a YAML value whose strings may hold
+// ${ }: whole expressions are typed by the checker (types gives them by
+// node), the rest by TypeOfValue.
+func valueType(v any, whole *cel.Type) *cel.Type {
+	if whole != nil {
+		return whole
+	}
+	return expr.TypeOfValue(v)
+}
+
+// loopElem is the element type of a loop: value (a literal list or one
+// "${ }" of checked type lt).
+func loopElem(v any, lt *cel.Type) *cel.Type {
+	if l, ok := v.([]any); ok {
+		return expr.TypeOfValue(l).Parameters()[0]
+	}
+	if lt != nil && lt.Kind() == types.ListKind && len(lt.Parameters()) == 1 {
+		return lt.Parameters()[0]
+	}
+	return cel.DynType
+}
