@@ -6,6 +6,9 @@
 // mutate only outside check mode. In check mode a module returns
 // changed: true with a diff of what it would do.
 //
+// Files are reached through internal/safefs, which never lets a symlink or
+// hard link planted by an unprivileged user redirect root's writes.
+//
 // Confinement: when Env.Root is set (the soul's --root, used by `keeper dev`
 // and `soul swarm`), file modules resolve every path under Root as if it were
 // the filesystem root (`..` is rejected and symlinks cannot leave Root),

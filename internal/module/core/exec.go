@@ -150,12 +150,9 @@ func commandDir(env *module.Env, cwd string) (string, error) {
 	if cwd == "" {
 		return env.Root, nil
 	}
-	hp, err := hostPath(env, cwd)
+	hp, err := fsOf(env).HostPath(cwd)
 	if err != nil {
-		return "", fmt.Errorf("cwd: %w", err)
-	}
-	if hp, err = followLink(env, hp); err != nil {
-		return "", fmt.Errorf("cwd: %w", err)
+		return "", fmt.Errorf("cwd %s: %w", cwd, err)
 	}
 	fi, err := os.Stat(hp)
 	if err != nil {

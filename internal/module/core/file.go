@@ -8,20 +8,21 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/module"
+	"github.com/soulstack/soulstack/internal/safefs"
 )
 
 func fileParams(extra map[string]module.Param) map[string]module.Param {
 	p := map[string]module.Param{
-		"path":  str(true, "absolute path of the file"),
-		"mode":  str(false, `octal mode as a string, e.g. "0644"`),
-		"owner": typed(module.TypeAny, "owner user name or numeric uid"),
-		"group": typed(module.TypeAny, "group name or numeric gid"),
+		"path":   str(true, "absolute path of the file"),
+		"mode":   str(false, `octal mode as a string, e.g. "0644"`),
+		"owner":  typed(module.TypeAny, "owner user name or numeric uid"),
+		"group":  typed(module.TypeAny, "group name or numeric gid"),
+		"follow": {Type: module.TypeBool, Default: false, Description: "write through a symlink at path (its target must be safe to reach); without it a symlink there fails with \"path is a symlink\""},
 	}
 	for k, v := range extra {
 		p[k] = v
@@ -35,6 +36,7 @@ func init() {
 		Params: fileParams(map[string]module.Param{
 			"content":  str(false, "file content; omitted: the file is created empty if missing and its content left alone"),
 			"makedirs": {Type: module.TypeBool, Default: false, Description: "create missing parent directories (0755)"},
+			"validate": validateParam,
 		}),
 	}, filePresent)
 	register("core.file.rendered", module.Schema{
@@ -43,11 +45,12 @@ func init() {
 			"template": str(true, "template path relative to the scenario or destiny directory"),
 			"vars":     typed(module.TypeMap, "extra template data, merged over the task's data"),
 			"makedirs": {Type: module.TypeBool, Default: false, Description: "create missing parent directories (0755)"},
+			"validate": validateParam,
 		}),
 	}, fileRendered)
 	register("core.file.absent", module.Schema{
 		Summary: "Ensure a file or directory (with its content) does not exist",
-		Params:  map[string]module.Param{"path": str(true, "path to remove (a directory is removed with its content)")},
+		Params:  map[string]module.Param{"path": str(true, "path to remove (a directory is removed with its content; a symlink is removed, never its target)")},
 	}, fileAbsent)
 	register("core.file.directory", module.Schema{
 		Summary: "Ensure a directory exists, with the given mode and owner",
@@ -58,17 +61,21 @@ func init() {
 // fileWant is the wanted state of one file or directory.
 type fileWant struct {
 	path       string // as given, for messages
-	hp         string // on disk (confined)
 	content    []byte
 	hasContent bool
-	mode       fs.FileMode
-	hasMode    bool
-	uid, gid   int // -1: leave alone
-	makedirs   bool
+	// edit, when set, computes the content from the current one (nil and
+	// exists false when there is no file): line, block and replace.
+	edit     func(old []byte, exists bool) ([]byte, error)
+	mode     fs.FileMode
+	hasMode  bool
+	uid, gid int // -1: leave alone
+	makedirs bool
+	follow   bool
+	validate string
 }
 
-func parseFileWant(env *module.Env, a *args) (fileWant, error) {
-	w := fileWant{path: a.str("path"), makedirs: a.boolean("makedirs", false)}
+func parseFileWant(a *args) (fileWant, error) {
+	w := fileWant{path: a.str("path"), makedirs: a.boolean("makedirs", false), follow: a.boolean("follow", false), validate: a.str("validate")}
 	modeStr, owner, group := a.str("mode"), a.scalar("owner"), a.scalar("group")
 	if a.has("content") {
 		w.content, w.hasContent = []byte(a.str("content")), true
@@ -76,10 +83,13 @@ func parseFileWant(env *module.Env, a *args) (fileWant, error) {
 	if a.err != nil {
 		return w, a.err
 	}
-	var err error
-	if w.hp, err = hostPath(env, w.path); err != nil {
+	if !filepath.IsAbs(w.path) {
+		return w, fmt.Errorf("path %q must be absolute", w.path)
+	}
+	if err := checkValidate(w.validate); err != nil {
 		return w, err
 	}
+	var err error
 	if modeStr != "" {
 		if w.mode, err = parseMode(modeStr); err != nil {
 			return w, err
@@ -95,79 +105,97 @@ func parseFileWant(env *module.Env, a *args) (fileWant, error) {
 	return w, nil
 }
 
-func filePresent(_ context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
-	w, err := parseFileWant(env, newArgs(p))
+func filePresent(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
+	w, err := parseFileWant(newArgs(p))
 	if err != nil {
 		return domain.Result{}, err
 	}
-	return ensureFile(env, w)
+	return ensureFile(ctx, env, w)
 }
 
-// attrChanges lists how the mode and owner of an existing fi differ from w.
-func attrChanges(w fileWant, fi fs.FileInfo) []string {
+// attrChanges lists how the mode and owner of an existing file differ from w.
+func attrChanges(w fileWant, fi safefs.Info) []string {
 	var out []string
-	if w.hasMode && fi.Mode()&permBits != w.mode {
-		out = append(out, fmt.Sprintf("mode %s -> %s", formatMode(fi.Mode()), formatMode(w.mode)))
+	if w.hasMode && fi.Mode&permBits != w.mode {
+		out = append(out, fmt.Sprintf("mode %s -> %s", formatMode(fi.Mode), formatMode(w.mode)))
 	}
-	uid, gid := ownerOf(fi)
-	if w.uid >= 0 && w.uid != uid {
-		out = append(out, fmt.Sprintf("owner %d -> %d", uid, w.uid))
+	if w.uid >= 0 && w.uid != fi.UID {
+		out = append(out, fmt.Sprintf("owner %d -> %d", fi.UID, w.uid))
 	}
-	if w.gid >= 0 && w.gid != gid {
-		out = append(out, fmt.Sprintf("group %d -> %d", gid, w.gid))
+	if w.gid >= 0 && w.gid != fi.GID {
+		out = append(out, fmt.Sprintf("group %d -> %d", fi.GID, w.gid))
 	}
 	return out
 }
 
-// fixAttrs sets owner then mode where they differ. The mode is set again
-// after a chown because chown clears the setuid and setgid bits.
-func fixAttrs(hp string, w fileWant, fi fs.FileInfo) error {
-	uid, gid := ownerOf(fi)
-	chowned := false
-	if (w.uid >= 0 && w.uid != uid) || (w.gid >= 0 && w.gid != gid) {
-		if err := os.Chown(hp, w.uid, w.gid); err != nil {
-			return fmt.Errorf("setting owner of %s: %w", hp, err)
-		}
-		chowned = true
-	}
-	mode := fi.Mode() & permBits
+func (w fileWant) attrs() safefs.Attrs {
+	a := safefs.Attrs{UID: w.uid, GID: w.gid}
 	if w.hasMode {
-		mode = w.mode
+		m := w.mode
+		a.Mode = &m
 	}
-	if chowned || fi.Mode()&permBits != mode {
-		if err := os.Chmod(hp, mode); err != nil {
-			return fmt.Errorf("setting mode of %s: %w", hp, err)
-		}
+	return a
+}
+
+// openFile resolves w.path for a file module. A missing parent directory
+// is created only with makedirs and outside check mode; missingParent
+// reports it so check mode can say it would create it.
+func openFile(env *module.Env, w fileWant) (t *safefs.Target, missingParent bool, err error) {
+	fsys := fsOf(env)
+	t, err = fsys.Open(w.path, safefs.Options{Follow: w.follow})
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return t, false, err
 	}
-	return nil
+	if !w.makedirs {
+		return nil, false, fmt.Errorf("parent directory %s of %s does not exist; create it with core.file.directory or set makedirs: true", filepath.Dir(w.path), w.path)
+	}
+	if env.Check {
+		return nil, true, nil
+	}
+	t, err = fsys.Open(w.path, safefs.Options{Follow: w.follow, MakeDirs: true})
+	return t, false, err
+}
+
+// symlinkErr is the error for a symlink at a path a module does not follow.
+func symlinkErr(path string) error {
+	return fmt.Errorf("%s: %w; set follow: true to write through it, or remove it with core.file.absent", path, safefs.ErrSymlink)
 }
 
 // ensureFile converges a regular file to w; it is shared by file.present,
-// file.rendered and the sysctl persistence file.
-func ensureFile(env *module.Env, w fileWant) (domain.Result, error) {
-	hp, err := followLink(env, w.hp)
+// file.rendered, the line/block/replace editors and the sysctl
+// persistence file.
+func ensureFile(ctx context.Context, env *module.Env, w fileWant) (domain.Result, error) {
+	t, missingParent, err := openFile(env, w)
 	if err != nil {
 		return domain.Result{}, err
 	}
-	if isRootPath(env, hp) {
-		return domain.Result{}, fmt.Errorf("%s is the root directory, not a file", w.path)
+	var fi safefs.Info
+	exists := false
+	if t != nil {
+		defer t.Close()
+		if fi, exists, err = t.Lstat(); err != nil {
+			return domain.Result{}, err
+		}
 	}
-	fi, err := os.Lstat(hp)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return domain.Result{}, fmt.Errorf("reading %s: %w", w.path, err)
+	if exists && fi.IsSymlink() {
+		return domain.Result{}, symlinkErr(w.path)
 	}
-	if exists && !fi.Mode().IsRegular() {
-		return domain.Result{}, fmt.Errorf("%s exists and is not a regular file (%s)", w.path, fi.Mode().Type())
+	if exists && !fi.IsRegular() {
+		return domain.Result{}, fmt.Errorf("%s exists and is not a regular file (%s)", w.path, fi.Mode.Type())
 	}
 	var old []byte
 	if exists {
-		if old, err = os.ReadFile(hp); err != nil {
-			return domain.Result{}, fmt.Errorf("reading %s: %w", w.path, err)
+		if old, err = t.ReadFile(0); err != nil {
+			return domain.Result{}, err
 		}
 	}
 	content := old
-	if w.hasContent {
+	switch {
+	case w.edit != nil:
+		if content, err = w.edit(old, exists); err != nil {
+			return domain.Result{}, err
+		}
+	case w.hasContent:
 		content = w.content
 	}
 	writeContent := !exists || !bytes.Equal(old, content)
@@ -175,7 +203,7 @@ func ensureFile(env *module.Env, w fileWant) (domain.Result, error) {
 	if !w.hasMode {
 		mode = 0o644
 		if exists {
-			mode = fi.Mode() & permBits
+			mode = fi.Mode & permBits
 		}
 	}
 	var changes []string
@@ -199,51 +227,38 @@ func ensureFile(env *module.Env, w fileWant) (domain.Result, error) {
 		verb = "created"
 	}
 	if env.Check {
-		return domain.Result{Changed: true, Diff: diff, Msg: "would have " + verb + " " + w.path, Data: data}, nil
+		msg := "would have " + verb + " " + w.path
+		if missingParent {
+			msg += " (and its parent directories)"
+		}
+		if w.validate != "" && writeContent {
+			msg += "; validate is not run in check mode"
+		}
+		return domain.Result{Changed: true, Diff: diff, Msg: msg, Data: data}, nil
 	}
-
-	if !exists {
-		if err := ensureParent(hp, w); err != nil {
-			return domain.Result{}, err
+	if writeContent && w.validate != "" {
+		if res, ok := runValidate(ctx, w.validate, w.path, content); !ok {
+			res.Diff, res.Data = diff, data
+			return res, nil
 		}
 	}
 	if writeContent {
 		uid, gid := w.uid, w.gid
 		if exists {
-			cu, cg := ownerOf(fi)
 			if uid < 0 {
-				uid = cu
+				uid = fi.UID
 			}
 			if gid < 0 {
-				gid = cg
+				gid = fi.GID
 			}
 		}
-		if err := writeAtomic(hp, content, mode, uid, gid); err != nil {
+		if err := t.WriteFile(content, mode, uid, gid); err != nil {
 			return domain.Result{}, err
 		}
-	} else if err := fixAttrs(hp, w, fi); err != nil {
+	} else if err := t.SetAttrs(w.attrs()); err != nil {
 		return domain.Result{}, err
 	}
 	return domain.Result{Changed: true, Diff: diff, Msg: verb + " " + w.path, Data: data}, nil
-}
-
-func ensureParent(hp string, w fileWant) error {
-	dir := filepath.Dir(hp)
-	fi, err := os.Stat(dir)
-	switch {
-	case err == nil && fi.IsDir():
-		return nil
-	case err == nil:
-		return fmt.Errorf("parent of %s is not a directory", w.path)
-	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("checking parent directory of %s: %w", w.path, err)
-	case !w.makedirs:
-		return fmt.Errorf("parent directory %s of %s does not exist; create it with core.file.directory or set makedirs: true", filepath.Dir(w.path), w.path)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating parent directories of %s: %w", w.path, err)
-	}
-	return nil
 }
 
 func fileAbsent(_ context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
@@ -252,80 +267,88 @@ func fileAbsent(_ context.Context, p map[string]any, env *module.Env) (domain.Re
 	if a.err != nil {
 		return domain.Result{}, a.err
 	}
-	hp, err := hostPath(env, path)
-	if err != nil {
-		return domain.Result{}, err
-	}
-	if isRootPath(env, hp) {
+	if filepath.IsAbs(path) && filepath.Clean(path) == "/" {
 		return domain.Result{}, fmt.Errorf("refusing to remove the root directory %s", path)
 	}
-	fi, err := os.Lstat(hp)
+	t, err := fsOf(env).Open(path, safefs.Options{})
 	if errors.Is(err, fs.ErrNotExist) {
 		return converged(path+" is already absent", map[string]any{"path": path}), nil
 	}
 	if err != nil {
-		return domain.Result{}, fmt.Errorf("reading %s: %w", path, err)
+		return domain.Result{}, err
+	}
+	defer t.Close()
+	fi, exists, err := t.Lstat()
+	if err != nil {
+		return domain.Result{}, err
+	}
+	if !exists {
+		return converged(path+" is already absent", map[string]any{"path": path}), nil
 	}
 	var diff string
 	switch {
 	case fi.IsDir():
-		entries, _ := os.ReadDir(hp)
-		diff = fmt.Sprintf("--- %s/ (directory, %d entries)\n+++ /dev/null\n", path, len(entries))
-	case fi.Mode()&fs.ModeSymlink != 0:
-		target, _ := os.Readlink(hp)
+		diff = fmt.Sprintf("--- %s/ (directory)\n+++ /dev/null\n", path)
+	case fi.IsSymlink():
+		target, _ := t.Readlink()
 		diff = fmt.Sprintf("--- %s -> %s (symlink)\n+++ /dev/null\n", path, target)
-	case fi.Mode().IsRegular() && fi.Size() <= diffMaxInput:
-		old, err := os.ReadFile(hp)
+	case fi.IsRegular() && fi.Size <= diffMaxInput:
+		old, err := t.ReadFile(diffMaxInput)
+		if errors.Is(err, safefs.ErrUnsafe) {
+			// A planted hard link: removing the name is safe, showing
+			// the content is not.
+			diff = fmt.Sprintf("--- %s (hard link, %d bytes)\n+++ /dev/null\n", path, fi.Size)
+			break
+		}
 		if err != nil {
-			return domain.Result{}, fmt.Errorf("reading %s: %w", path, err)
+			return domain.Result{}, err
 		}
 		diff = unifiedDiff(path, "/dev/null", old, nil)
 		if len(old) == 0 {
 			diff = fmt.Sprintf("--- %s (empty)\n+++ /dev/null\n", path)
 		}
 	default:
-		diff = fmt.Sprintf("--- %s (%s, %d bytes)\n+++ /dev/null\n", path, fi.Mode().Type(), fi.Size())
+		diff = fmt.Sprintf("--- %s (%s, %d bytes)\n+++ /dev/null\n", path, fi.Mode.Type(), fi.Size)
 	}
 	data := map[string]any{"path": path}
 	if env.Check {
 		return domain.Result{Changed: true, Diff: diff, Msg: "would have removed " + path, Data: data}, nil
 	}
-	if fi.IsDir() {
-		err = os.RemoveAll(hp)
-	} else {
-		err = os.Remove(hp)
-	}
-	if err != nil {
-		return domain.Result{}, fmt.Errorf("removing %s: %w", path, err)
-	}
-	if err := syncDir(filepath.Dir(hp)); err != nil {
+	if err := t.Remove(); err != nil {
 		return domain.Result{}, err
 	}
 	return domain.Result{Changed: true, Diff: diff, Msg: "removed " + path, Data: data}, nil
 }
 
 func fileDirectory(_ context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
-	w, err := parseFileWant(env, newArgs(p))
+	w, err := parseFileWant(newArgs(p))
 	if err != nil {
 		return domain.Result{}, err
 	}
-	hp, err := followLink(env, w.hp)
+	w.makedirs = true // parents of a directory are created, as before
+	t, _, err := openFile(env, w)
 	if err != nil {
 		return domain.Result{}, err
 	}
-	fi, err := os.Lstat(hp)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return domain.Result{}, fmt.Errorf("reading %s: %w", w.path, err)
+	var fi safefs.Info
+	exists := false
+	if t != nil {
+		defer t.Close()
+		if fi, exists, err = t.Lstat(); err != nil {
+			return domain.Result{}, err
+		}
+	}
+	if exists && fi.IsSymlink() {
+		return domain.Result{}, symlinkErr(w.path)
 	}
 	if exists && !fi.IsDir() {
-		return domain.Result{}, fmt.Errorf("%s exists and is not a directory (%s)", w.path, fi.Mode().Type())
+		return domain.Result{}, fmt.Errorf("%s exists and is not a directory (%s)", w.path, fi.Mode.Type())
 	}
 	mode := w.mode
 	if !w.hasMode {
 		mode = 0o755
 		if exists {
-			mode = fi.Mode() & permBits
+			mode = fi.Mode & permBits
 		}
 	}
 	data := map[string]any{"path": w.path, "mode": formatMode(mode)}
@@ -342,20 +365,13 @@ func fileDirectory(_ context.Context, p map[string]any, env *module.Env) (domain
 	if env.Check {
 		return domain.Result{Changed: true, Diff: diff, Msg: "would have changed directory " + w.path, Data: data}, nil
 	}
+	w.mode, w.hasMode = mode, true
 	if !exists {
-		if err := os.MkdirAll(filepath.Dir(hp), 0o755); err != nil {
-			return domain.Result{}, fmt.Errorf("creating parents of %s: %w", w.path, err)
-		}
-		if err := os.Mkdir(hp, 0o700); err != nil {
-			return domain.Result{}, fmt.Errorf("creating %s: %w", w.path, err)
-		}
-		if fi, err = os.Lstat(hp); err != nil {
-			return domain.Result{}, fmt.Errorf("reading %s: %w", w.path, err)
-		}
-		// Mkdir's mode is filtered by the umask; set it explicitly.
-		w.mode, w.hasMode = mode, true
+		err = t.Mkdir(w.attrs())
+	} else {
+		err = t.SetAttrs(w.attrs())
 	}
-	if err := fixAttrs(hp, w, fi); err != nil {
+	if err != nil {
 		return domain.Result{}, err
 	}
 	return domain.Result{Changed: true, Diff: diff, Msg: "changed directory " + w.path, Data: data}, nil

@@ -166,7 +166,7 @@ func TestFilePresentMakedirs(t *testing.T) {
 	}
 }
 
-func TestFilePresentFollowsSymlink(t *testing.T) {
+func TestFilePresentFollowsSymlinkOnlyWhenAsked(t *testing.T) {
 	dir := t.TempDir()
 	target, link := filepath.Join(dir, "real.conf"), filepath.Join(dir, "link.conf")
 	if err := os.WriteFile(target, []byte("old\n"), 0o644); err != nil {
@@ -175,7 +175,13 @@ func TestFilePresentFollowsSymlink(t *testing.T) {
 	if err := os.Symlink("real.conf", link); err != nil {
 		t.Fatal(err)
 	}
-	wantChanged(t, run(t, "core.file.present", map[string]any{"path": link, "content": "new\n"}, nil), true)
+	// Without follow a symlink at the path is refused (SPEC §9) and
+	// nothing is touched.
+	before := snap(t, target)
+	_, err := runErr(t, "core.file.present", map[string]any{"path": link, "content": "new\n"}, nil)
+	wantErrContains(t, err, "path is a symlink", "follow: true")
+	before.untouched(t, target)
+	wantChanged(t, run(t, "core.file.present", map[string]any{"path": link, "content": "new\n", "follow": true}, nil), true)
 	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
 		t.Fatal("the symlink was replaced by a file")
 	}

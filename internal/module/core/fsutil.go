@@ -1,84 +1,21 @@
 package core
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
-	securejoin "github.com/cyphar/filepath-securejoin"
-
 	"github.com/soulstack/soulstack/internal/module"
+	"github.com/soulstack/soulstack/internal/safefs"
 )
 
-// hostPath maps the absolute path p of a module param to the path on disk.
-// Without a root it is p cleaned. With env.Root, p is resolved as if Root
-// were "/": `..` components are rejected outright and symlinks in the parent
-// directories are resolved inside Root, so no path can leave it. The last
-// component is not resolved, so callers decide whether to follow a symlink
-// there (see followLink).
-func hostPath(env *module.Env, p string) (string, error) {
-	if p == "" {
-		return "", errors.New("path is empty")
-	}
-	if !filepath.IsAbs(p) {
-		return "", fmt.Errorf("path %q must be absolute", p)
-	}
-	if env.Root == "" {
-		return filepath.Clean(p), nil
-	}
-	for _, part := range strings.Split(p, "/") {
-		if part == ".." {
-			return "", fmt.Errorf("path %q contains '..', which is refused under --root %s", p, env.Root)
-		}
-	}
-	clean := filepath.Clean(p)
-	if clean == "/" {
-		return filepath.Clean(env.Root), nil
-	}
-	dir, err := securejoin.SecureJoin(env.Root, filepath.Dir(clean))
-	if err != nil {
-		return "", fmt.Errorf("resolving %q under --root %s: %w", p, env.Root, err)
-	}
-	return filepath.Join(dir, filepath.Base(clean)), nil
-}
-
-// followLink resolves a symlink at the last component of hp (a result of
-// hostPath), confined to env.Root when set. Paths that are not symlinks are
-// returned unchanged.
-func followLink(env *module.Env, hp string) (string, error) {
-	fi, err := os.Lstat(hp)
-	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		return hp, nil
-	}
-	if env.Root != "" {
-		rel, err := filepath.Rel(filepath.Clean(env.Root), hp)
-		if err != nil {
-			return "", fmt.Errorf("resolving symlink %s: %w", hp, err)
-		}
-		out, err := securejoin.SecureJoin(env.Root, rel)
-		if err != nil {
-			return "", fmt.Errorf("resolving symlink %s under --root %s: %w", hp, env.Root, err)
-		}
-		return out, nil
-	}
-	out, err := filepath.EvalSymlinks(hp)
-	if err != nil {
-		return "", fmt.Errorf("resolving symlink %s: %w", hp, err)
-	}
-	return out, nil
-}
-
-// isRootPath reports whether hp is the filesystem root or the confinement
-// root, which no module may remove or replace.
-func isRootPath(env *module.Env, hp string) bool {
-	return hp == "/" || (env.Root != "" && hp == filepath.Clean(env.Root))
-}
+// fsOf is the safe filesystem of env: every path a file module touches is
+// resolved through it (SPEC §9 "Files are written safely as root"),
+// confined to env.Root when set.
+func fsOf(env *module.Env) safefs.FS { return safefs.FS{Root: env.Root} }
 
 // parseMode parses an octal mode string such as "0644", "644" or "2755".
 func parseMode(s string) (fs.FileMode, error) {
@@ -153,61 +90,4 @@ func ownerOf(fi fs.FileInfo) (uid, gid int) {
 		return int(st.Uid), int(st.Gid)
 	}
 	return -1, -1
-}
-
-// writeAtomic replaces path with data so that a reader (or a crash) sees
-// either the old file or the complete new one, never a partial write: the
-// data goes to a temporary file in the same directory, which gets its owner
-// and mode, is fsynced, and is renamed over path; then the directory is
-// fsynced so the rename itself is durable.
-func writeAtomic(path string, data []byte, mode fs.FileMode, uid, gid int) (err error) {
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, "."+base+".soulstack-*")
-	if err != nil {
-		return fmt.Errorf("creating temporary file for %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", tmp, err)
-	}
-	if uid >= 0 || gid >= 0 {
-		if err = f.Chown(uid, gid); err != nil {
-			return fmt.Errorf("setting owner of %s: %w", path, err)
-		}
-	}
-	// Chmod after Chown: chown clears the setuid and setgid bits.
-	if err = f.Chmod(mode); err != nil {
-		return fmt.Errorf("setting mode of %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", tmp, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", tmp, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("renaming %s to %s: %w", tmp, path, err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	if dir == "" {
-		dir = "."
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("opening directory %s to sync: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
-	}
-	return nil
 }

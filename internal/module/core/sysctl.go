@@ -12,6 +12,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/module"
+	"github.com/soulstack/soulstack/internal/safefs"
 )
 
 func init() {
@@ -122,10 +123,15 @@ func sysctlApply(dirs sysctlDirs, p map[string]any, env *module.Env) (domain.Res
 		}
 	}
 	if confDiffers {
-		if err := os.MkdirAll(dirs.conf, 0o755); err != nil {
-			return domain.Result{}, fmt.Errorf("creating %s: %w", dirs.conf, err)
+		t, err := safefs.FS{}.Open(confPath, safefs.Options{MakeDirs: true})
+		if err != nil {
+			return domain.Result{}, fmt.Errorf("opening %s: %w", confPath, err)
 		}
-		if err := writeAtomic(confPath, conf, 0o644, -1, -1); err != nil {
+		defer t.Close()
+		if fi, ok, err := t.Lstat(); err != nil || (ok && !fi.IsRegular()) {
+			return domain.Result{}, fmt.Errorf("%s is not a regular file (err %v)", confPath, err)
+		}
+		if err := t.WriteFile(conf, 0o644, -1, -1); err != nil {
 			return domain.Result{}, err
 		}
 	}

@@ -18,11 +18,11 @@ import (
 
 // fileRendered renders a Go text/template from the bundle files with
 // missingkey=error and converges the file to the result like file.present.
-func fileRendered(_ context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
+func fileRendered(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
 	a := newArgs(p)
 	name := a.str("template")
 	vars := a.anyMap("vars")
-	w, err := parseFileWant(env, a)
+	w, err := parseFileWant(a)
 	if err != nil {
 		return domain.Result{}, err
 	}
@@ -31,7 +31,7 @@ func fileRendered(_ context.Context, p map[string]any, env *module.Env) (domain.
 		return domain.Result{}, err
 	}
 	w.content, w.hasContent = out, true
-	res, err := ensureFile(env, w)
+	res, err := ensureFile(ctx, env, w)
 	if res.Data != nil {
 		res.Data["template"] = name
 	}
