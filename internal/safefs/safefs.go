@@ -190,6 +190,13 @@ func (fsys FS) hostPath(vp string) string {
 // (a command's working directory); files are read and written through
 // Open.
 func (fsys FS) HostPath(p string) (string, error) {
+	comps, err := fsys.splitPath(p)
+	if err != nil {
+		return "", err
+	}
+	if len(comps) == 0 {
+		return fsys.hostPath("/"), nil
+	}
 	t, err := fsys.Open(p, Options{Follow: true})
 	if err != nil {
 		return "", err

@@ -72,6 +72,9 @@ func TestConfinedToRoot(t *testing.T) {
 	if _, err := fsys.Open("/", Options{}); err == nil {
 		t.Fatal("the root itself opened as a target")
 	}
+	if hp, err := fsys.HostPath("/"); err != nil || hp != root {
+		t.Fatalf("HostPath(/) = %q, %v", hp, err)
+	}
 	if hp, err := fsys.HostPath("/etc/abs"); err != nil || hp != filepath.Join(root, outside) {
 		t.Fatalf("HostPath = %q, %v", hp, err)
 	}
