@@ -188,9 +188,18 @@ type Run struct {
 	Error       string         `json:"error,omitempty"`
 	ArchonID    string         `json:"archon_id,omitempty"`
 	KeeperID    string         `json:"keeper_id,omitempty"`
-	CreatedAt   time.Time      `json:"created_at"`
-	StartedAt   *time.Time     `json:"started_at,omitempty"`
-	FinishedAt  *time.Time     `json:"finished_at,omitempty"`
+	// ResumedFrom is the apply_id of the run this one resumes (SPEC §8.8).
+	ResumedFrom string `json:"resumed_from,omitempty"`
+	// Commit and Members are the service commit and the members the run
+	// ran with ("" and nil for runs recorded before they were kept): a
+	// resume is refused when they changed since.
+	Commit  string   `json:"commit,omitempty"`
+	Members []string `json:"members,omitempty"`
+	// Drift marks a drift check run (SPEC §8.9; Check is set too).
+	Drift      bool       `json:"drift,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
 // HostResult is one task's outcome on one host within a run. Seq orders the
@@ -225,7 +234,60 @@ type Snapshot struct {
 	Scenario    string         `json:"scenario"`
 	State       map[string]any `json:"state"`
 	Summary     map[string]any `json:"summary"` // sid → {ok, changed, failed, skipped}
-	CreatedAt   time.Time      `json:"created_at"`
+	// ResumedFrom is the run the committing run resumed (read from the
+	// run; "" when it was not a resume).
+	ResumedFrom string    `json:"resumed_from,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// DriftSchedule is an incarnation's periodic drift check (SPEC §8.9).
+type DriftSchedule struct {
+	Scenario string        `json:"scenario"`
+	Every    time.Duration `json:"every"`
+}
+
+// Drift host statuses of a DriftReport.
+const (
+	DriftClean   = "clean"
+	DriftDrifted = "drifted"
+	DriftUnknown = "unknown" // the host did not answer: neither clean nor drifted
+)
+
+// DriftTask is one task that would change a host.
+type DriftTask struct {
+	Path string `json:"path"`
+	Task string `json:"task"`
+	Msg  string `json:"msg,omitempty"`
+	Diff string `json:"diff,omitempty"`
+}
+
+// DriftHost is one host's part of a drift report.
+type DriftHost struct {
+	Status string      `json:"status"` // DriftClean, DriftDrifted, DriftUnknown
+	Tasks  []DriftTask `json:"tasks,omitempty"`
+	Msg    string      `json:"msg,omitempty"` // why unknown
+}
+
+// DriftReport is the outcome of a drift check: per host, the tasks that
+// would change.
+type DriftReport struct {
+	RunID    string               `json:"apply_id"`
+	Scenario string               `json:"scenario"`
+	Drifted  bool                 `json:"drifted"`
+	Tasks    int                  `json:"tasks"` // tasks that would change, summed over hosts
+	Hosts    map[string]DriftHost `json:"hosts"`
+	// Error says why the check itself did not complete (hosts may then be
+	// unknown).
+	Error     string    `json:"error,omitempty"`
+	CheckedAt time.Time `json:"checked_at"`
+}
+
+// Drift is an incarnation's drift schedule (nil: none) and last report
+// (nil: never checked).
+type Drift struct {
+	Incarnation string         `json:"incarnation"`
+	Schedule    *DriftSchedule `json:"schedule,omitempty"`
+	Report      *DriftReport   `json:"report,omitempty"`
 }
 
 // PendingTrigger is an onchanges handler owed to a host by a failed run
@@ -458,7 +520,9 @@ type Store interface {
 	// CodeConflict when the incarnation is error_locked. A check run does not
 	// change the incarnation's status but still takes the active-run slot.
 	// ErrNotFound when the incarnation does not exist. run.Status "" means
-	// pending.
+	// pending. A resume (run.ResumedFrom set) is the opposite: it requires
+	// the incarnation error_locked (conflict otherwise) and unlocks it as
+	// it starts, in the same transaction (SPEC §8.8).
 	StartRun(ctx context.Context, run Run) error
 	GetRun(ctx context.Context, id string) (Run, error)
 	ListRuns(ctx context.Context, incarnation string, limit int) ([]Run, error) // newest first; "" = all
@@ -501,6 +565,16 @@ type Store interface {
 	// scenario), by scenario, task, sid.
 	ListTriggers(ctx context.Context, incarnation, scenario string) ([]PendingTrigger, error)
 	ClearTrigger(ctx context.Context, incarnation, scenario, task, sid string) error
+
+	// Drift (SPEC §8.9). SetDriftSchedule sets (nil: clears) the
+	// incarnation's drift schedule; PutDriftReport replaces its last
+	// report. Both: ErrNotFound when the incarnation does not exist.
+	// GetDrift returns an incarnation's schedule and last report (both nil
+	// when none); ListDrift every incarnation that has either, by name.
+	SetDriftSchedule(ctx context.Context, incarnation string, sched *DriftSchedule) error
+	PutDriftReport(ctx context.Context, incarnation string, rep DriftReport) error
+	GetDrift(ctx context.Context, incarnation string) (Drift, error)
+	ListDrift(ctx context.Context) ([]Drift, error)
 
 	// Checker.
 	PutProcedure(ctx context.Context, p Procedure) error // insert or replace the source

@@ -13,7 +13,7 @@ import (
 )
 
 const runCols = `id, incarnation, scenario, input, check_mode, status, error, archon_id, keeper_id,
-	created_at, started_at, finished_at`
+	resumed_from, service_commit, members, drift, created_at, started_at, finished_at`
 
 // unfinished is the SQL list of run statuses that still hold the run slot.
 const unfinished = `('` + store.RunPending + `', '` + store.RunRunning + `')`
@@ -21,7 +21,11 @@ const unfinished = `('` + store.RunPending + `', '` + store.RunRunning + `')`
 func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
 	err := sc.Scan(&r.ID, &r.Incarnation, &r.Scenario, mapCol{m: &r.Input}, &r.Check, &r.Status, &r.Error,
-		&r.ArchonID, &r.KeeperID, timeCol{&r.CreatedAt}, nullTimeCol{&r.StartedAt}, nullTimeCol{&r.FinishedAt})
+		&r.ArchonID, &r.KeeperID, &r.ResumedFrom, &r.Commit, listCol{&r.Members}, &r.Drift,
+		timeCol{&r.CreatedAt}, nullTimeCol{&r.StartedAt}, nullTimeCol{&r.FinishedAt})
+	if len(r.Members) == 0 {
+		r.Members = nil
+	}
 	return r, err
 }
 
@@ -40,9 +44,13 @@ func (s *Store) insertRun(ctx context.Context, tx q, r store.Run) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	var members any
+	if r.Members != nil {
+		members = strList(r.Members)
+	}
+	if _, err := tx.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Incarnation, r.Scenario, input, r.Check, r.Status, r.Error, r.ArchonID, r.KeeperID,
-		s.ts(s.orNow(r.CreatedAt)), s.tsPtr(r.StartedAt), s.tsPtr(r.FinishedAt)); err != nil {
+		r.ResumedFrom, r.Commit, members, r.Drift, s.ts(s.orNow(r.CreatedAt)), s.tsPtr(r.StartedAt), s.tsPtr(r.FinishedAt)); err != nil {
 		if s.d.Classify(err) == ClassUnique {
 			return conflict(nil, "run %s already exists", r.ID)
 		}
@@ -64,9 +72,16 @@ func (s *Store) StartRun(ctx context.Context, r store.Run) error {
 		if r.Check {
 			set, args = `active_run = ?, updated_at = ?`, []any{r.ID, now}
 		}
+		// A resume unlocks the incarnation it starts on; any other run
+		// refuses a locked one.
+		locked := `status <> ?`
+		if r.ResumedFrom != "" {
+			set += `, lock_reason = ''`
+			locked = `status = ?`
+		}
 		args = append(args, r.Incarnation, store.IncarnationErrorLocked)
 		n, err := tx.affected(ctx, `UPDATE incarnations SET `+set+`
-			WHERE name = ? AND active_run IS NULL AND status <> ?`, args...)
+			WHERE name = ? AND active_run IS NULL AND `+locked, args...)
 		if err != nil {
 			return err
 		}
@@ -77,7 +92,9 @@ func (s *Store) StartRun(ctx context.Context, r store.Run) error {
 				return err
 			case active != "":
 				return busy(r.Incarnation, active)
-			case status == store.IncarnationErrorLocked:
+			case r.ResumedFrom != "" && status != store.IncarnationErrorLocked:
+				return conflict(nil, "incarnation %q is %s, not error_locked: only a locked incarnation's failed run can be resumed", r.Incarnation, status)
+			case r.ResumedFrom == "" && status == store.IncarnationErrorLocked:
 				return conflict(nil, "incarnation %q is error_locked (%s): unlock it first", r.Incarnation, reason)
 			}
 			return fmt.Errorf("incarnation %q refused the run in status %s", r.Incarnation, status)
@@ -290,15 +307,17 @@ func (s *Store) AbortRuns(ctx context.Context, keeperID string, at time.Time) ([
 // ListHistory returns the incarnation's snapshots, newest first.
 func (s *Store) ListHistory(ctx context.Context, incarnation string, limit int) ([]store.Snapshot, error) {
 	lim, args := limitClause(limit, []any{incarnation})
-	rows, err := s.reader().query(ctx, `SELECT id, incarnation, run_id, scenario, state, summary, created_at
-		FROM history WHERE incarnation = ? ORDER BY id DESC`+lim, args...)
+	rows, err := s.reader().query(ctx, `SELECT h.id, h.incarnation, h.run_id, h.scenario, h.state, h.summary,
+		COALESCE(r.resumed_from, ''), h.created_at
+		FROM history h LEFT JOIN runs r ON r.id = h.run_id
+		WHERE h.incarnation = ? ORDER BY h.id DESC`+lim, args...)
 	if err != nil {
 		return nil, s.wrap("listing history", err)
 	}
 	out, err := collect(rows, func(sc interface{ Scan(...any) error }) (store.Snapshot, error) {
 		var sn store.Snapshot
 		err := sc.Scan(&sn.ID, &sn.Incarnation, &sn.RunID, &sn.Scenario, mapCol{m: &sn.State, required: true},
-			mapCol{m: &sn.Summary, required: true}, timeCol{&sn.CreatedAt})
+			mapCol{m: &sn.Summary, required: true}, &sn.ResumedFrom, timeCol{&sn.CreatedAt})
 		return sn, err
 	})
 	return out, s.wrap("listing history", err)

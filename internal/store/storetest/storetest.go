@@ -39,6 +39,7 @@ func Run(t *testing.T, open Opener) {
 		{"Checker", checkerTests},
 		{"Concurrency", concurrencyTests},
 		{"Relays", relayTests},
+		{"Resume", resumeTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
