@@ -32,6 +32,30 @@ func (s *Server) routesRuns(rt *Router) {
 	rt.Handle("GET /v1/runs/{apply_id}", auth.RoleViewer, s.getRun)
 	rt.Handle("GET /v1/runs/{apply_id}/events", auth.RoleViewer, s.runEvents)
 	rt.Handle("POST /v1/runs/{apply_id}/cancel", auth.RoleOperator, s.cancelRun)
+	rt.Handle("POST /v1/runs/{apply_id}/resume", auth.RoleOperator, s.resumeRun)
+}
+
+// resumeRun resumes a failed, cancelled or aborted run (SPEC §8.8); the
+// reason lands in the audit entry, the secret inputs given again do not.
+func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	var req apiclient.ResumeRequest
+	MaskAuditValues(r, "input")
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	id := r.PathValue("apply_id")
+	old, err := s.run(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	SetAuditTarget(r, old.Incarnation+"/"+id)
+	newID, err := s.cfg.Engine.ResumeRun(r.Context(), engine.ResumeRequest{ApplyID: id, Reason: req.Reason, Secrets: req.Input, ArchonID: p.ArchonID})
+	if err != nil {
+		return err
+	}
+	SetAuditTarget(r, old.Incarnation+"/"+newID)
+	writeJSON(w, http.StatusAccepted, apiclient.Accepted{ApplyID: newID})
+	return nil
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {

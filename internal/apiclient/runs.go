@@ -95,6 +95,23 @@ func (c *Client) CancelRun(ctx context.Context, applyID string) error {
 	return c.Do(ctx, http.MethodPost, runPath(applyID)+"/cancel", nil, nil, nil)
 }
 
+// ResumeRequest is the body of POST /v1/runs/{apply_id}/resume (SPEC
+// §8.8): the reason is required and audited (the resume unlocks the
+// incarnation); Input gives again the values of the run's secret inputs,
+// which it stored masked.
+type ResumeRequest struct {
+	Reason string         `json:"reason"`
+	Input  map[string]any `json:"input,omitempty"`
+}
+
+// ResumeRun resumes a failed, cancelled or aborted run (operator) and
+// returns the new run's apply_id.
+func (c *Client) ResumeRun(ctx context.Context, applyID string, req ResumeRequest) (string, error) {
+	var out Accepted
+	err := c.Do(ctx, http.MethodPost, runPath(applyID)+"/resume", nil, req, &out)
+	return out.ApplyID, err
+}
+
 // WatchRun streams the run's live events to fn until the done event (which
 // fn receives too), the stream ends or ctx ends. It returns the done event;
 // when the stream ended without one (a keeper restart, a cut connection)

@@ -33,6 +33,7 @@ type runView struct {
 	Check       bool       `json:"check"`
 	Status      string     `json:"status"`
 	Error       string     `json:"error"`
+	ResumedFrom string     `json:"resumed_from"`
 	CreatedAt   time.Time  `json:"created_at"`
 	StartedAt   *time.Time `json:"started_at"`
 	FinishedAt  *time.Time `json:"finished_at"`

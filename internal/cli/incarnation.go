@@ -193,7 +193,11 @@ func newIncarnationHistoryCmd(g *Globals) *cobra.Command {
 			return g.Emit(cmd, h.JSON, func(w io.Writer) error {
 				row(w, "WHEN", "APPLY_ID", "SCENARIO", "HOSTS", "STATE")
 				for _, s := range h.View {
-					row(w, s.CreatedAt.Local().Format("2006-01-02 15:04:05"), s.RunID, s.Scenario, snapshotHosts(s.Summary), clip(compactJSON(s.State), 60))
+					sc := s.Scenario
+					if s.ResumedFrom != "" {
+						sc += " (resumes " + s.ResumedFrom + ")"
+					}
+					row(w, s.CreatedAt.Local().Format("2006-01-02 15:04:05"), s.RunID, sc, snapshotHosts(s.Summary), clip(compactJSON(s.State), 60))
 				}
 				return nil
 			})

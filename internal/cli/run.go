@@ -18,10 +18,10 @@ func newRunCmd(g *Globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "run",
 		Aliases: []string{"runs"},
-		Short:   "Show, watch and cancel runs (by apply_id)",
+		Short:   "Show, watch, cancel and resume runs (by apply_id)",
 	}
 	c.AddCommand(newRunListCmd(g))
-	for _, sub := range []*cobra.Command{newRunShowCmd(g), newRunWatchCmd(g), newRunCancelCmd(g)} {
+	for _, sub := range []*cobra.Command{newRunShowCmd(g), newRunWatchCmd(g), newRunCancelCmd(g), newRunResumeCmd(g)} {
 		c.AddCommand(withNames(g, sub, kindRun, "id"))
 	}
 	return c
@@ -159,6 +159,9 @@ func runDetail(w io.Writer, r runView) error {
 	row(w, "Incarnation:", r.Incarnation)
 	row(w, "Scenario:", r.Scenario+checkTag(r.Check))
 	row(w, "Status:", r.Status)
+	if r.ResumedFrom != "" {
+		row(w, "Resumed from:", r.ResumedFrom)
+	}
 	if r.Error != "" {
 		row(w, "Error:", r.Error)
 	}

@@ -42,6 +42,7 @@ type runner struct {
 	seq     map[*dsl.Task]int    // idx.seq
 	keys    map[*dsl.Task]string // idx.keys: pending-trigger key of each onchanges task
 	rec     *recorder
+	resume  *resumePlan // set when the run resumes another
 
 	mu          sync.Mutex
 	secrets     []string
@@ -113,7 +114,11 @@ func (r *runner) execute(ctx context.Context) (final Event) {
 	if err := r.prepare(ctx); err != nil {
 		return r.end(bg, store.RunFailed, err.Error())
 	}
-	r.walk(ctx, r.sc.Tasks, r.topScope())
+	if r.resume != nil {
+		r.walkResumed(ctx)
+	} else {
+		r.walk(ctx, r.sc.Tasks, r.topScope())
+	}
 	// Every result is stored before the run settles, commits or ends.
 	r.rec.flush()
 

@@ -89,6 +89,7 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (id s
 		Members: members, CreatedAt: e.now(),
 	}
 	run := e.newRun(inc.Name, CreateScenario, inc.Input, false, req.ArchonID)
+	run.Commit, run.Members = inc.Commit, members
 	if err := e.cfg.Store.CreateIncarnation(ctx, inc, run); err != nil {
 		return "", err // the store's message starts with "creating incarnation <name>"
 	}
@@ -153,6 +154,7 @@ func (e *Engine) StartRun(ctx context.Context, incarnation, scenario string, inp
 		return "", fmt.Errorf("scenario %s: %w", scenario, err)
 	}
 	run := e.newRun(incarnation, scenario, maskInput(sc, resolved), check, archonID)
+	run.Commit, run.Members = inc.Commit, sortedMembers(inc.Members)
 	if err := e.cfg.Store.StartRun(ctx, run); err != nil {
 		return "", fmt.Errorf("starting %s on %s: %w", scenario, incarnation, err)
 	}

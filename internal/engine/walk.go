@@ -89,6 +89,9 @@ func (r *runner) task(ctx context.Context, t *dsl.Task, sc scope) {
 		wave := max(sc.wave, 1)
 		if serial {
 			wave = i + 1
+			if r.resumeWave(t, hosts) {
+				continue // finished in the run this one resumes
+			}
 			r.emit(Event{Type: EventWave, Path: t.Path, Task: name, Wave: wave, Hosts: hosts})
 		}
 		if t.Block != nil {
