@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/soulstack/soulstack/internal/checker"
+	"github.com/soulstack/soulstack/internal/netguard"
 )
 
 // EnvDatabaseURL names the environment variable that may carry the
@@ -54,6 +55,18 @@ type Keeper struct {
 	TLS             TLS      `yaml:"tls"`
 	Git             Git      `yaml:"git"`
 	Checker         Checker  `yaml:"checker"`
+	HTTP            HTTP     `yaml:"http"`
+}
+
+// HTTP bounds the requests the Keeper itself sends for on: keeper
+// core.http.request tasks.
+type HTTP struct {
+	// Allow lists the destinations: "public" (any address outside
+	// loopback, link-local, private and reserved ranges), CIDRs,
+	// addresses, host names and *.domain wildcards. Empty means
+	// ["public"]. Refused ranges open only through an entry inside them
+	// or a host name. See internal/netguard.
+	Allow []string `yaml:"allow"`
 }
 
 // Checker configures the Checker: the external command prefixes its
@@ -141,6 +154,9 @@ func (k Keeper) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))
 		}
+	}
+	if _, err := netguard.New(k.HTTP.Allow); err != nil {
+		errs = append(errs, err)
 	}
 	if (k.TLS.Cert == "") != (k.TLS.Key == "") {
 		errs = append(errs, errors.New("tls cert and key are given together or not at all"))

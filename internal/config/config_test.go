@@ -74,3 +74,27 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPAllowIsValidated: a bad http.allow entry (M2's destination
+// policy) stops the Keeper at start with the entry named.
+func TestHTTPAllowIsValidated(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "keeper.yaml")
+	if err := os.WriteFile(path, []byte("data_dir: /d\nhttp:\n  allow: [public, 10.0.0.0/8, inventory.internal, \"*.corp.example\", \"10.0.0.0/99\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k.HTTP.Allow) != 5 {
+		t.Fatalf("allow = %v", k.HTTP.Allow)
+	}
+	if err := k.Validate(); err == nil || !strings.Contains(err.Error(), `http.allow[4] "10.0.0.0/99"`) {
+		t.Fatalf("Validate = %v", err)
+	}
+	k.HTTP.Allow = k.HTTP.Allow[:4]
+	if err := k.Validate(); err != nil {
+		t.Fatalf("Validate = %v", err)
+	}
+}

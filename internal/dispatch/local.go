@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"runtime/debug"
 	"sync"
 	"testing/fstest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/module"
+	"github.com/soulstack/soulstack/internal/netguard"
 )
 
 // KeeperSID is the SID under which on: keeper tasks run and are recorded.
@@ -34,6 +36,13 @@ type Local struct {
 	DefaultTimeout time.Duration
 	// Logger receives the modules' progress lines; nil discards.
 	Logger *slog.Logger
+	// HTTP decides which destinations core.http.request may reach from
+	// the Keeper (the config's http.allow); nil means netguard's default
+	// (public addresses only; loopback, link-local and private refused).
+	HTTP *netguard.Policy
+
+	httpOnce   sync.Once
+	httpClient *http.Client
 }
 
 var _ Dispatcher = (*Local)(nil)
@@ -105,7 +114,7 @@ func (l *Local) run(ctx context.Context, w Work) (res domain.Result) {
 	if err != nil {
 		return localFailed(err.Error())
 	}
-	env := &module.Env{Check: w.Check, Root: l.Root, Files: files, TemplateData: w.Call.TemplateData, Log: l.Logger}
+	env := &module.Env{Check: w.Check, Root: l.Root, Files: files, TemplateData: w.Call.TemplateData, Log: l.Logger, HTTPClient: l.client()}
 	if env.Log == nil {
 		env.Log = slog.New(slog.DiscardHandler)
 	}
@@ -122,6 +131,21 @@ func (l *Local) run(ctx context.Context, w Work) (res domain.Result) {
 		res.Msg = joinMsg(res.Msg, err.Error())
 	}
 	return res
+}
+
+// client returns the HTTP client of the Keeper's destination policy.
+func (l *Local) client() *http.Client {
+	l.httpOnce.Do(func() {
+		p := l.HTTP
+		if p == nil {
+			var err error
+			if p, err = netguard.New(nil); err != nil {
+				panic(fmt.Sprintf("netguard default policy: %v", err)) // the default list is a constant
+			}
+		}
+		l.httpClient = p.Client()
+	})
+	return l.httpClient
 }
 
 // filesFS serves a call's bundle files to the module.

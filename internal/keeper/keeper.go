@@ -39,6 +39,7 @@ import (
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/gateway"
 	_ "github.com/soulstack/soulstack/internal/module/core" // the modules services are validated against
+	"github.com/soulstack/soulstack/internal/netguard"
 	"github.com/soulstack/soulstack/internal/relay"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/ui"
@@ -153,6 +154,10 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	if err != nil {
 		return nil, err
 	}
+	httpPolicy, err := netguard.New(cfg.HTTP.Allow)
+	if err != nil {
+		return nil, fmt.Errorf("keeper config: %w", err)
+	}
 	k.registry = prometheus.NewRegistry()
 	k.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	k.engine, err = engine.New(engine.Config{
@@ -162,6 +167,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 			Root:           filepath.Join(cfg.DataDir, "keeper-root"),
 			DefaultTimeout: cfg.TaskTimeout.D(),
 			Logger:         log.With("component", "keeper-local"),
+			HTTP:           httpPolicy,
 		},
 		Services:       k.catalog,
 		KeeperID:       k.id,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"sort"
 	"sync"
 
@@ -110,6 +111,10 @@ type Env struct {
 	TemplateData map[string]any
 	// Log receives progress lines; may be nil.
 	Log *slog.Logger
+	// HTTPClient sends core.http.request's requests; nil means
+	// http.DefaultClient (souls). Inside the Keeper it is the client of
+	// the config's http.allow policy (internal/netguard).
+	HTTPClient *http.Client
 }
 
 // Module is one idempotent operation. Apply reads the current state,

@@ -88,7 +88,11 @@ func httpRequest(ctx context.Context, p map[string]any, env *module.Env) (domain
 	for _, k := range sortedKeys(headers) {
 		req.Header.Set(k, headers[k])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := env.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return failed("%s %s: %v", method, url, err), nil
 	}
