@@ -52,10 +52,13 @@ type Keeper struct {
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
 	// ShutdownTimeout bounds the graceful drain on SIGTERM.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
-	TLS             TLS      `yaml:"tls"`
-	Git             Git      `yaml:"git"`
-	Checker         Checker  `yaml:"checker"`
-	HTTP            HTTP     `yaml:"http"`
+	// SoulMaxMessageSize bounds one message an accepted soul sends (a
+	// task result, a soulprint, a log line).
+	SoulMaxMessageSize Size    `yaml:"soul_max_message_size"`
+	TLS                TLS     `yaml:"tls"`
+	Git                Git     `yaml:"git"`
+	Checker            Checker `yaml:"checker"`
+	HTTP               HTTP    `yaml:"http"`
 }
 
 // HTTP bounds the requests the Keeper itself sends for on: keeper
@@ -96,13 +99,14 @@ type Git struct {
 // Default returns the configuration used when nothing is set.
 func Default() Keeper {
 	return Keeper{
-		Listen:            ":8080",
-		LogFormat:         "text",
-		LogLevel:          "info",
-		FanOut:            1000,
-		TaskTimeout:       Duration(10 * time.Minute),
-		HeartbeatInterval: Duration(15 * time.Second),
-		ShutdownTimeout:   Duration(30 * time.Second),
+		Listen:             ":8080",
+		LogFormat:          "text",
+		LogLevel:           "info",
+		FanOut:             1000,
+		TaskTimeout:        Duration(10 * time.Minute),
+		HeartbeatInterval:  Duration(15 * time.Second),
+		ShutdownTimeout:    Duration(30 * time.Second),
+		SoulMaxMessageSize: Size(16 << 20),
 	}
 }
 
@@ -157,6 +161,9 @@ func (k Keeper) Validate() error {
 	}
 	if _, err := netguard.New(k.HTTP.Allow); err != nil {
 		errs = append(errs, err)
+	}
+	if k.SoulMaxMessageSize < 64<<10 {
+		errs = append(errs, fmt.Errorf("soul_max_message_size must be at least 64KiB"))
 	}
 	if (k.TLS.Cert == "") != (k.TLS.Key == "") {
 		errs = append(errs, errors.New("tls cert and key are given together or not at all"))

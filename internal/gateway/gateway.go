@@ -43,9 +43,14 @@ const (
 	DefaultHeartbeatInterval = 15 * time.Second
 	DefaultHandshakeTimeout  = 10 * time.Second
 	DefaultMaxPending        = 1000
-	// MaxMessageBytes bounds one stream message (a destiny bundle, a
-	// result with large stdout).
+	// MaxMessageBytes bounds one message the keeper sends (a destiny
+	// bundle).
 	MaxMessageBytes = 64 << 20
+	// DefaultMaxSoulMessageBytes bounds one message a soul sends (a result:
+	// stdout and stderr are capped at 1 MiB each on the soul; a soulprint;
+	// a log line) unless Config.MaxSoulMessageBytes says otherwise (audit
+	// note I8).
+	DefaultMaxSoulMessageBytes = 16 << 20
 	// MaxHandshakeBytes bounds what a connection may send before it is an
 	// accepted soul (hello with its soulprint, proof): anyone who reaches
 	// the port can open one, so it must not cost the keeper much memory.
@@ -91,6 +96,17 @@ type Config struct {
 	// OnLog, when set, receives the log lines souls stream for running
 	// tasks. It must not block.
 	OnLog func(sid, taskID, level, text string)
+	// MaxSoulMessageBytes bounds one message read from an accepted soul;
+	// 0 means DefaultMaxSoulMessageBytes.
+	MaxSoulMessageBytes int
+	// HelloBurst and HelloRefill bound the hellos one source address may
+	// fail: HelloBurst in a row, then one per HelloRefill; beyond, hellos
+	// from it are refused unread. HelloAuditWindow is the period whose
+	// failures of one source become one audit entry with a count. 0 means
+	// DefaultHelloBurst, DefaultHelloRefill, DefaultHelloAuditWindow.
+	HelloBurst       int
+	HelloRefill      time.Duration
+	HelloAuditWindow time.Duration
 }
 
 // Gateway is the keeper side of the soul stream and a dispatch.Dispatcher.
@@ -110,6 +126,7 @@ type Gateway struct {
 	sidLocks [256]sync.Mutex
 	seed     maphash.Seed
 	rcWarn   sync.Once
+	hellos   *helloGuard
 }
 
 var _ dispatch.Dispatcher = (*Gateway)(nil)
@@ -131,6 +148,18 @@ func New(cfg Config) *Gateway {
 	if cfg.MaxPending == 0 {
 		cfg.MaxPending = DefaultMaxPending
 	}
+	if cfg.MaxSoulMessageBytes <= 0 {
+		cfg.MaxSoulMessageBytes = DefaultMaxSoulMessageBytes
+	}
+	if cfg.HelloBurst <= 0 {
+		cfg.HelloBurst = DefaultHelloBurst
+	}
+	if cfg.HelloRefill <= 0 {
+		cfg.HelloRefill = DefaultHelloRefill
+	}
+	if cfg.HelloAuditWindow <= 0 {
+		cfg.HelloAuditWindow = DefaultHelloAuditWindow
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -149,6 +178,7 @@ func New(cfg Config) *Gateway {
 		ready:    make(chan struct{}),
 		sessions: make(map[string]*session),
 		seed:     maphash.MakeSeed(),
+		hellos:   newHelloGuard(cfg.HelloBurst, cfg.HelloRefill, cfg.HelloAuditWindow),
 	}
 }
 
@@ -159,7 +189,7 @@ func New(cfg Config) *Gateway {
 // http.ResponseController's deadlines.
 func (g *Gateway) Handler() (string, http.Handler) {
 	pattern, h := soulstackv1connect.NewSoulServiceHandler(&service{g: g},
-		connect.WithReadMaxBytes(MaxMessageBytes),
+		connect.WithReadMaxBytes(g.cfg.MaxSoulMessageBytes),
 		connect.WithSendMaxBytes(MaxMessageBytes),
 		connect.WithCompressMinBytes(4096),
 	)
@@ -169,7 +199,7 @@ func (g *Gateway) Handler() (string, http.Handler) {
 			return
 		}
 		if compressedRequest(r.Header) {
-			// A compressed message could inflate to MaxMessageBytes from a
+			// A compressed message could inflate to the read limit from a
 			// few kilobytes of an unauthenticated hello; souls never
 			// compress what they send.
 			http.Error(w, "the soul stream takes uncompressed messages", http.StatusUnsupportedMediaType)
@@ -249,9 +279,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			g.shutdown()
+			g.auditHellos(context.WithoutCancel(ctx), time.Now(), true)
 			return nil
 		case now := <-t.C:
 			g.housekeep(ctx, now)
+			g.auditHellos(ctx, now, false)
 		}
 	}
 }

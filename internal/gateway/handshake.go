@@ -23,6 +23,9 @@ import (
 // maxSIDLen is the longest SID accepted (a DNS name).
 const maxSIDLen = 253
 
+// errTooManyFailures refuses a hello from a source over its budget.
+var errTooManyFailures = errors.New("too many failed hellos from this address; try again later")
+
 // service implements soulstackv1connect.SoulServiceHandler.
 type service struct{ g *Gateway }
 
@@ -45,8 +48,15 @@ func (sv *service) Connect(ctx context.Context, stream *connect.BidiStream[pb.So
 	}
 	defer g.handlers.Done()
 
+	// Failed hellos cost their source (L1): beyond its budget, a source's
+	// hellos are refused before anything is read or written.
+	src := sourceKey(stream.Peer().Addr)
+	if !g.hellos.allow(src, time.Now()) {
+		g.log.Debug("hello refused: too many failed hellos from this source", "source", src)
+		return connect.NewError(connect.CodeResourceExhausted, errTooManyFailures)
+	}
 	rc, _ := ctx.Value(rcKey{}).(*http.ResponseController)
-	hello, err := g.handshake(stream, rc)
+	hello, err := g.handshake(stream, rc, src)
 	if err != nil {
 		return err
 	}
@@ -58,6 +68,9 @@ func (sv *service) Connect(ctx context.Context, stream *connect.BidiStream[pb.So
 	}
 	switch {
 	case out.rejected != nil:
+		if out.rejected.Reason == pb.Rejected_REASON_REJECTED {
+			g.hellos.failed(src, "soul.rejected", hello.Sid, time.Now())
+		}
 		log.Info("soul refused", "reason", out.rejected.Reason.String(), "msg", out.rejected.Message)
 		return sendClose(stream, &pb.KeeperMessage{Msg: &pb.KeeperMessage_Rejected{Rejected: out.rejected}})
 	case out.pending != "":
@@ -79,7 +92,7 @@ func sendClose(stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], m *
 
 // handshake reads hello, challenges the soul and verifies its proof, all
 // within HandshakeTimeout. A failed proof is answered with a rejection.
-func (g *Gateway) handshake(stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], rc *http.ResponseController) (*pb.Hello, error) {
+func (g *Gateway) handshake(stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], rc *http.ResponseController, src string) (*pb.Hello, error) {
 	if rc != nil {
 		if err := rc.SetReadDeadline(time.Now().Add(g.cfg.HandshakeTimeout)); err != nil {
 			g.rcWarn.Do(func() {
@@ -90,10 +103,12 @@ func (g *Gateway) handshake(stream *connect.BidiStream[pb.SoulMessage, pb.Keeper
 	}
 	msg, err := stream.Receive()
 	if err != nil {
+		g.hellos.failed(src, "soul.no_hello", "", time.Now())
 		return nil, fmt.Errorf("reading hello: %w", err)
 	}
 	hello := msg.GetHello()
 	if err := validateHello(hello); err != nil {
+		g.hellos.failed(src, "soul.bad_hello", "", time.Now())
 		_ = sendClose(stream, rejectedMsg(pb.Rejected_REASON_PROTOCOL, err.Error()))
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
@@ -106,11 +121,14 @@ func (g *Gateway) handshake(stream *connect.BidiStream[pb.SoulMessage, pb.Keeper
 	}
 	msg, err = stream.Receive()
 	if err != nil {
+		g.hellos.failed(src, "soul.no_proof", hello.Sid, time.Now())
 		return nil, fmt.Errorf("reading proof: %w", err)
 	}
 	proof := msg.GetProof()
 	if proof == nil || !ed25519.Verify(ed25519.PublicKey(hello.PublicKey), pb.ProofPayload(nonce, hello.Sid, g.fp), proof.Signature) {
-		g.log.Warn("soul failed its key proof", "sid", hello.Sid, "peer", stream.Peer().Addr)
+		if g.hellos.failed(src, "soul.bad_proof", hello.Sid, time.Now()) {
+			g.log.Warn("soul failed its key proof", "sid", hello.Sid, "peer", stream.Peer().Addr)
+		}
 		_ = sendClose(stream, rejectedMsg(pb.Rejected_REASON_BAD_PROOF,
 			"the proof does not verify: the soul must sign with the key it presents, for this keeper's certificate fingerprint"))
 		return nil, connect.NewError(connect.CodePermissionDenied, errors.New("bad proof"))
@@ -205,19 +223,24 @@ func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcom
 		if out, ok, err := g.reclaimPending(ctx, known, h, soulprint, peer, now); ok || err != nil {
 			return out, err
 		}
-		if err := st.AppendAudit(ctx, store.AuditEntry{
-			Time: now, Action: "soul.key_mismatch", Target: h.Sid,
-			Summary: map[string]any{
-				"status":        known.Status,
-				"bound_key":     domain.KeyFingerprint(known.PublicKey),
-				"presented_key": domain.KeyFingerprint(h.PublicKey),
-				"peer":          peer,
-				"keeper_id":     g.cfg.KeeperID,
-			},
-		}); err != nil {
-			return outcome{}, fmt.Errorf("auditing key mismatch of soul %s: %w", h.Sid, err)
+		// The first mismatch of a source in a window is audited in full;
+		// its next failures are counted into one soul.hello_failures
+		// entry (L1: hellos need no credentials).
+		if g.hellos.failed(sourceKey(peer), "soul.key_mismatch", h.Sid, now) {
+			if err := st.AppendAudit(ctx, store.AuditEntry{
+				Time: now, Action: "soul.key_mismatch", Target: h.Sid,
+				Summary: map[string]any{
+					"status":        known.Status,
+					"bound_key":     domain.KeyFingerprint(known.PublicKey),
+					"presented_key": domain.KeyFingerprint(h.PublicKey),
+					"peer":          peer,
+					"keeper_id":     g.cfg.KeeperID,
+				},
+			}); err != nil {
+				return outcome{}, fmt.Errorf("auditing key mismatch of soul %s: %w", h.Sid, err)
+			}
+			g.log.Warn("refused a soul presenting another key than the one bound to its SID", "sid", h.Sid, "peer", peer)
 		}
-		g.log.Warn("refused a soul presenting another key than the one bound to its SID", "sid", h.Sid, "peer", peer)
 		return outcome{rejected: &pb.Rejected{Reason: pb.Rejected_REASON_KEY_MISMATCH,
 			Message: "SID " + h.Sid + " is bound to another key; an Archon must remove or re-accept it"}}, nil
 	}

@@ -65,6 +65,11 @@ type keeperOpts struct {
 	// wrap, when set, wraps the store the gateway uses (tests interleave
 	// other keepers' and Archons' writes with its reads).
 	wrap func(store.Store) store.Store
+	// hello abuse bounds and the soul message limit (0 = defaults)
+	helloBurst     int
+	helloRefill    time.Duration
+	helloWindow    time.Duration
+	maxSoulMessage int
 }
 
 // startKeeper starts a keeper whose state (database, TLS material) lives
@@ -118,6 +123,8 @@ func startKeeper(t testing.TB, dir string, o keeperOpts) *keeper {
 		HeartbeatInterval: o.heartbeat,
 		OnLateResult:      o.onLateResult,
 		MaxPending:        o.maxPending,
+		HelloBurst:        o.helloBurst, HelloRefill: o.helloRefill, HelloAuditWindow: o.helloWindow,
+		MaxSoulMessageBytes: o.maxSoulMessage,
 	})
 	mux := http.NewServeMux()
 	pattern, h := k.gw.Handler()

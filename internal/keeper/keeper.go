@@ -122,13 +122,14 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		return nil, err
 	}
 	k.gateway = gateway.New(gateway.Config{
-		Store:             k.store,
-		KeeperID:          k.id,
-		Fingerprint:       k.fp,
-		Logger:            log,
-		FanOut:            cfg.FanOut,
-		DefaultTimeout:    cfg.TaskTimeout.D(),
-		HeartbeatInterval: cfg.HeartbeatInterval.D(),
+		Store:               k.store,
+		KeeperID:            k.id,
+		Fingerprint:         k.fp,
+		Logger:              log,
+		FanOut:              cfg.FanOut,
+		DefaultTimeout:      cfg.TaskTimeout.D(),
+		HeartbeatInterval:   cfg.HeartbeatInterval.D(),
+		MaxSoulMessageBytes: int(cfg.SoulMaxMessageSize),
 		// The engine is built next; the gateway delivers nothing before
 		// Serve runs it. RecordLate queues, never blocking the reader.
 		OnLateResult: func(sid, runID, taskID string, r domain.Result) {

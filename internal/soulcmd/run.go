@@ -23,21 +23,23 @@ const joinTokenEnv = "SOUL_JOIN_TOKEN"
 
 // connFlags are the keeper-connection flags run and swarm share.
 type connFlags struct {
-	keeper      string
-	joinToken   string
-	dataDir     string
-	caFile      string
-	fingerprint string
-	logLevel    string
-	logFormat   string
-	minBackoff  time.Duration
-	maxBackoff  time.Duration
+	keeper        string
+	joinToken     string
+	joinTokenFile string
+	dataDir       string
+	caFile        string
+	fingerprint   string
+	logLevel      string
+	logFormat     string
+	minBackoff    time.Duration
+	maxBackoff    time.Duration
 }
 
 func (f *connFlags) register(c *cobra.Command, defaultDataDir string) {
 	fl := c.Flags()
 	fl.StringVar(&f.keeper, "keeper", "", "keeper URL, e.g. https://keeper.example:8080 (required)")
-	fl.StringVar(&f.joinToken, "join-token", "", "join token from the keeper (or $"+joinTokenEnv+"); carries the keeper's fingerprint")
+	fl.StringVar(&f.joinToken, "join-token", "", "join token from the keeper; carries the keeper's fingerprint. Prefer $"+joinTokenEnv+" or --join-token-file: a command-line argument is visible to every local user (ps)")
+	fl.StringVar(&f.joinTokenFile, "join-token-file", "", "read the join token from this file (mode 0600), keeping it out of the process list")
 	fl.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for the soul key, the pinned keeper fingerprint and undelivered results")
 	fl.StringVar(&f.caFile, "ca-file", "", "trust the keeper CA in this PEM file instead of a fingerprint")
 	fl.StringVar(&f.fingerprint, "fingerprint", "", "pin the keeper CA by its SHA-256 fingerprint (64 hex digits)")
@@ -47,6 +49,7 @@ func (f *connFlags) register(c *cobra.Command, defaultDataDir string) {
 	fl.DurationVar(&f.maxBackoff, "reconnect-max", soul.DefaultMaxBackoff, "longest reconnect delay, also the retry period while pending")
 	_ = c.MarkFlagRequired("keeper")
 	c.MarkFlagsMutuallyExclusive("ca-file", "fingerprint")
+	c.MarkFlagsMutuallyExclusive("join-token", "join-token-file")
 }
 
 func (f *connFlags) logger(w io.Writer) (*slog.Logger, error) {
@@ -65,8 +68,27 @@ func (f *connFlags) logger(w io.Writer) (*slog.Logger, error) {
 	}
 }
 
-func (f *connFlags) config() soul.Config {
-	if f.joinToken == "" {
+// config builds the agent's configuration. The join token comes from
+// --join-token-file, $SOUL_JOIN_TOKEN or --join-token; the last one is
+// readable by every local user through the process list (audit note I9),
+// so it is accepted with a warning.
+func (f *connFlags) config(log *slog.Logger) (soul.Config, error) {
+	switch {
+	case f.joinTokenFile != "":
+		b, err := os.ReadFile(f.joinTokenFile)
+		if err != nil {
+			return soul.Config{}, cmdutil.Usage(fmt.Errorf("--join-token-file: %w", err))
+		}
+		if st, err := os.Stat(f.joinTokenFile); err == nil && st.Mode().Perm()&0o077 != 0 {
+			log.Warn("the join token file is readable by other users; make it 0600", "file", f.joinTokenFile, "mode", fmt.Sprintf("%04o", st.Mode().Perm()))
+		}
+		f.joinToken = strings.TrimSpace(string(b))
+		if f.joinToken == "" {
+			return soul.Config{}, cmdutil.Usage(fmt.Errorf("--join-token-file %s is empty", f.joinTokenFile))
+		}
+	case f.joinToken != "":
+		log.Warn("the join token given with --join-token is visible to every local user in the process list; pass it in $" + joinTokenEnv + " or with --join-token-file")
+	default:
 		f.joinToken = os.Getenv(joinTokenEnv)
 	}
 	return soul.Config{
@@ -77,7 +99,7 @@ func (f *connFlags) config() soul.Config {
 		CAFile:      f.caFile,
 		MinBackoff:  f.minBackoff,
 		MaxBackoff:  f.maxBackoff,
-	}
+	}, nil
 }
 
 // newRunCmd is `soul run`: the agent's normal mode.
@@ -108,7 +130,10 @@ func newRunCmd() *cobra.Command {
 				}
 				sid, _ = facts["sid"].(string)
 			}
-			cfg := cf.config()
+			cfg, err := cf.config(log)
+			if err != nil {
+				return err
+			}
 			cfg.SID, cfg.Root, cfg.Logger, cfg.FactsInterval = sid, root, log, interval
 			a, err := soul.NewAgent(cfg)
 			if err != nil {

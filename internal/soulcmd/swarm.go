@@ -55,6 +55,10 @@ func newSwarmCmd() *cobra.Command {
 				return cmdutil.Failed(fmt.Errorf("collecting facts: %w", err))
 			}
 			width := max(4, len(fmt.Sprint(count)))
+			shared, err := cf.config(log)
+			if err != nil {
+				return err
+			}
 			agents := make([]*soul.Agent, count)
 			for i := range agents {
 				sid := fmt.Sprintf("%s-%0*d", prefix, width, i+1)
@@ -63,7 +67,7 @@ func newSwarmCmd() *cobra.Command {
 				if err := os.MkdirAll(root, 0o700); err != nil {
 					return cmdutil.Failed(fmt.Errorf("creating %s: %w", root, err))
 				}
-				cfg := cf.config()
+				cfg := shared
 				cfg.SID, cfg.DataDir, cfg.Root = sid, dir, root
 				cfg.Logger = log
 				cfg.Facts = func() (map[string]any, error) {

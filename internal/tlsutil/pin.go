@@ -29,6 +29,7 @@ func PinnedClientConfig(fingerprint string) (*tls.Config, error) {
 		VerifyConnection:   verifyPinned(fp),
 		NextProtos:         []string{"h2"},
 		MinVersion:         tls.VersionTLS12,
+		CipherSuites:       CipherSuites(),
 	}, nil
 }
 
@@ -84,9 +85,10 @@ func CAFileClientConfig(caFile string) (*tls.Config, error) {
 		return nil, fmt.Errorf("reading keeper CA file %s: no PEM certificate in it", caFile)
 	}
 	return &tls.Config{
-		RootCAs:    pool,
-		NextProtos: []string{"h2"},
-		MinVersion: tls.VersionTLS12,
+		RootCAs:      pool,
+		NextProtos:   []string{"h2"},
+		MinVersion:   tls.VersionTLS12,
+		CipherSuites: CipherSuites(),
 	}, nil
 }
 

@@ -282,7 +282,22 @@ func (m *Material) ServerTLSConfig() (*tls.Config, error) {
 		Certificates: []tls.Certificate{cert},
 		NextProtos:   []string{"h2", "http/1.1"},
 		MinVersion:   tls.VersionTLS12,
+		CipherSuites: CipherSuites(),
 	}, nil
+}
+
+// CipherSuites are the TLS 1.2 suites the keeper and souls accept: ECDHE
+// with AEAD only — no CBC, no SHA-1 MAC, no static RSA key exchange (audit
+// note I7). TLS 1.3 suites are not configurable and all AEAD.
+func CipherSuites() []uint16 {
+	return []uint16{
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+		tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+		tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+		tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+		tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+	}
 }
 
 // Fingerprint is the lower-case hex SHA-256 of the certificate's DER.

@@ -211,3 +211,45 @@ func colons(s string) string {
 	}
 	return b.String()
 }
+
+// TestI7NoCBCOrSHA1Suites is audit note I7: the keeper's listener offered
+// the TLS 1.2 suites ECDHE-ECDSA-AES128/256-SHA (CBC, SHA-1 MAC). A client
+// offering only those (or TLS 1.1) gets no handshake; TLS 1.2 with an AEAD
+// suite and TLS 1.3 work.
+func TestI7NoCBCOrSHA1Suites(t *testing.T) {
+	m, err := Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, m)
+	client := func(minV, maxV uint16, suites ...uint16) *tls.Config {
+		return &tls.Config{InsecureSkipVerify: true, MinVersion: minV, MaxVersion: maxV, CipherSuites: suites} //nolint:gosec // the test looks at suites, not identity
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  *tls.Config
+		ok   bool
+	}{
+		{"ECDHE-ECDSA-AES128-SHA", client(tls.VersionTLS12, tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA), false},
+		{"ECDHE-ECDSA-AES256-SHA", client(tls.VersionTLS12, tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA), false},
+		{"ECDHE-ECDSA-AES128-SHA256", client(tls.VersionTLS12, tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256), false},
+		{"TLS 1.1", client(tls.VersionTLS10, tls.VersionTLS11), false},
+		{"ECDHE-ECDSA-AES128-GCM-SHA256", client(tls.VersionTLS12, tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256), true},
+		{"ECDHE-ECDSA-CHACHA20-POLY1305", client(tls.VersionTLS12, tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256), true},
+		{"TLS 1.3", client(tls.VersionTLS13, tls.VersionTLS13), true},
+	} {
+		if err := handshake(addr, tc.cfg); (err == nil) != tc.ok {
+			t.Errorf("%s: handshake err %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+	for _, id := range CipherSuites() {
+		for _, bad := range tls.InsecureCipherSuites() {
+			if id == bad.ID {
+				t.Errorf("insecure suite %s allowed", bad.Name)
+			}
+		}
+		if name := tls.CipherSuiteName(id); strings.Contains(name, "CBC") || strings.HasSuffix(name, "_SHA") {
+			t.Errorf("suite %s allowed", name)
+		}
+	}
+}

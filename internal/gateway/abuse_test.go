@@ -1,0 +1,110 @@
+package gateway_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/gateway"
+	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/testutil"
+	pb "github.com/soulstack/soulstack/proto/soulstack/v1"
+)
+
+// TestL1FailedHellosRateLimitedAndAggregated reproduces audit finding L1:
+// 30 hellos as a known SID with fresh keys from one client. Only the
+// source's budget of them is even read; the audit log gets one full
+// soul.key_mismatch entry and one soul.hello_failures entry counting all
+// 30, not 30 rows. Once its budget refills, the source is served again.
+func TestL1FailedHellosRateLimitedAndAggregated(t *testing.T) {
+	dir := t.TempDir()
+	const burst = 5
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{helloBurst: burst, helloRefill: 100 * time.Millisecond, helloWindow: 500 * time.Millisecond})
+	owner := dialRaw(t, k)
+	if m, err := owner.handshake("dev-soul-2", nil, k.joinToken(t, "web")); err != nil || m.GetWelcome() == nil {
+		t.Fatalf("owner handshake: %v %v", m, err)
+	}
+	k.waitConnected(t, "dev-soul-2")
+
+	mismatches, refused := 0, 0
+	for range 30 {
+		m, err := dialRaw(t, k).handshake("dev-soul-2", nil, "")
+		switch {
+		case err == nil && m.GetRejected().GetReason() == pb.Rejected_REASON_KEY_MISMATCH:
+			mismatches++
+		case err != nil: // resource_exhausted, or the stream closed before the hello was written
+			refused++
+		default:
+			t.Fatalf("hello answered %v, %v", m, err)
+		}
+	}
+	// The loop takes a few ms per hello: a token or two may refill.
+	if mismatches < burst || mismatches > burst+3 || refused != 30-mismatches {
+		t.Fatalf("%d key mismatches and %d refused, want about %d read and the rest refused", mismatches, refused, burst)
+	}
+	ctx := context.Background()
+	full, err := k.store.ListAudit(ctx, store.AuditFilter{Action: "soul.key_mismatch"})
+	if err != nil || len(full) != 1 {
+		t.Fatalf("soul.key_mismatch entries = %d (%v), want 1", len(full), err)
+	}
+	var agg []store.AuditEntry
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		agg, err = k.store.ListAudit(ctx, store.AuditFilter{Action: gateway.ActionHelloFailures})
+		return err == nil && len(agg) > 0
+	}, "the aggregated failed-hello entry")
+	if len(agg) != 1 || agg[0].Target != "127.0.0.1" || toInt(agg[0].Summary["count"]) != 30 || toInt(agg[0].Summary["refused"]) != refused {
+		t.Fatalf("aggregated entries = %+v", agg)
+	}
+
+	// The budget refills: a good soul from the same address joins.
+	time.Sleep(2 * burst * 100 * time.Millisecond)
+	if m, err := dialRaw(t, k).handshake("good-soul", nil, k.joinToken(t, "web")); err != nil || m.GetWelcome() == nil {
+		t.Fatalf("good soul after the refill: %v %v", m, err)
+	}
+	if got := k.soul(t, "dev-soul-2"); string(got.PublicKey) != string(owner.key.Public().(ed25519.PublicKey)) {
+		t.Fatal("the bound soul's key changed")
+	}
+}
+
+func toInt(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	}
+	return -1
+}
+
+// TestI8SoulMessageLimit: an accepted soul's message beyond the
+// configured limit ends its stream (audit note I8: 60 MiB log lines were
+// read); one under the limit is fine.
+func TestI8SoulMessageLimit(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{maxSoulMessage: 256 << 10})
+	r := dialRaw(t, k)
+	if m, err := r.handshake("chatty", nil, k.joinToken(t, "web")); err != nil || m.GetWelcome() == nil {
+		t.Fatalf("handshake: %v %v", m, err)
+	}
+	k.waitConnected(t, "chatty")
+	line := func(n int) *pb.SoulMessage {
+		return &pb.SoulMessage{Msg: &pb.SoulMessage_Log{Log: &pb.LogLine{TaskId: "t", Level: "info", Text: strings.Repeat("x", n)}}}
+	}
+	if err := r.stream.Send(line(100 << 10)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if !k.gw.Connected("chatty") {
+		t.Fatal("a 100 KiB log line ended the session")
+	}
+	_ = r.stream.Send(line(1 << 20))
+	testutil.WaitFor(t, 10*time.Second, func() bool { return !k.gw.Connected("chatty") }, "the session ended by a 1 MiB message")
+	if gateway.DefaultMaxSoulMessageBytes >= gateway.MaxMessageBytes {
+		t.Fatalf("default soul message limit %d is not below the old 64 MiB", gateway.DefaultMaxSoulMessageBytes)
+	}
+}
