@@ -22,9 +22,11 @@ demo-stop:
 dev: build
 	$(BIN)/keeper dev
 
-# A lab of 3 isolated Debian hosts in network namespaces (needs root).
+# A lab of 3 isolated Debian hosts in network namespaces (needs root), with
+# systemd as PID 1 (FLAVOUR=sysv: tini and init scripts).
+FLAVOUR ?= systemd
 lab:
-	$(GO) run ./internal/lab/labctl up --name demo --hosts 3
+	$(GO) run ./internal/lab/labctl up --name demo --hosts 3 --flavour $(FLAVOUR)
 
 lab-down:
 	$(GO) run ./internal/lab/labctl down --name demo

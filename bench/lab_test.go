@@ -78,7 +78,7 @@ func BenchmarkVersusAnsibleLab(b *testing.B) {
 	small := min(n, envInt(b, "SOULSTACK_BENCH_LAB_SMALL", 5))
 	ctx := context.Background()
 	start := time.Now()
-	l, err := lab.New(ctx, lab.Config{Name: labName, Hosts: n, Packages: labPackages})
+	l, err := lab.New(ctx, lab.Config{Name: labName, Hosts: n, Packages: labPackages, Flavour: lab.FlavourSysV})
 	if err != nil {
 		b.Fatalf("building the lab: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -14,16 +15,44 @@ import (
 // or customizeBase change, so cached bases are rebuilt.
 const baseVersion = 1
 
-// basePackages are added to debootstrap's minbase: tini as each host's PID 1,
-// and the tools tests and operators reach for (ip, ps, ping, nc).
+// basePackages are added to debootstrap's minbase: tini as each sysv host's
+// PID 1, and the tools tests and operators reach for (ip, ps, ping, nc).
 var basePackages = []string{"iproute2", "iputils-ping", "netcat-openbsd", "procps", "tini"}
 
-func baseName() string { return fmt.Sprintf("base-%s-v%d", suite, baseVersion) }
+// systemdPackages are added to basePackages in the base of systemd hosts.
+var systemdPackages = []string{"dbus", "systemd", "systemd-sysv"}
 
-// ensureBase returns the cached base root filesystem, building it first if
-// it is missing or was left half-built. The caller holds the cache lock.
-func ensureBase(ctx context.Context, cache string, sources sourcesFunc) (dir string, built bool, err error) {
-	dir = filepath.Join(cache, baseName())
+// maskedUnits are masked in the base of systemd hosts: no getty (a host
+// has no console), and no timer that would take the dpkg lock or burn CPU
+// at random times in the middle of a test.
+var maskedUnits = []string{
+	"console-getty.service", "getty@.service", "serial-getty@.service", "container-getty@.service", "getty.target",
+	"apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "dpkg-db-backup.timer",
+	"systemd-tmpfiles-clean.timer", "fstrim.timer", "man-db.timer",
+}
+
+// packagesOf returns what debootstrap adds to minbase for a flavour.
+func packagesOf(flavour string) []string {
+	if flavour == FlavourSystemd {
+		return append(slices.Clone(basePackages), systemdPackages...)
+	}
+	return basePackages
+}
+
+// baseName names the cached base of a flavour. The sysv base keeps the name
+// it had before flavours existed.
+func baseName(flavour string) string {
+	if flavour == FlavourSystemd {
+		return fmt.Sprintf("base-%s-systemd-v%d", suite, baseVersion)
+	}
+	return fmt.Sprintf("base-%s-v%d", suite, baseVersion)
+}
+
+// ensureBase returns the cached base root filesystem of a flavour, building
+// it first if it is missing or was left half-built. The caller holds the
+// cache lock, so concurrent labs (in other processes too) build it once.
+func ensureBase(ctx context.Context, cache, flavour string, sources sourcesFunc) (dir string, built bool, err error) {
+	dir = filepath.Join(cache, baseName(flavour))
 	marker := dir + ".complete"
 	if _, err := os.Stat(marker); err == nil {
 		return dir, false, nil
@@ -41,17 +70,17 @@ func ensureBase(ctx context.Context, cache string, sources sourcesFunc) (dir str
 	if err := removeTree(dir); err != nil {
 		return "", false, fmt.Errorf("removing half-built base: %w", err)
 	}
-	tmp, err := os.MkdirTemp(cache, baseName()+".tmp-")
+	tmp, err := os.MkdirTemp(cache, baseName(flavour)+".tmp-")
 	if err != nil {
 		return "", false, fmt.Errorf("building base: %w", err)
 	}
-	if err := buildBase(ctx, tmp, archive); err != nil {
+	if err := buildBase(ctx, tmp, flavour, archive); err != nil {
 		return "", false, errors.Join(fmt.Errorf("building base: %w", err), removeTree(tmp))
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return "", false, errors.Join(fmt.Errorf("building base: %w", err), removeTree(tmp))
 	}
-	if err := os.WriteFile(marker, []byte(strings.Join(basePackages, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(marker, []byte(strings.Join(packagesOf(flavour), "\n")+"\n"), 0o644); err != nil {
 		return "", false, fmt.Errorf("building base: %w", err)
 	}
 	return dir, true, nil
@@ -78,8 +107,8 @@ func installDebootstrap(ctx context.Context) error {
 	return nil
 }
 
-func buildBase(ctx context.Context, root string, archive aptSource) error {
-	args := []string{"--variant=minbase", "--components=main", "--include=" + strings.Join(basePackages, ",")}
+func buildBase(ctx context.Context, root, flavour string, archive aptSource) error {
+	args := []string{"--variant=minbase", "--components=main", "--include=" + strings.Join(packagesOf(flavour), ",")}
 	if archive.SignedBy != "" {
 		args = append(args, "--keyring="+archive.SignedBy)
 	}
@@ -97,15 +126,17 @@ func buildBase(ctx context.Context, root string, archive aptSource) error {
 	if err := os.Chmod(root, 0o755); err != nil {
 		return err
 	}
-	return customizeBase(root)
+	return customizeBase(root, flavour)
+}
+
+type baseFile struct {
+	path, data string
+	mode       os.FileMode
 }
 
 // customizeBase turns a fresh debootstrap into the hosts' common image.
-func customizeBase(root string) error {
-	files := []struct {
-		path, data string
-		mode       os.FileMode
-	}{
+func customizeBase(root, flavour string) error {
+	files := []baseFile{
 		// Hosts have no route to any registry: the local repository is the
 		// only source.
 		{"etc/apt/sources.list", "deb [trusted=yes] file:" + repoInHost + " ./\n", 0o644},
@@ -113,12 +144,16 @@ func customizeBase(root string) error {
 		// No DNS: names of the lab are in /etc/hosts, and with no
 		// nameserver line lookups of other names fail at once.
 		{"etc/resolv.conf", "# soulstack lab: no DNS; lab names are in /etc/hosts\n", 0o644},
+	}
+	if flavour == FlavourSysV {
 		// With no init system invoke-rc.d starts nothing. With a runlevel
 		// it checks the rc2.d links ("(start)" when they disallow) and asks
 		// policy-rc.d, which allows what the links allow: enabled services
 		// start when their package is installed, as on a sysvinit host.
-		{"usr/sbin/runlevel", "#!/bin/sh\n# soulstack lab: hosts run SysV services as if in runlevel 2.\necho N 2\n", 0o755},
-		{"usr/sbin/policy-rc.d", policyRCD, 0o755},
+		// Systemd hosts have neither, as real ones.
+		files = append(files,
+			baseFile{"usr/sbin/runlevel", "#!/bin/sh\n# soulstack lab: hosts run SysV services as if in runlevel 2.\necho N 2\n", 0o755},
+			baseFile{"usr/sbin/policy-rc.d", policyRCD, 0o755})
 	}
 	for _, f := range files {
 		p := filepath.Join(root, f.path)
@@ -129,7 +164,13 @@ func customizeBase(root string) error {
 			return err
 		}
 	}
-	for _, glob := range []string{"etc/apt/sources.list.d/*", "var/lib/apt/lists/*_*", "var/cache/apt/*.bin", "etc/hostname"} {
+	if flavour == FlavourSystemd {
+		if err := customizeSystemd(root); err != nil {
+			return err
+		}
+	}
+	for _, glob := range []string{"etc/apt/sources.list.d/*", "var/lib/apt/lists/*_*", "var/cache/apt/*.bin",
+		"var/cache/apt/archives/*.deb", "etc/hostname", "var/log/journal/*"} {
 		m, _ := filepath.Glob(filepath.Join(root, glob))
 		for _, p := range m {
 			if err := os.RemoveAll(p); err != nil {
@@ -138,6 +179,29 @@ func customizeBase(root string) error {
 		}
 	}
 	return os.MkdirAll(filepath.Join(root, repoInHost), 0o755)
+}
+
+// customizeSystemd masks maskedUnits and boots to multi-user.target, as
+// `systemctl --root` would (links in /etc/systemd/system), and leaves an
+// empty machine-id: every host writes its own.
+func customizeSystemd(root string) error {
+	etc := filepath.Join(root, "etc/systemd/system")
+	link := func(target, name string) error {
+		p := filepath.Join(etc, name)
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+		return os.Symlink(target, p)
+	}
+	for _, u := range maskedUnits {
+		if err := link("/dev/null", u); err != nil {
+			return fmt.Errorf("masking %s: %w", u, err)
+		}
+	}
+	if err := link("/lib/systemd/system/multi-user.target", "default.target"); err != nil {
+		return fmt.Errorf("setting the default target: %w", err)
+	}
+	return os.WriteFile(filepath.Join(root, "etc/machine-id"), nil, 0o444)
 }
 
 const policyRCD = `#!/bin/sh

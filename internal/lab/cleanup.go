@@ -59,8 +59,21 @@ func cleanupLocked(ctx context.Context, n names, dir string) error {
 			errs = append(errs, killNetns(ctx, e.Name(), inits[e.Name()]))
 		}
 	}
+	if cg := labCgroup(n); cg != "" {
+		if err := killCgroup(ctx, cg); err != nil {
+			errs = append(errs, err)
+		} else {
+			errs = append(errs, removeCgroupTree(cg))
+		}
+		// The parent of every lab's directory goes with the last lab.
+		_ = syscall.Rmdir(filepath.Dir(cg))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
+	}
+	socks, _ := filepath.Glob(filepath.Join(runDir, n.lab+".h*.notify"))
+	for _, s := range socks {
+		errs = append(errs, os.Remove(s))
 	}
 	for _, d := range dirs {
 		hosts := filepath.Join(d, "hosts")
@@ -104,10 +117,13 @@ func Attach(name string) (*Lab, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attaching to lab %s: subnet: %w", name, err)
 	}
-	l := &Lab{cfg: Config{Name: name, Hosts: len(st.Hosts), Dir: st.Dir}, names: n, base: st.Base, repo: st.Repo, subnet: subnet}
+	flavour := st.Flavour
+	if flavour == "" {
+		flavour = FlavourSysV
+	}
+	l := &Lab{cfg: Config{Name: name, Hosts: len(st.Hosts), Dir: st.Dir, Flavour: flavour}, names: n, base: st.Base, repo: st.Repo, subnet: subnet}
 	for i, hs := range st.Hosts {
-		h := &Host{lab: l, index: i + 1, name: hs.Name, ip: hs.IP, netns: hs.NetNS, veth: hs.Veth,
-			dir: filepath.Join(st.Dir, "hosts", hs.Name)}
+		h := newHost(l, i+1, hs.Name, hs.IP, hs.NetNS, hs.Veth, filepath.Join(st.Dir, "hosts", hs.Name))
 		// Trust the recorded PID only if it still is in the host's network
 		// namespace: PIDs are reused.
 		ns, err1 := nsInode(filepath.Join(netnsDir, hs.NetNS))

@@ -30,7 +30,21 @@ type Config struct {
 	// the repositories; it defaults to $SOULSTACK_LAB_CACHE or
 	// /var/cache/soulstack-lab.
 	CacheDir string
+	// Flavour is the hosts' init: FlavourSystemd (the default; systemd 252
+	// as PID 1, as on real Debian hosts) or FlavourSysV (tini, services run
+	// by their /etc/init.d scripts).
+	Flavour string
 }
+
+// Host flavours (Config.Flavour).
+const (
+	// FlavourSystemd hosts boot systemd as PID 1 from a base with systemd,
+	// systemd-sysv and dbus.
+	FlavourSystemd = "systemd"
+	// FlavourSysV hosts run tini as PID 1 and start services through their
+	// SysV init scripts.
+	FlavourSysV = "sysv"
+)
 
 // Environment variables that change where the lab keeps things.
 const (
@@ -79,6 +93,13 @@ func (cfg Config) normalize() (Config, error) {
 	if cfg.CacheDir, err = filepath.Abs(cfg.CacheDir); err != nil {
 		return cfg, fmt.Errorf("lab %s: cache dir: %w", cfg.Name, err)
 	}
+	switch cfg.Flavour {
+	case "":
+		cfg.Flavour = FlavourSystemd
+	case FlavourSystemd, FlavourSysV:
+	default:
+		return cfg, fmt.Errorf("lab %s: flavour %q: want %s or %s", cfg.Name, cfg.Flavour, FlavourSystemd, FlavourSysV)
+	}
 	for _, p := range cfg.Packages {
 		if !debNameRE.MatchString(p) {
 			return cfg, fmt.Errorf("lab %s: package %q is not a Debian package name", cfg.Name, p)
@@ -118,6 +139,12 @@ func (n names) netns(i int) string    { return "sslab-" + n.lab + "-h" + strconv
 func (n names) hostname(i int) string { return "lab-host-" + strconv.Itoa(i) }
 func (n names) statePath() string     { return filepath.Join(runDir, n.lab+".json") }
 func (n names) lockPath() string      { return filepath.Join(runDir, n.lab+".lock") }
+
+// notifyPath is the socket on the machine where host i's systemd reports
+// READY=1.
+func (n names) notifyPath(i int) string {
+	return filepath.Join(runDir, n.lab+".h"+strconv.Itoa(i)+".notify")
+}
 
 // isNetns reports whether ns is the name of one of this lab's namespaces.
 func (n names) isNetns(ns string) bool {

@@ -2,9 +2,12 @@
 // the end-to-end tests (test/e2e) and for demos (labctl).
 //
 // A host is a network namespace with its own address on a private bridge, a
-// PID, mount, UTS and IPC namespace whose PID 1 is tini, and its own root
-// filesystem: an overlay whose lower layer is a cached debootstrap'd Debian
-// (minbase plus a few tools) and whose upper layer is private to the host.
+// PID, mount, UTS and IPC namespace, and its own root filesystem: an overlay
+// whose lower layer is a cached debootstrap'd Debian (minbase plus a few
+// tools) and whose upper layer is private to the host. Hosts come in two
+// flavours (Config.Flavour): systemd, whose PID 1 is systemd 252 (the
+// default, what real hosts run), and sysv, whose PID 1 is tini. Each
+// flavour has its own cached base.
 // Hosts have no route to any registry: they install packages from a local
 // flat apt repository built once from downloaded .debs and mounted read-only
 // at /srv/lab-repo.
@@ -14,12 +17,22 @@
 //   - Processes are only ever stopped by PID, or by namespace identity (every
 //     process whose network namespace is the host's), never by name: other
 //     labs and sessions may run on the same machine.
-//   - There is no systemd. Services use the SysV /etc/init.d path. The base
-//     ships a runlevel stub that answers "N 2", so invoke-rc.d behaves as on a
-//     sysvinit host in runlevel 2: a package's postinst starts its service
-//     when the service is enabled (redis-server starts on install, as on a
-//     real Debian host), and "service x start" always works. There is no
-//     policy-rc.d.
+//   - systemd hosts boot as described in ../shared/notes/systemd-lab.md: the
+//     host's PID 1 starts in its own directory of the machine's cgroup2
+//     tree (CLONE_INTO_CGROUP) and unshares its cgroup namespace there;
+//     cgroup2 is mounted on the host's /sys/fs/cgroup; Boot waits for
+//     READY=1 on a notify socket bound to /run/host/notify. Shutdown sends
+//     SIGRTMIN+3; once PID 1 has become systemd-shutdown (every unit
+//     stopped) the lab cuts the power rather than wait for its global
+//     sync. A host whose systemd asks to reboot is booted again by the
+//     process that booted it. KillAll (a power cut) writes cgroup.kill.
+//     Every boot has its own /proc/sys/kernel/random/boot_id.
+//   - sysv hosts have no systemd. Services use the SysV /etc/init.d path.
+//     Their base ships a runlevel stub that answers "N 2", so invoke-rc.d
+//     behaves as on a sysvinit host in runlevel 2: a package's postinst
+//     starts its service when the service is enabled (redis-server starts
+//     on install, as on a real Debian host), and "service x start" always
+//     works. There is no policy-rc.d.
 //   - /proc, /sys, /dev, /dev/pts, /dev/shm, /run and the repository are
 //     mounted inside each host's own mount namespace, after pivot_root, so
 //     they vanish with the host's processes and never leak into the machine's
@@ -34,12 +47,15 @@
 //     kernel. Beyond that the lab isolates for testing, not for security:
 //     hosts run as root with the machine's capabilities.
 //   - Everything a lab creates is recorded in a state file under
-//     /run/soulstack-lab before it is created, so Cleanup can remove the
-//     leftovers of a crashed run.
+//     /run/soulstack-lab before it is created, or named after the lab (its
+//     cgroup directory <cgroup2>/soulstack-lab/<lab>), so Cleanup can
+//     remove the leftovers of a crashed run.
 //
 // Caches live under $SOULSTACK_LAB_CACHE (default /var/cache/soulstack-lab):
-// the base root filesystem, the downloaded .debs, a private apt state used to
-// resolve dependencies against the base, and one repository per package set.
+// the base root filesystems, the downloaded .debs, a private apt state used
+// to resolve dependencies against a base, and one repository per base and
+// package set. They are built under a lock (flock on .lock in the cache),
+// so labs of several processes build each of them once.
 // The Debian mirror is taken from the machine's apt sources unless
 // $SOULSTACK_LAB_MIRROR names one.
 package lab

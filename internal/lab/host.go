@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -28,18 +29,41 @@ type Host struct {
 	ip    string
 	netns string
 	veth  string
-	dir   string // <lab dir>/hosts/<name>: upper, work, root, init.log
+	dir   string // <lab dir>/hosts/<name>: upper, work, root, init.log, boot_id
+	// cgroup is the host's directory in the machine's cgroup2 tree
+	// (systemd hosts; "" for sysv hosts).
+	cgroup string
 
-	mu   sync.Mutex
-	init *initProc // nil while the host is down
+	mu       sync.Mutex
+	init     *initProc // nil while the host is down
+	boots    int       // boots by this process, for WaitBoot
+	bootErr  error     // why the last boot failed
+	bootCond *sync.Cond
 }
 
-// initProc is a host's PID 1 (tini), seen from the machine.
+// initProc is a host's PID 1 (tini or systemd), seen from the machine.
 type initProc struct {
 	pid int
 	// done is closed once the unshare process that started it has been
 	// reaped; nil when another process started it (an attached lab).
 	done chan struct{}
+	// reboot tells, once done is closed, whether init asked for a reboot.
+	reboot bool
+	// finalVerb is what systemd-shutdown was started for (reboot,
+	// poweroff, halt) when the lab cut the power at that stage.
+	finalVerb atomic.Value
+}
+
+// newHost returns a host of lab l (not yet booted).
+func newHost(l *Lab, index int, name, ip, netns, veth, dir string) *Host {
+	h := &Host{lab: l, index: index, name: name, ip: ip, netns: netns, veth: veth, dir: dir}
+	if l.cfg.Flavour == FlavourSystemd {
+		if cg := labCgroup(l.names); cg != "" {
+			h.cgroup = filepath.Join(cg, name)
+		}
+	}
+	h.bootCond = sync.NewCond(&h.mu)
+	return h
 }
 
 // hostEnv is the environment of every process started in a host.
@@ -83,10 +107,16 @@ func (h *Host) initPID() (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.init == nil || !alive(h.init.pid) {
+		if h.bootErr != nil {
+			return 0, fmt.Errorf("%s: %w (the last boot failed: %v)", h.name, ErrHostDown, h.bootErr)
+		}
 		return 0, fmt.Errorf("%s: %w", h.name, ErrHostDown)
 	}
 	return h.init.pid, nil
 }
+
+// Flavour returns the host's flavour: FlavourSystemd or FlavourSysV.
+func (h *Host) Flavour() string { return h.lab.cfg.Flavour }
 
 // nsenter returns a command that runs argv inside the host: in all its
 // namespaces, at its root, with hostEnv.
@@ -229,6 +259,11 @@ func (h *Host) killLocked(ctx context.Context) error {
 	initPID := 0
 	if h.init != nil {
 		initPID = h.init.pid
+	}
+	if h.cgroup != "" {
+		if err := killCgroup(ctx, h.cgroup); err != nil {
+			return fmt.Errorf("%s: %w", h.name, err)
+		}
 	}
 	if err := killNetns(ctx, h.netns, initPID); err != nil {
 		return fmt.Errorf("%s: %w", h.name, err)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,7 +25,8 @@ type Lab struct {
 	stats  Stats
 	lock   *os.File // the lab name's lock; nil for an attached lab
 
-	stateMu   sync.Mutex // serializes updates of the state file
+	stateMu   sync.Mutex  // serializes updates of the state file
+	closing   atomic.Bool // set when Close starts: no more reboots
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -107,7 +109,7 @@ func (l *Lab) buildCaches(ctx context.Context) error {
 		return debianSources(all, os.Getenv(EnvMirror))
 	})
 	start := time.Now()
-	l.base, l.stats.BaseBuilt, err = ensureBase(ctx, cache, srcs)
+	l.base, l.stats.BaseBuilt, err = ensureBase(ctx, cache, l.cfg.Flavour, srcs)
 	if err != nil {
 		return err
 	}
@@ -123,7 +125,7 @@ func (l *Lab) buildCaches(ctx context.Context) error {
 func (l *Lab) createHosts(ctx context.Context) error {
 	l.stateMu.Lock()
 	defer l.stateMu.Unlock()
-	st := &labState{Name: l.cfg.Name, Dir: l.cfg.Dir, Base: l.base, Repo: l.repo, Bridge: l.names.bridge()}
+	st := &labState{Name: l.cfg.Name, Dir: l.cfg.Dir, Base: l.base, Repo: l.repo, Bridge: l.names.bridge(), Flavour: l.cfg.Flavour}
 	for i := 1; i <= l.cfg.Hosts; i++ {
 		st.Hosts = append(st.Hosts, hostState{Name: l.names.hostname(i), NetNS: l.names.netns(i), Veth: l.names.veth(i)})
 	}
@@ -148,8 +150,8 @@ func (l *Lab) createHosts(ctx context.Context) error {
 	}
 	for i := 1; i <= l.cfg.Hosts; i++ {
 		name := l.names.hostname(i)
-		l.hosts = append(l.hosts, &Host{lab: l, index: i, name: name, ip: hostAddr(l.subnet, i).String(),
-			netns: l.names.netns(i), veth: l.names.veth(i), dir: filepath.Join(l.cfg.Dir, "hosts", name)})
+		l.hosts = append(l.hosts, newHost(l, i, name, hostAddr(l.subnet, i).String(),
+			l.names.netns(i), l.names.veth(i), filepath.Join(l.cfg.Dir, "hosts", name)))
 		st.Hosts[i-1].IP = l.hosts[i-1].ip
 	}
 	for i, h := range l.hosts {
@@ -190,6 +192,9 @@ func (l *Lab) recordInit(h *Host, pid int) error {
 
 // Name returns the lab's name.
 func (l *Lab) Name() string { return l.cfg.Name }
+
+// Flavour returns the hosts' flavour: FlavourSystemd or FlavourSysV.
+func (l *Lab) Flavour() string { return l.cfg.Flavour }
 
 // Hosts returns the lab's hosts, lab-host-1 first.
 func (l *Lab) Hosts() []*Host { return slices.Clone(l.hosts) }
@@ -232,6 +237,7 @@ func (l *Lab) Stats() Stats { return l.stats }
 // namespaces, veths, bridge and routing rule. Closing twice does nothing.
 func (l *Lab) Close() error {
 	l.closeOnce.Do(func() {
+		l.closing.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		var errs []error

@@ -30,13 +30,13 @@ func requireRoot(t *testing.T) {
 	t.Skip("skipping: lab tests need root (network namespaces, mounts, debootstrap)")
 }
 
-// newTestLab builds a lab that is closed when the test ends.
-func newTestLab(t *testing.T, name string, hosts int, dir string) *Lab {
+// newTestLab builds a lab of flavour that is closed when the test ends.
+func newTestLab(t *testing.T, name, flavour string, hosts int, dir string) *Lab {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	start := time.Now()
-	l, err := New(ctx, Config{Name: name, Hosts: hosts, Dir: dir, Packages: testPackages})
+	l, err := New(ctx, Config{Name: name, Hosts: hosts, Dir: dir, Packages: testPackages, Flavour: flavour})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -78,10 +78,12 @@ func eventually(t *testing.T, h *Host, script string, timeout time.Duration) {
 	}
 }
 
+// TestLab checks a lab of sysv hosts (tini as PID 1); TestSystemdLab
+// checks what differs on systemd hosts.
 func TestLab(t *testing.T) {
 	requireRoot(t)
 	dir := filepath.Join(t.TempDir(), "lab")
-	l := newTestLab(t, "labtest", 2, dir)
+	l := newTestLab(t, "labtest", FlavourSysV, 2, dir)
 	h1, h2 := l.Hosts()[0], l.Hosts()[1]
 
 	t.Run("identity", func(t *testing.T) {
@@ -120,10 +122,9 @@ func TestLab(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Kill()
-		if got := mustExec(t, h2, "pgrep -x sleep | wc -l"); got != "2" { // tini's and ours
-			t.Errorf("h2 sees %s sleep processes, want 2", got)
-		}
-		if got := mustExec(t, h1, "pgrep -x sleep | wc -l"); got != "1" { // tini's only
+		// Start returns once nsenter has forked it, maybe before its exec.
+		eventually(t, h2, `test "$(pgrep -x sleep | wc -l)" = 2`, 5*time.Second) // tini's and ours
+		if got := mustExec(t, h1, "pgrep -x sleep | wc -l"); got != "1" {        // tini's only
 			t.Errorf("h1 sees %s sleep processes, want only its own 1", got)
 		}
 	})
@@ -282,5 +283,13 @@ func assertGone(t *testing.T, n names, dir string) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "hosts")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("host directories left in %s: %v", dir, err)
+	}
+	if cg := labCgroup(n); cg != "" {
+		if _, err := os.Stat(cg); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s left: %v", cg, err)
+		}
+	}
+	if socks, _ := filepath.Glob(filepath.Join(runDir, n.lab+".h*.notify")); len(socks) > 0 {
+		t.Errorf("notify sockets left: %v", socks)
 	}
 }

@@ -10,13 +10,16 @@ import (
 // labState records what a lab created, written before it is created, so
 // Cleanup can find it after a crash and labctl can attach to a running lab.
 type labState struct {
-	Name   string      `json:"name"`
-	Dir    string      `json:"dir"`
-	Base   string      `json:"base"`
-	Repo   string      `json:"repo"`
-	Bridge string      `json:"bridge"`
-	Subnet string      `json:"subnet,omitempty"`
-	Hosts  []hostState `json:"hosts"`
+	Name   string `json:"name"`
+	Dir    string `json:"dir"`
+	Base   string `json:"base"`
+	Repo   string `json:"repo"`
+	Bridge string `json:"bridge"`
+	Subnet string `json:"subnet,omitempty"`
+	// Flavour is the hosts' init; empty in the state of an older lab
+	// (sysv).
+	Flavour string      `json:"flavour,omitempty"`
+	Hosts   []hostState `json:"hosts"`
 }
 
 type hostState struct {

@@ -70,7 +70,7 @@ func newCluster(t *testing.T) *cluster {
 		t.Logf("waited %v for another e2e run on this machine to finish", waited)
 	}
 	start = time.Now()
-	l, err := lab.New(ctx, lab.Config{Name: labName, Hosts: hostCount, Packages: labPackages})
+	l, err := lab.New(ctx, lab.Config{Name: labName, Hosts: hostCount, Packages: labPackages, Flavour: lab.FlavourSysV})
 	if err != nil {
 		t.Fatalf("building the lab: %v", err)
 	}

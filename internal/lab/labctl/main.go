@@ -1,7 +1,7 @@
 // Command labctl starts, enters and removes a lab of isolated Debian hosts
 // (see package lab) for demos and debugging. It needs root.
 //
-//	labctl up   --name demo --hosts 3 [--packages redis-server,redis-tools,hello] [--dir DIR]
+//	labctl up   --name demo --hosts 3 [--flavour systemd|sysv] [--packages redis-server,redis-tools,hello] [--dir DIR]
 //	labctl exec --name demo --host lab-host-1 [-- command args…]   (default: an interactive bash)
 //	labctl status --name demo
 //	labctl down --name demo
@@ -34,7 +34,7 @@ func main() {
 }
 
 const usage = `usage:
-  labctl up     --name NAME [--hosts N] [--packages P,Q] [--dir DIR]
+  labctl up     --name NAME [--hosts N] [--flavour systemd|sysv] [--packages P,Q] [--dir DIR]
   labctl exec   --name NAME [--host HOST] [-- COMMAND ARGS...]
   labctl status --name NAME
   labctl down   --name NAME
@@ -56,13 +56,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pkgs := fs.String("packages", defaultPackages, "comma-separated packages for the local repository (up)")
 	dir := fs.String("dir", "", "directory for the hosts' file systems (up; default /var/lib/soulstack-lab/labs/NAME)")
 	host := fs.String("host", "lab-host-1", "host to run the command in (exec)")
+	flavour := fs.String("flavour", lab.FlavourSystemd, "hosts' init: systemd (systemd as PID 1) or sysv (tini and init scripts) (up)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
 	var err error
 	switch args[0] {
 	case "up":
-		err = up(ctx, lab.Config{Name: *name, Hosts: *hosts, Dir: *dir, Packages: splitList(*pkgs)}, stdout)
+		err = up(ctx, lab.Config{Name: *name, Hosts: *hosts, Dir: *dir, Packages: splitList(*pkgs), Flavour: *flavour}, stdout)
 	case "down":
 		err = lab.Cleanup(ctx, *name)
 		if err == nil {
@@ -120,8 +121,8 @@ func builtOrCached(built bool) string {
 }
 
 func describe(l *lab.Lab, w io.Writer) {
-	fmt.Fprintf(w, "lab %s: %d hosts on bridge %s, subnet %s, gateway (Keeper) %s\n",
-		l.Name(), len(l.Hosts()), l.Bridge(), l.Subnet(), l.GatewayIP())
+	fmt.Fprintf(w, "lab %s: %d %s hosts on bridge %s, subnet %s, gateway (Keeper) %s\n",
+		l.Name(), len(l.Hosts()), l.Flavour(), l.Bridge(), l.Subnet(), l.GatewayIP())
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tIP\tNETNS\tVETH\tINIT PID\tROOT")
 	for _, h := range l.Hosts() {
