@@ -45,18 +45,21 @@ func newScenarioValidateCmd(g *Globals) *cobra.Command {
 		Long: `Loads service.yml, essence/, scenario/ and destiny/ of a service repository
 and reports every problem as file:line:col: message (exit 2), or a one-line
 summary (exit 0). With -o json (or yaml) the problems are printed as a list
-of {file, line, col, key, message}. Works offline.`,
+of {file, line, col, key, message}. Warnings (advice that does not fail
+validation, such as an unquoted ${ input.x } in a shell command line) are
+printed as file:line:col: warning: message (on stderr with -o json|yaml).
+Works offline.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.capture {
 				return errLocalFiles("scenario validate")
 			}
-			return runScenarioValidate(cmd.OutOrStdout(), g.Output, args[0])
+			return runScenarioValidate(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.Output, args[0])
 		},
 	}
 }
 
-func runScenarioValidate(out io.Writer, format, dir string) error {
+func runScenarioValidate(out, errOut io.Writer, format, dir string) error {
 	switch format {
 	case "", "table", "json", "yaml":
 	default:
@@ -66,6 +69,22 @@ func runScenarioValidate(out io.Writer, format, dir string) error {
 	// Paths relative to the current directory, so editors can jump to them.
 	for i := range problems {
 		problems[i].Pos.File = filepath.Join(dir, problems[i].Pos.File)
+	}
+	var warnings dsl.Problems
+	if svc != nil {
+		warnings = svc.Warnings
+	}
+	for i := range warnings {
+		warnings[i].Pos.File = filepath.Join(dir, warnings[i].Pos.File)
+	}
+	// Warnings do not fail validation: in the table they come first, with
+	// the problems; with -o json|yaml on stderr, so stdout stays the list.
+	warnOut := out
+	if format == "json" || format == "yaml" {
+		warnOut = errOut
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(warnOut, "%s: warning: %s\n", w.Pos, w.Message)
 	}
 	switch format {
 	case "json":

@@ -178,3 +178,33 @@ func TestScenarioIsAParentCommand(t *testing.T) {
 		t.Errorf("scenario parent Short = %q", c.Parent().Short)
 	}
 }
+
+// TestScenarioValidateWarnsUnquotedShellInput (audit L7): an input
+// interpolated unquoted into a shell command line is a warning with
+// file:line:col and the fix; validation still passes; shquote() silences it.
+func TestScenarioValidateWarnsUnquotedShellInput(t *testing.T) {
+	repo := writeRepo(t, map[string]string{
+		"service.yml": "name: shell\n",
+		"scenario/s/main.yml": `input:
+  x: {type: string, default: world}
+tasks:
+  - module: core.exec.run
+    params: {command: "echo hello ${ input.x }"}
+  - module: core.cmd.shell
+    params: {cmd: "echo ${ shquote(input.x) } ${ run.id }"}
+`,
+	})
+	code, stdout, stderr := runSoulctl(t, "scenario", "validate", repo)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	want := filepath.Join(repo, "scenario/s/main.yml") + ":5:38: warning: params.command: ${ input.x } is put unquoted into a /bin/sh command line: an input value holding ; or $( ) would run as shell code; write ${ shquote(input.x) }, or run the program with cmd: and args: (no shell)\n" +
+		"ok: service shell — 1 scenario, 0 destinies, 2 tasks\n"
+	if diff := cmp.Diff(want, stdout); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	code, stdout, stderr = runSoulctl(t, "-o", "json", "scenario", "validate", repo)
+	if code != 0 || stdout != "[]\n" || !strings.Contains(stderr, "warning: params.command") {
+		t.Errorf("json: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

@@ -45,6 +45,9 @@ func TestExamplesValidate(t *testing.T) {
 			for _, p := range problems {
 				t.Errorf("%s", p)
 			}
+			for _, w := range svc.Warnings {
+				t.Errorf("warning: %s (examples show the safe form)", w)
+			}
 			if svc == nil || len(svc.Scenarios) == 0 {
 				t.Fatalf("no scenarios loaded")
 			}

@@ -27,6 +27,8 @@ var unitNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 // parser collects the problems of one repository (or bundle).
 type parser struct {
 	problems Problems
+	// warnings are advice that does not fail validation (Service.Warnings).
+	warnings Problems
 	// nodes counts YAML nodes visited, against maxNodes.
 	nodes int
 	// unread are the files found but not read (too large, unreadable),
@@ -46,6 +48,11 @@ func (p *parser) skip(name, msg string) {
 
 func (p *parser) add(pos Pos, key, msg string) {
 	p.problems = append(p.problems, Problem{Pos: pos, Key: key, Message: msg})
+}
+
+// warn records advice that does not fail validation.
+func (p *parser) warn(pos Pos, key, msg string) {
+	p.warnings = append(p.warnings, Problem{Pos: pos, Key: key, Message: msg})
 }
 
 // Load reads and validates the service repository in dir. Problem files
@@ -87,6 +94,7 @@ func LoadFS(fsys fs.FS) (*Service, Problems) {
 			svc.Scenarios[name] = s
 		}
 	}
+	svc.Warnings = sortProblems(p.warnings)
 	return svc, sortProblems(p.problems)
 }
 

@@ -44,6 +44,9 @@ type Service struct {
 	Essences  map[string]map[string]any
 	Scenarios map[string]*Scenario
 	Destinies map[string]*Destiny
+	// Warnings are advice found while validating that does not make the
+	// repository invalid (an unquoted ${ input.* } in a shell command line).
+	Warnings Problems
 
 	validateState func(map[string]any) error
 }

@@ -107,6 +107,11 @@ func (p *parser) moduleCall(u *unit, file string, t *Task, modNode, paramsNode *
 			p.add(paramsPos, "params", fmt.Sprintf("%s needs at least one of params %s", name, strings.Join(g, ", ")))
 		}
 	}
+	for _, e := range ents {
+		if (name == "core.exec.run" && e.key == "command") || (name == "core.cmd.shell" && e.key == "cmd") {
+			p.shellLine(u, file, name, "params."+e.key, e.value)
+		}
+	}
 	if name == "core.file.rendered" {
 		for _, e := range ents {
 			if e.key == "template" {
@@ -328,4 +333,39 @@ func convertHint(t module.ParamType, ct *cel.Type) string {
 		return ": convert it with string(…)"
 	}
 	return ""
+}
+
+// shellLine warns about ${ input.* } and ${ essence.* } put unquoted into a
+// command line run by /bin/sh (SPEC §7 decision, audit L7): a value holding
+// ; or $( ) would run as shell code.
+func (p *parser) shellLine(u *unit, file, name, key string, n *yaml.Node) {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.ScalarNode || !expr.HasInterpolation(n.Value) {
+		return
+	}
+	t, err := u.env.ParseTemplate(n.Value)
+	if err != nil {
+		return
+	}
+	for _, e := range t.Exprs() {
+		src := e.Program.Source
+		if strings.HasPrefix(src, "shquote(") && strings.HasSuffix(src, ")") {
+			continue
+		}
+		var root string
+		for _, r := range e.Program.Refs.Roots {
+			if r == "input" || r == "essence" {
+				root = r
+				break
+			}
+		}
+		if root == "" {
+			continue
+		}
+		fix := fmt.Sprintf("write ${ shquote(%s) }", src)
+		if name == "core.exec.run" {
+			fix += ", or run the program with cmd: and args: (no shell)"
+		}
+		p.warn(exprPos(file, n, e.Offset, 1), key, fmt.Sprintf("%s: ${ %s } is put unquoted into a /bin/sh command line: %s value holding ; or $( ) would run as shell code; %s", key, src, article(root)+" "+root, fix))
+	}
 }

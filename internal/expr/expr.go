@@ -274,6 +274,9 @@ func (p *Program) Eval(ctx context.Context, act *Activation) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("evaluating %q: %w", p.Source, err)
 	}
+	if n := SizeOf(v, MaxResultBytes); n > MaxResultBytes {
+		return nil, fmt.Errorf("evaluating %q: %w: its value is over %d bytes; pass large data by file (core.file.*) instead", p.Source, ErrTooLarge, MaxResultBytes)
+	}
 	return v, nil
 }
 
@@ -293,6 +296,9 @@ func (p *Program) EvalBool(ctx context.Context, act *Activation) (bool, error) {
 func (p *Program) evalError(err error) error {
 	if strings.Contains(err.Error(), "cost limit exceeded") {
 		return fmt.Errorf("evaluating %q: %w (limit %d); simplify the expression or the data it walks", p.Source, ErrCostLimit, p.env.costLimit)
+	}
+	if errors.Is(err, ErrTooLarge) || strings.Contains(err.Error(), ErrTooLarge.Error()) {
+		return fmt.Errorf("evaluating %q: %w", p.Source, err)
 	}
 	if strings.Contains(err.Error(), "no such overload") {
 		// CEL's own words name no types: say what usually causes it.

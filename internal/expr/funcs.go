@@ -21,7 +21,7 @@ type lib struct{ e *Env }
 
 func library(e *Env) cel.EnvOption { return cel.Lib(lib{e}) }
 
-func (lib) ProgramOptions() []cel.ProgramOption { return nil }
+func (lib) ProgramOptions() []cel.ProgramOption { return []cel.ProgramOption{costOptions()} }
 
 func (l lib) CompileOptions() []cel.EnvOption {
 	dyn, str, boolean := cel.DynType, cel.StringType, cel.BoolType
@@ -76,11 +76,20 @@ func (l lib) CompileOptions() []cel.EnvOption {
 				return hex.EncodeToString(sum[:])
 			}))),
 		cel.Function("b64enc",
-			cel.Overload("b64enc_string", []*cel.Type{str}, str, strFn(func(s string) string {
-				return base64.StdEncoding.EncodeToString([]byte(s))
+			cel.Overload("b64enc_string", []*cel.Type{str}, str, cel.UnaryBinding(func(v ref.Val) ref.Val {
+				s, ok := v.(types.String)
+				if !ok {
+					return types.NoSuchOverloadErr()
+				}
+				if n := base64.StdEncoding.EncodedLen(len(s)); n > MaxResultBytes {
+					return tooLarge("b64enc", n)
+				}
+				return types.String(base64.StdEncoding.EncodeToString([]byte(s)))
 			}))),
 		cel.Function("b64dec",
 			cel.Overload("b64dec_string", []*cel.Type{str}, str, cel.UnaryBinding(b64decImpl))),
+		cel.Function("shquote",
+			cel.Overload("shquote_dyn", []*cel.Type{dyn}, str, cel.UnaryBinding(shquoteImpl))),
 		cel.Function("where",
 			cel.MemberOverload("list_where_string", []*cel.Type{listDyn, str}, listDyn, cel.BinaryBinding(l.e.whereOnList)),
 			cel.MemberOverload("map_where_string", []*cel.Type{mapDyn, str}, listDyn, cel.BinaryBinding(l.e.whereOnMap))),
@@ -130,6 +139,10 @@ func joinImpl(list, sep ref.Val) ref.Val {
 	if !ok {
 		return types.NoSuchOverloadErr()
 	}
+	n, _ := l.Size().(types.Int)
+	if size := valSize(list, MaxResultBytes*2) + int(n)*len(sep.(types.String)); size > MaxResultBytes {
+		return tooLarge("join", size)
+	}
 	var parts []string
 	it := l.Iterator()
 	for it.HasNext() == types.True {
@@ -143,6 +156,10 @@ func joinImpl(list, sep ref.Val) ref.Val {
 }
 
 func toJSONImpl(v ref.Val) ref.Val {
+	// JSON escapes can grow a string up to 6 times (\u00xx).
+	if size := valSize(v, MaxResultBytes*2); size > MaxResultBytes {
+		return tooLarge("to_json", size)
+	}
 	n, err := toNative(v)
 	if err != nil {
 		return types.WrapErr(err)
@@ -150,6 +167,9 @@ func toJSONImpl(v ref.Val) ref.Val {
 	b, err := json.Marshal(n)
 	if err != nil {
 		return types.NewErr("to_json: %v", err)
+	}
+	if len(b) > MaxResultBytes {
+		return tooLarge("to_json", len(b))
 	}
 	return types.String(b)
 }
@@ -198,4 +218,28 @@ func b64decImpl(v ref.Val) ref.Val {
 		return types.NewErr("b64dec: %v", err)
 	}
 	return types.String(b)
+}
+
+// ShellQuote quotes s as one word for /bin/sh: in single quotes, with each
+// single quote written as '\''.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// shquoteImpl is shquote(x): x rendered like an interpolation (strings as
+// they are, numbers in decimal, lists and maps as JSON), then quoted for
+// /bin/sh (SPEC §7 decision).
+func shquoteImpl(v ref.Val) ref.Val {
+	if size := valSize(v, MaxResultBytes*2); size > MaxResultBytes {
+		return tooLarge("shquote", size)
+	}
+	n, err := toNative(v)
+	if err != nil {
+		return types.WrapErr(err)
+	}
+	out := ShellQuote(Stringify(n))
+	if len(out) > MaxResultBytes {
+		return tooLarge("shquote", len(out))
+	}
+	return types.String(out)
 }
