@@ -27,10 +27,10 @@ func TestM1FunctionBombsFailFast(t *testing.T) {
 	env := ForKind(KindScenario)
 	act := &Activation{Essence: map[string]any{"s": strings.Repeat("x", 500_000)}}
 	bombs := map[string]string{
-		"25 nested to_json": "size(" + strings.Repeat("to_json(", 25) + `'\\'` + strings.Repeat(")", 25) + ")",
+		"25 nested to_json":                "size(" + strings.Repeat("to_json(", 25) + `'\\'` + strings.Repeat(")", 25) + ")",
 		"join of a repeated 500 KB string": `size(join([essence.s, essence.s, essence.s, essence.s, essence.s, essence.s], "-"))`,
-		"nested b64enc":    "size(" + strings.Repeat("b64enc(", 30) + "essence.s" + strings.Repeat(")", 30) + ")",
-		"to_json of a list": `size(to_json([essence.s, essence.s, essence.s]))`,
+		"nested b64enc":                    "size(" + strings.Repeat("b64enc(", 30) + "essence.s" + strings.Repeat(")", 30) + ")",
+		"to_json of a list":                `size(to_json([essence.s, essence.s, essence.s]))`,
 	}
 	for name, src := range bombs {
 		t.Run(name, func(t *testing.T) {

@@ -221,7 +221,7 @@ func b64decImpl(v ref.Val) ref.Val {
 }
 
 // ShellQuote quotes s as one word for /bin/sh: in single quotes, with each
-// single quote written as '\''.
+// single quote written as '\”.
 func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
