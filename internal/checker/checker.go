@@ -109,7 +109,14 @@ type Config struct {
 	// nothing runs. Nil: any prefix is taken to be one when a Commander is
 	// set.
 	IsCommand func(prefix string) bool
+	// DefaultTimeout bounds a task whose procedure sets no config.timeout;
+	// 0 = DefaultTaskTimeout (SPEC §10.2 "Abuse bounds").
+	DefaultTimeout time.Duration
 }
+
+// DefaultTaskTimeout is the timeout of a task whose procedure and
+// Keeper config set none.
+const DefaultTaskTimeout = time.Hour
 
 // Checker launches and runs procedure tasks. Tasks run in goroutines the
 // Checker owns; Close cancels and waits for them.
@@ -124,6 +131,8 @@ type Checker struct {
 	runStatus RunStatusFunc
 	poll      time.Duration
 	metrics   *Metrics
+	// defaultTimeout bounds tasks whose procedure sets no timeout.
+	defaultTimeout time.Duration
 
 	ctx    context.Context // parent of every task
 	cancel context.CancelCauseFunc
@@ -163,6 +172,11 @@ func New(cfg Config) (*Checker, error) {
 		poll:      cfg.PollInterval,
 		metrics:   cfg.Metrics,
 		running:   map[string]*handle{},
+
+		defaultTimeout: cfg.DefaultTimeout,
+	}
+	if c.defaultTimeout <= 0 {
+		c.defaultTimeout = DefaultTaskTimeout
 	}
 	for _, b := range cfg.Bindings {
 		switch {

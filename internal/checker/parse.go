@@ -297,9 +297,21 @@ func (p *parser) expect(n *yaml.Node, what string) *Expect {
 	return e
 }
 
+// Bounds of attempts (SPEC §10.2 "Abuse bounds", audit finding L3): every
+// attempt is a step-log row, so a condition cannot be retried without end
+// or in a tight loop by accident.
+const (
+	// MaxAttempts is the largest attempts.max.
+	MaxAttempts = 1000
+	// MinInterval is the shortest attempts.interval, and the interval of
+	// a condition with several attempts and none written; a procedure
+	// polls faster only with attempts.fast-poll: true.
+	MinInterval = 100 * time.Millisecond
+)
+
 func (p *parser) attempts(n *yaml.Node, what string) Attempts {
 	a := Attempts{Min: 1}
-	f := p.fields(n, what, "min", "max", "interval")
+	f := p.fields(n, what, "min", "max", "interval", "fast-poll")
 	if v := f["min"]; v != nil {
 		a.Min = p.integer(v, what+".min", 1)
 	}
@@ -308,13 +320,37 @@ func (p *parser) attempts(n *yaml.Node, what string) Attempts {
 	} else {
 		a.Max = a.Min
 	}
+	for _, k := range []string{"min", "max"} {
+		if v := f[k]; v != nil && p.num(v) > MaxAttempts {
+			p.errf(v, "%s.%s is %s: at most %d attempts (each one is a step-log row)", what, k, v.Value, MaxAttempts)
+		}
+	}
+	fast := false
+	if v := f["fast-poll"]; v != nil {
+		fast = p.boolean(v, what+".fast-poll")
+	}
+	if a.Max > 1 {
+		a.Interval = MinInterval
+	}
 	if v := f["interval"]; v != nil {
-		a.Interval, _ = p.seconds(v, what+".interval")
+		d, ok := p.seconds(v, what+".interval")
+		switch {
+		case ok && d < MinInterval && !fast:
+			p.errf(v, "%s.interval %s is below %s: write a longer interval, or fast-poll: true in attempts to poll faster on purpose", what, v.Value, MinInterval)
+		case ok:
+			a.Interval = d
+		}
 	}
 	if a.Min > a.Max {
 		p.errf(n, "%s: min (%d) is greater than max (%d)", what, a.Min, a.Max)
 	}
 	return a
+}
+
+// num is the integer value of a node, or 0.
+func (p *parser) num(n *yaml.Node) int {
+	i, _ := strconv.Atoi(n.Value)
+	return i
 }
 
 func (p *parser) onError(n *yaml.Node, what string) map[string]string {

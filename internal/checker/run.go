@@ -81,7 +81,11 @@ func (c *Checker) run(ctx context.Context, proc *Procedure, t store.CheckerTask)
 	r.save()
 	c.metrics.taskStarted()
 
-	if d := proc.Config.Timeout; d > 0 {
+	d := proc.Config.Timeout
+	if d <= 0 {
+		d = c.defaultTimeout // L3: no task runs unbounded
+	}
+	if d > 0 {
 		tctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		r.ctx = tctx

@@ -77,6 +77,9 @@ type HTTP struct {
 // bound to an executable whose stdout is JSON.
 type Checker struct {
 	Bindings []checker.Binding `yaml:"bindings"`
+	// DefaultTimeout bounds a procedure task whose config sets no
+	// timeout.
+	DefaultTimeout Duration `yaml:"default_timeout"`
 }
 
 // TLS locates the Keeper's TLS material. Empty Cert and Key mean the
@@ -107,6 +110,7 @@ func Default() Keeper {
 		HeartbeatInterval:  Duration(15 * time.Second),
 		ShutdownTimeout:    Duration(30 * time.Second),
 		SoulMaxMessageSize: Size(16 << 20),
+		Checker:            Checker{DefaultTimeout: Duration(checker.DefaultTaskTimeout)},
 	}
 }
 
@@ -154,7 +158,7 @@ func (k Keeper) Validate() error {
 	if k.FanOut < 1 {
 		errs = append(errs, fmt.Errorf("fan_out must be at least 1"))
 	}
-	for name, d := range map[string]Duration{"task_timeout": k.TaskTimeout, "heartbeat_interval": k.HeartbeatInterval, "shutdown_timeout": k.ShutdownTimeout} {
+	for name, d := range map[string]Duration{"task_timeout": k.TaskTimeout, "heartbeat_interval": k.HeartbeatInterval, "shutdown_timeout": k.ShutdownTimeout, "checker.default_timeout": k.Checker.DefaultTimeout} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))
 		}

@@ -183,14 +183,15 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	k.leader = &leader{st: k.store, id: k.id, log: log.With("component", "leader")}
 	k.commander = &selfCommander{}
 	k.checker, err = checker.New(checker.Config{
-		Store:     k.store,
-		Commander: k.commander,
-		IsCommand: cli.HasCommand,
-		Bindings:  cfg.Checker.Bindings,
-		IsLeader:  k.leader.IsLeader,
-		KeeperID:  k.id,
-		Logger:    log.With("component", "checker"),
-		Metrics:   checker.NewMetrics(k.registry),
+		Store:          k.store,
+		Commander:      k.commander,
+		IsCommand:      cli.HasCommand,
+		Bindings:       cfg.Checker.Bindings,
+		DefaultTimeout: cfg.Checker.DefaultTimeout.D(),
+		IsLeader:       k.leader.IsLeader,
+		KeeperID:       k.id,
+		Logger:         log.With("component", "checker"),
+		Metrics:        checker.NewMetrics(k.registry),
 	})
 	if err != nil {
 		return nil, err
