@@ -13,6 +13,7 @@ import (
 	"text/template"
 
 	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/expr"
 	"github.com/soulstack/soulstack/internal/module"
 )
 
@@ -72,11 +73,39 @@ func renderTemplate(env *module.Env, name string, vars map[string]any) ([]byte, 
 		maps.Copy(merged, vars)
 		data["vars"] = merged
 	}
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, data); err != nil {
+	buf := &capBuffer{limit: MaxRenderedBytes}
+	if err := t.Execute(buf, data); err != nil {
 		return nil, fmt.Errorf("rendering template: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// MaxRenderedBytes bounds a rendered template (SPEC §7 decision: 16 MiB),
+// on souls and on the Keeper alike (audit L4).
+const MaxRenderedBytes = 16 << 20
+
+// errTooLarge is returned once a rendered template passes MaxRenderedBytes.
+var errTooLarge = fmt.Errorf("the rendered template is larger than %d MiB, the limit of a template", MaxRenderedBytes>>20)
+
+// capBuffer is a bytes.Buffer that refuses to grow past limit.
+type capBuffer struct {
+	bytes.Buffer
+	limit int
+}
+
+func (b *capBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.limit {
+		return 0, errTooLarge
+	}
+	return b.Buffer.Write(p)
+}
+
+// checkSize refuses, before allocating, a helper output of n bytes.
+func checkSize(fn string, n int) error {
+	if n < 0 || n > MaxRenderedBytes {
+		return fmt.Errorf("%s: the result would be %d bytes, over the %d MiB limit of a template", fn, n, MaxRenderedBytes>>20)
+	}
+	return nil
 }
 
 // templateFuncs are the helpers templates may use besides text/template's
@@ -96,6 +125,9 @@ func joinAny(sep string, list any) (string, error) {
 	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
 		return "", fmt.Errorf("join: want a list, got %T", list)
 	}
+	if err := checkSize("join", rv.Len()*len(sep)); err != nil {
+		return "", err
+	}
 	parts := make([]string, rv.Len())
 	for i := range parts {
 		parts[i] = fmt.Sprint(rv.Index(i).Interface())
@@ -104,6 +136,9 @@ func joinAny(sep string, list any) (string, error) {
 }
 
 func toJSON(v any) (string, error) {
+	if err := checkSize("toJSON", expr.SizeOf(v, MaxRenderedBytes)); err != nil {
+		return "", err
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return "", fmt.Errorf("toJSON: %w", err)
@@ -111,7 +146,15 @@ func toJSON(v any) (string, error) {
 	return string(b), nil
 }
 
-func indent(n int, s string) string {
+// indent pads every non-empty line of s with n spaces; the result is
+// bounded before it is built ({{ indent 300000000 "x" }} is refused).
+func indent(n int, s string) (string, error) {
+	if n < 0 {
+		return "", fmt.Errorf("indent: negative count %d", n)
+	}
+	if n > MaxRenderedBytes || len(s)+n*(strings.Count(s, "\n")+1) > MaxRenderedBytes {
+		return "", fmt.Errorf("indent %d: the result would be over the %d MiB limit of a template", n, MaxRenderedBytes>>20)
+	}
 	pad := strings.Repeat(" ", n)
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
@@ -119,5 +162,5 @@ func indent(n int, s string) string {
 			lines[i] = pad + l
 		}
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(lines, "\n"), nil
 }
