@@ -48,7 +48,8 @@ type Config struct {
 	// SID is the soul's identity (required; the command defaults it to the
 	// host name).
 	SID string
-	// DataDir keeps the key, the pinned fingerprint and the outbox.
+	// DataDir keeps the key, the pinned fingerprint, the outbox and the
+	// local record of the tasks run (TaskLogFile).
 	DataDir string
 	// JoinToken, when set, onboards the soul with the token's covens and
 	// pins the keeper fingerprint it carries.
@@ -90,6 +91,7 @@ type Agent struct {
 	secret  []byte // join secret; dropped after the first welcome
 	runner  Runner
 	outbox  *outbox
+	record  *TaskLog // the local record of every task run (SPEC §10.3)
 	client  soulstackv1connect.SoulServiceClient
 	httpTr  *http.Transport
 	version string
@@ -154,6 +156,15 @@ func NewAgent(cfg Config) (*Agent, error) {
 		}
 	}
 	if a.outbox, err = newOutbox(filepath.Join(cfg.DataDir, OutboxDir), a.log); err != nil {
+		return nil, fmt.Errorf("soul: %w", err)
+	}
+	journal := ""
+	if cfg.Root == "" && SystemdBooted() {
+		// Confined (dev, swarm) souls are not the host's root: only a
+		// real soul writes to the host's journal.
+		journal = JournalSocket
+	}
+	if a.record, err = OpenTaskLog(filepath.Join(cfg.DataDir, TaskLogFile), TaskLogOptions{Journal: journal}); err != nil {
 		return nil, fmt.Errorf("soul: %w", err)
 	}
 	a.runner = cfg.Runner
@@ -235,6 +246,7 @@ func (a *Agent) soulprintJSON() []byte {
 // when the keeper refused the soul.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.httpTr.CloseIdleConnections()
+	defer a.record.Close() // after the running work is recorded
 	defer a.tasks.Wait()
 	if _, err := a.refreshFacts(); err != nil {
 		return fmt.Errorf("soul %s: %w", a.cfg.SID, err)

@@ -255,6 +255,9 @@ func (a *Agent) startTask(ctx context.Context, wm *pb.Work) {
 		defer a.tasks.Done()
 		tl := slog.New(slog.NewTextHandler(&logSender{a: a, taskID: w.TaskID}, nil))
 		r := a.runner.Run(WithTaskLogger(tctx, tl), w)
+		if err := a.record.Record(w, r, time.Now()); err != nil {
+			a.log.Warn("could not record the task in the local task log", "task_id", w.TaskID, "err", err)
+		}
 		a.mu.Lock()
 		delete(a.running, w.TaskID)
 		a.mu.Unlock()
