@@ -383,7 +383,7 @@ tasks:
     when: input.port == 1
     apply:
       destiny: app
-      input: {port: "${ string(input.port) }", host: x}
+      input: {port: "${ default(string(input.port), 0) }", host: x}
 `,
 		"destiny/app/main.yml": `
 input:

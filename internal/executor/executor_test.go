@@ -243,6 +243,51 @@ tasks:
 			},
 		},
 		{
+			name: "an exhausted until fails the task without failed_when (SPEC §5)",
+			yml: `
+tasks:
+  - name: gate
+    module: core.exec.run
+    changed_when: false
+    retry: {count: 3, delay: 1s, until: 'contains(register.self.stdout, "status:ok")'}
+    params: {command: "echo status:down"}
+`,
+			want:   []string{"gate=failed"},
+			failed: true,
+			check: func(t *testing.T, r domain.Result) {
+				if !strings.Contains(r.Tasks[0].Msg, "until never held after 3 attempts") {
+					t.Errorf("msg = %q", r.Tasks[0].Msg)
+				}
+			},
+		},
+		{
+			name: "failed_when alone decides after an exhausted until",
+			yml: `
+tasks:
+  - name: gate
+    module: core.exec.run
+    changed_when: false
+    retry: {count: 2, delay: 1s, until: 'contains(register.self.stdout, "status:ok")'}
+    failed_when: "false"
+    params: {command: "echo status:down"}
+`,
+			want: []string{"gate=ok"},
+		},
+		{
+			name: "loop task whose vars read item finalizes (failed_when after the loop)",
+			yml: `
+tasks:
+  - name: each
+    module: core.test.echo
+    loop: [a, b]
+    vars: {label: "${ item }-x"}
+    changed_when: false
+    failed_when: "false"
+    params: {message: "${ vars.label }"}
+`,
+			want: []string{"each=ok"},
+		},
+		{
 			name: "timeout fails the task",
 			yml: `
 tasks:

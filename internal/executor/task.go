@@ -165,8 +165,11 @@ func attemptOne(ctx context.Context, t *dsl.Task, act *expr.Activation, o Option
 				}
 				r.Data["attempts"] = int64(i)
 			}
-			if !done && t.Retry != nil && t.Retry.Until != "" {
-				r.Msg = joinMsg(r.Msg, fmt.Sprintf("retry.until still false after %d attempts", attempts))
+			if !done && t.Retry != nil && t.Retry.Until != "" && !r.Unreachable {
+				// SPEC §5 decision: a health gate never passes silently.
+				// failed_when, when given, decides alone (Finalize).
+				r.Msg = joinMsg(r.Msg, fmt.Sprintf("until never held after %d attempts: %s", attempts, t.Retry.Until))
+				r.Failed = true
 			}
 			return r
 		}
@@ -199,7 +202,16 @@ func Finalize(ctx context.Context, t *dsl.Task, act *expr.Activation, r domain.R
 	if r.Unreachable || (r.Skipped && !r.Failed) {
 		return r
 	}
-	act, err := TaskActivation(ctx, t, act, env)
+	vt := t
+	if t.Loop != nil {
+		// After the loop there is no item: vars that read it were
+		// rendered per item and are not visible here (validation rejects
+		// item in failed_when and changed_when).
+		c := *t
+		c.Vars = varsWithoutItem(t.Vars, env)
+		vt = &c
+	}
+	act, err := TaskActivation(ctx, vt, act, env)
 	if err != nil {
 		r.Failed = true
 		r.Msg = joinMsg(r.Msg, err.Error())
@@ -284,4 +296,46 @@ func joinMsg(a, b string) string {
 		return b
 	}
 	return a + "; " + b
+}
+
+// varsWithoutItem drops the vars whose value reads item or loop_index.
+func varsWithoutItem(vars map[string]any, env *expr.Env) map[string]any {
+	out := make(map[string]any, len(vars))
+	for k, v := range vars {
+		if !readsItem(v, env) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func readsItem(v any, env *expr.Env) bool {
+	switch x := v.(type) {
+	case string:
+		if !expr.HasInterpolation(x) {
+			return false
+		}
+		t, err := env.ParseTemplate(x)
+		if err != nil {
+			return false
+		}
+		for _, r := range t.Refs().Roots {
+			if r == "item" || r == "loop_index" {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if readsItem(e, env) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if readsItem(e, env) {
+				return true
+			}
+		}
+	}
+	return false
 }
