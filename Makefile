@@ -1,11 +1,26 @@
 # Soul Stack — see README.md. `make demo` runs the main job, `make test` runs all tests.
 GO ?= go
 BIN := bin
+DIST := dist
+# The version stamped into every binary: `git describe` (scripts/version.sh;
+# an untagged or dirty tree says so). `keeper --version` shows it.
+VERSION := $(shell sh scripts/version.sh)
+LDFLAGS := $(shell sh scripts/version.sh ldflags)
+ARCHES := amd64 arm64
 
-.PHONY: build test demo demo-stop dev lab lab-down clean
+.PHONY: build test demo demo-stop dev lab lab-down clean dist package
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+# Static release binaries (no cgo: they run on any x86-64/arm64 Linux
+# whatever its libc) in dist/linux-<arch>/, plus dist/soul-linux-<arch>, the
+# names the Keeper serves from GET /v1/soul/binary.
+dist:
+	for a in $(ARCHES); do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(DIST)/linux-$$a/ ./cmd/... || exit 1; \
+	  cp $(DIST)/linux-$$a/soul $(DIST)/soul-linux-$$a; \
+	done
 
 test:
 	bash scripts/test.sh
@@ -33,4 +48,4 @@ lab-down:
 
 clean:
 	-bash scripts/demo.sh stop
-	rm -rf $(BIN) .soulstack-dev
+	rm -rf $(BIN) $(DIST) .soulstack-dev

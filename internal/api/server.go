@@ -58,6 +58,9 @@ type Config struct {
 	// every join token for the soul to pin; "" leaves POST /v1/join-tokens
 	// out.
 	Fingerprint string
+	// TLSPin is "sha256//<base64>" of the served certificate's public key,
+	// told by GET /v1/version for `curl --pinnedpubkey`; "" tells none.
+	TLSPin string
 	// Registry receives the API's metrics and is served at /metrics; nil
 	// creates a private one.
 	Registry *prometheus.Registry

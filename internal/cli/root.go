@@ -22,6 +22,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/cmdutil"
+	"github.com/soulstack/soulstack/internal/version"
 )
 
 // subcommands are added by each verb file's init().
@@ -68,7 +69,9 @@ Exit codes: 0 success, 1 the operation failed (for example a run that ended
 failed), 2 usage or validation error (including 400/422 from the Keeper).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(),
 	}
+	root.SetVersionTemplate("soulctl {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.Keeper, "keeper", "", "Keeper URL, e.g. https://keeper.example:8080 (env SOULCTL_KEEPER)")
 	pf.StringVar(&g.Token, "token", "", "Archon JWT (env SOULCTL_TOKEN)")

@@ -51,9 +51,9 @@ func newSoulsListCmd(g *Globals) *cobra.Command {
 				souls = []store.Soul{}
 			}
 			return g.Emit(cmd, souls, func(w io.Writer) error {
-				row(w, "SID", "STATUS", "COVENS", "OS", "ADDRESS", "LAST SEEN")
+				row(w, "SID", "STATUS", "COVENS", "OS", "ADDRESS", "VERSION", "LAST SEEN")
 				for _, s := range souls {
-					row(w, s.SID, s.Status, list(s.Covens), osOf(s.Soulprint), dash(fact(s.Soulprint, "network", "primary_ip")), ago(s.LastSeen))
+					row(w, s.SID, s.Status, list(s.Covens), osOf(s.Soulprint), dash(fact(s.Soulprint, "network", "primary_ip")), dash(s.Version), ago(s.LastSeen))
 				}
 				return nil
 			})

@@ -107,6 +107,9 @@ type Config struct {
 	HelloBurst       int
 	HelloRefill      time.Duration
 	HelloAuditWindow time.Duration
+	// Version is this keeper's version, against which a soul's hello
+	// version is checked (version.Compatible); "" means the build's.
+	Version string
 }
 
 // Gateway is the keeper side of the soul stream and a dispatch.Dispatcher.

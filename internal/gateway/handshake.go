@@ -17,6 +17,7 @@ import (
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/jointoken"
 	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/version"
 	pb "github.com/soulstack/soulstack/proto/soulstack/v1"
 )
 
@@ -25,6 +26,17 @@ const maxSIDLen = 253
 
 // errTooManyFailures refuses a hello from a source over its budget.
 var errTooManyFailures = errors.New("too many failed hellos from this address; try again later")
+
+// maxVersionLen is the longest version a hello may carry.
+const maxVersionLen = 128
+
+// keeperVersion is the version souls are checked against.
+func (g *Gateway) keeperVersion() string {
+	if g.cfg.Version != "" {
+		return g.cfg.Version
+	}
+	return version.Version()
+}
 
 // service implements soulstackv1connect.SoulServiceHandler.
 type service struct{ g *Gateway }
@@ -112,6 +124,11 @@ func (g *Gateway) handshake(stream *connect.BidiStream[pb.SoulMessage, pb.Keeper
 		_ = sendClose(stream, rejectedMsg(pb.Rejected_REASON_PROTOCOL, err.Error()))
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
+	if ok, why := version.Compatible(g.keeperVersion(), hello.Version); !ok {
+		g.log.Warn("soul of an incompatible version refused", "sid", hello.Sid, "soul_version", hello.Version, "peer", stream.Peer().Addr)
+		_ = sendClose(stream, rejectedMsg(pb.Rejected_REASON_VERSION, why))
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New(why))
+	}
 	nonce := make([]byte, 32)
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, fmt.Errorf("making challenge: %w", err)
@@ -145,6 +162,9 @@ func validateHello(h *pb.Hello) error {
 	}
 	if len(h.PublicKey) != ed25519.PublicKeySize {
 		return fmt.Errorf("public key must be %d bytes of Ed25519", ed25519.PublicKeySize)
+	}
+	if len(h.Version) > maxVersionLen {
+		return fmt.Errorf("version is longer than %d bytes", maxVersionLen)
 	}
 	if len(h.Soulprint) > 0 {
 		var m map[string]any

@@ -70,6 +70,8 @@ type keeperOpts struct {
 	helloRefill    time.Duration
 	helloWindow    time.Duration
 	maxSoulMessage int
+	// version is the keeper's version ("" = the build's).
+	version string
 }
 
 // startKeeper starts a keeper whose state (database, TLS material) lives
@@ -125,6 +127,7 @@ func startKeeper(t testing.TB, dir string, o keeperOpts) *keeper {
 		MaxPending:        o.maxPending,
 		HelloBurst:        o.helloBurst, HelloRefill: o.helloRefill, HelloAuditWindow: o.helloWindow,
 		MaxSoulMessageBytes: o.maxSoulMessage,
+		Version:             o.version,
 	})
 	mux := http.NewServeMux()
 	pattern, h := k.gw.Handler()

@@ -38,6 +38,7 @@ import (
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/gateway"
+	"github.com/soulstack/soulstack/internal/install"
 	_ "github.com/soulstack/soulstack/internal/module/core" // the modules services are validated against
 	"github.com/soulstack/soulstack/internal/netguard"
 	"github.com/soulstack/soulstack/internal/relay"
@@ -204,6 +205,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		Catalog:     k.catalog,
 		Souls:       api.StoreSouls{Store: k.store, Disconnect: k.relay.Disconnect},
 		Fingerprint: k.fp,
+		TLSPin:      install.PublicKeyPin(k.tls),
 		Registry:    k.registry,
 		Logger:      log.With("component", "api"),
 	})

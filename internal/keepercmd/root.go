@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/soulstack/soulstack/internal/version"
 )
 
 // subcommands are added by each subcommand file's init().
@@ -19,7 +21,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Short:         "Soul Stack Keeper: Operator API, web UI, run engine, soul gateway, Checker",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(),
 	}
+	root.SetVersionTemplate("keeper {{.Version}}\n")
 	for _, c := range subcommands {
 		root.AddCommand(c())
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/executor"
 	"github.com/soulstack/soulstack/internal/jointoken"
+	"github.com/soulstack/soulstack/internal/version"
 	"github.com/soulstack/soulstack/proto/soulstack/v1/soulstackv1connect"
 )
 
@@ -36,10 +37,6 @@ const (
 	DefaultFactsInterval = time.Minute
 	maxMessageBytes      = 64 << 20
 )
-
-// Version is what souls report in their hello unless Config.Version says
-// otherwise.
-var Version = "dev"
 
 // Config configures an Agent.
 type Config struct {
@@ -68,7 +65,7 @@ type Config struct {
 	Runner Runner
 	// Facts collects the soulprint; nil means CollectFacts for this host.
 	Facts func() (map[string]any, error)
-	// Version is reported in hello; "" means the package Version.
+	// Version is reported in hello; "" means this binary's build version.
 	Version string
 	// FactsInterval is how often facts are recollected to detect changes;
 	// 0 means DefaultFactsInterval.
@@ -81,6 +78,12 @@ type Config struct {
 // ErrRefused is returned (wrapped) by Run when the keeper refused the soul
 // for good: rejected by an Archon, or another key bound to its SID.
 var ErrRefused = errors.New("keeper refused this soul")
+
+// ErrVersion wraps the keeper's refusal of this soul's version (another
+// release line, or newer than the keeper). Run does not return it: it
+// logs it and says hello again after MaxBackoff, so an upgrade of either
+// side heals the connection.
+var ErrVersion = errors.New("keeper cannot speak to this soul's version")
 
 // Agent is one soul's connection to its keeper and its task executor.
 type Agent struct {
@@ -137,7 +140,7 @@ func NewAgent(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, log: log.With("sid", cfg.SID), version: cfg.Version, running: make(map[string]context.CancelFunc)}
 	if a.version == "" {
-		a.version = Version
+		a.version = version.Version()
 	}
 	if cfg.Root != "" {
 		if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
@@ -266,10 +269,15 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		delay := a.backoff(attempt)
 		attempt++
-		if errors.Is(err, errPending) {
+		switch {
+		case errors.Is(err, ErrVersion):
+			// Not for good: the keeper (or this soul) may be upgraded.
+			delay = a.cfg.MaxBackoff
+			a.log.Error("keeper refused this soul's version; will retry", "err", err, "retry_in", delay)
+		case errors.Is(err, errPending):
 			// The Archon accepting it compares this with souls show.
 			a.log.Info("soul is pending acceptance; will say hello again", "reason", err, "key", domain.KeyFingerprint(a.PublicKey()), "retry_in", delay)
-		} else {
+		default:
 			a.log.Warn("keeper stream ended; reconnecting", "err", err, "retry_in", delay)
 		}
 		t := time.NewTimer(delay)

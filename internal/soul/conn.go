@@ -174,6 +174,9 @@ func sendOrCause(c *conn, m *pb.SoulMessage) error {
 }
 
 func refused(r *pb.Rejected) error {
+	if r.Reason == pb.Rejected_REASON_VERSION {
+		return fmt.Errorf("%w: %s", ErrVersion, r.Message)
+	}
 	return fmt.Errorf("%w: %s (%s)", ErrRefused, r.Message, r.Reason)
 }
 

@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/soulstack/soulstack/internal/version"
 )
 
 // subcommands are added by each subcommand file's init().
@@ -19,7 +21,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Short:         "Soul Stack agent: runs idempotent modules on this host for a Keeper",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(),
 	}
+	root.SetVersionTemplate("soul {{.Version}}\n")
 	for _, c := range subcommands {
 		root.AddCommand(c())
 	}

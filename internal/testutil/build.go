@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strings"
 )
 
 // BuildBinaries builds the main packages pkgs (import paths, or paths
@@ -24,13 +25,33 @@ func BuildStaticBinaries(pkgs ...string) (dir string, paths map[string]string, c
 	return build([]string{"CGO_ENABLED=0"}, pkgs)
 }
 
+// versionLdflags is the -X flags of scripts/version.sh, so test binaries
+// carry the version `make build` would give them; "" when the script
+// cannot run (the binaries then fall back to the VCS stamp of go build).
+func versionLdflags() string {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return ""
+	}
+	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	out, err := exec.Command("sh", filepath.Join(root, "scripts", "version.sh"), "ldflags").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
 func build(env, pkgs []string) (string, map[string]string, func(), error) {
 	dir, err := os.MkdirTemp("", "soulstack-test-bin-")
 	if err != nil {
 		return "", nil, nil, err
 	}
 	cleanup := func() { os.RemoveAll(dir) }
-	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	if ld := versionLdflags(); ld != "" {
+		args = append(args, "-ldflags", ld)
+	}
+	cmd := exec.Command("go", append(args, pkgs...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

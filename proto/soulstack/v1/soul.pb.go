@@ -41,6 +41,9 @@ const (
 	Rejected_REASON_BAD_PROOF Rejected_Reason = 3
 	// REASON_PROTOCOL: the soul broke the protocol (bad hello, …).
 	Rejected_REASON_PROTOCOL Rejected_Reason = 4
+	// REASON_VERSION: the keeper cannot speak to a soul of this version
+	// (another release line, or a newer one than the keeper).
+	Rejected_REASON_VERSION Rejected_Reason = 5
 )
 
 // Enum value maps for Rejected_Reason.
@@ -51,6 +54,7 @@ var (
 		2: "REASON_KEY_MISMATCH",
 		3: "REASON_BAD_PROOF",
 		4: "REASON_PROTOCOL",
+		5: "REASON_VERSION",
 	}
 	Rejected_Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":  0,
@@ -58,6 +62,7 @@ var (
 		"REASON_KEY_MISMATCH": 2,
 		"REASON_BAD_PROOF":    3,
 		"REASON_PROTOCOL":     4,
+		"REASON_VERSION":      5,
 	}
 )
 
@@ -1072,16 +1077,17 @@ const file_soulstack_v1_soul_proto_rawDesc = "" +
 	"\x06covens\x18\x02 \x03(\tR\x06covens\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x03 \x01(\x03R\x13heartbeatIntervalMs\"!\n" +
 	"\aPending\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xd6\x01\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xeb\x01\n" +
 	"\bRejected\x125\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x1d.soulstack.v1.Rejected.ReasonR\x06reason\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"y\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x8d\x01\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fREASON_REJECTED\x10\x01\x12\x17\n" +
 	"\x13REASON_KEY_MISMATCH\x10\x02\x12\x14\n" +
 	"\x10REASON_BAD_PROOF\x10\x03\x12\x13\n" +
-	"\x0fREASON_PROTOCOL\x10\x04\"\v\n" +
+	"\x0fREASON_PROTOCOL\x10\x04\x12\x12\n" +
+	"\x0eREASON_VERSION\x10\x05\"\v\n" +
 	"\tHeartbeat\"/\n" +
 	"\x0fSoulprintUpdate\x12\x1c\n" +
 	"\tsoulprint\x18\x01 \x01(\fR\tsoulprint\"J\n" +
