@@ -381,6 +381,18 @@ type RelayFilter struct {
 	Status     string
 }
 
+// KeeperRecord is one keeper's row among keepers sharing a database (SPEC
+// §10.4): its identity, the address of its API, its own Checker token and
+// its heartbeat.
+type KeeperRecord struct {
+	ID             string    `json:"keeper_id"`
+	Address        string    `json:"address,omitempty"` // host:port of its listener, as other keepers reach it
+	Version        string    `json:"version,omitempty"`
+	CheckerTokenID string    `json:"-"`
+	StartedAt      time.Time `json:"started_at"`
+	HeartbeatAt    time.Time `json:"heartbeat_at"`
+}
+
 // Store is everything Soul Stack persists.
 type Store interface {
 	// Ping checks the database is reachable (readyz).
@@ -628,6 +640,22 @@ type Store interface {
 	// PruneRelays deletes the rows whose deadline is before `before` (left
 	// behind by keepers that went away for good) and returns how many.
 	PruneRelays(ctx context.Context, before time.Time) (int, error)
+
+	// Keepers sharing the database (SPEC §10.4).
+	//
+	// RegisterKeeper inserts or replaces k's row (zero StartedAt is now,
+	// zero HeartbeatAt is StartedAt).
+	RegisterKeeper(ctx context.Context, k KeeperRecord) error
+	// GetKeeper returns keeper id's row; ErrNotFound when there is none.
+	GetKeeper(ctx context.Context, id string) (KeeperRecord, error)
+	// ListKeepers lists every keeper row, by id.
+	ListKeepers(ctx context.Context) ([]KeeperRecord, error)
+	// KeeperHeartbeat sets keeper id's HeartbeatAt; ErrNotFound when its
+	// row is gone (declared dead by the leader).
+	KeeperHeartbeat(ctx context.Context, id string, at time.Time) error
+	// DeleteKeeper deletes keeper id's row when its heartbeat is before
+	// staleBefore (zero: unconditionally) and reports whether it did.
+	DeleteKeeper(ctx context.Context, id string, staleBefore time.Time) (bool, error)
 
 	// Leases for singleton duties (leader election on SQLite; PostgreSQL may
 	// also use advisory locks). TryLease takes or renews the lease for

@@ -40,6 +40,7 @@ func Run(t *testing.T, open Opener) {
 		{"Concurrency", concurrencyTests},
 		{"Relays", relayTests},
 		{"Resume", resumeTests},
+		{"Keepers", keeperTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
