@@ -104,6 +104,10 @@ type Config struct {
 	PollInterval time.Duration
 	// Metrics receives the Checker's series; nil records nothing.
 	Metrics *Metrics
+	// Forward launches a run-on-vip procedure on the leader keeper when
+	// this one does not lead (SPEC §10.4); nil: such launches are refused
+	// (unavailable) on a non-leader.
+	Forward func(ctx context.Context, procedure string, vars map[string]any) ([]store.CheckerTask, error)
 	// IsCommand reports whether a prefix is a command of the Commander
 	// (soulctl's tree); it lets New refuse a status_command whose prefix
 	// nothing runs. Nil: any prefix is taken to be one when a Commander is
@@ -133,6 +137,7 @@ type Checker struct {
 	metrics   *Metrics
 	// defaultTimeout bounds tasks whose procedure sets no timeout.
 	defaultTimeout time.Duration
+	forward        func(ctx context.Context, procedure string, vars map[string]any) ([]store.CheckerTask, error)
 
 	ctx    context.Context // parent of every task
 	cancel context.CancelCauseFunc
@@ -171,6 +176,7 @@ func New(cfg Config) (*Checker, error) {
 		runStatus: cfg.RunStatus,
 		poll:      cfg.PollInterval,
 		metrics:   cfg.Metrics,
+		forward:   cfg.Forward,
 		running:   map[string]*handle{},
 
 		defaultTimeout: cfg.DefaultTimeout,
@@ -331,6 +337,9 @@ func (c *Checker) Execute(ctx context.Context, req ExecRequest) ([]store.Checker
 		return nil, err
 	}
 	if proc.Config.RunOnVIP && !c.isLeader() {
+		if c.forward != nil && req.ScheduleID == "" {
+			return c.forward(ctx, proc.Name, req.Vars)
+		}
 		return nil, domain.Errorf(domain.CodeUnavailable,
 			"procedure %s runs only on the leader keeper (config.run-on-vip) and this keeper is not the leader", proc.Name)
 	}

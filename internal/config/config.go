@@ -41,6 +41,11 @@ type Keeper struct {
 	// KeeperID names this keeper among several sharing a database; empty
 	// means the id generated once into DataDir.
 	KeeperID string `yaml:"keeper_id"`
+	// AdvertiseAddress is the host:port other keepers on the database
+	// reach this keeper's listener at (to forward run-on-vip launches to
+	// the leader); empty: the listen address, with a wildcard host
+	// replaced by this machine's first non-loopback address.
+	AdvertiseAddress string `yaml:"advertise_address"`
 	// LogFormat is text or json; LogLevel debug, info, warn or error.
 	LogFormat string `yaml:"log_format"`
 	LogLevel  string `yaml:"log_level"`

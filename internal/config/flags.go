@@ -36,6 +36,8 @@ var flags = func() map[string]flag {
 	add("database-url", "PostgreSQL URL (postgres://…; env "+EnvDatabaseURL+"); empty: SQLite in the data dir", b, a)
 	b, a = str(func(k *Keeper) *string { return &k.KeeperID })
 	add("keeper-id", "id of this keeper among several on one database (default: generated into the data dir)", b, a)
+	b, a = str(func(k *Keeper) *string { return &k.AdvertiseAddress })
+	add("advertise-address", "host:port other keepers on the database reach this one at (default: the listen address)", b, a)
 	b, a = str(func(k *Keeper) *string { return &k.LogFormat })
 	add("log-format", "log format: text or json", b, a)
 	b, a = str(func(k *Keeper) *string { return &k.LogLevel })

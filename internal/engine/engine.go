@@ -135,13 +135,20 @@ func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
 // recorded as pending triggers, as for a failed run (SPEC §8.3). It
 // returns the aborted runs.
 func (e *Engine) Recover(ctx context.Context) ([]store.Run, error) {
-	runs, err := e.cfg.Store.AbortRuns(ctx, e.cfg.KeeperID, e.now())
+	return e.AbortKeeperRuns(ctx, e.cfg.KeeperID)
+}
+
+// AbortKeeperRuns does for keeper keeperID what Recover does for this
+// one: the leader calls it for a keeper that died (SPEC §10.4), whose runs
+// are marked aborted and their incarnations error_locked.
+func (e *Engine) AbortKeeperRuns(ctx context.Context, keeperID string) ([]store.Run, error) {
+	runs, err := e.cfg.Store.AbortRuns(ctx, keeperID, e.now())
 	if err != nil {
-		return nil, fmt.Errorf("aborting the runs of keeper %q: %w", e.cfg.KeeperID, err)
+		return nil, fmt.Errorf("aborting the runs of keeper %q: %w", keeperID, err)
 	}
 	for _, r := range runs {
-		e.log.WarnContext(ctx, "run aborted: the keeper stopped while it was running",
-			"apply_id", r.ID, "incarnation", r.Incarnation, "scenario", r.Scenario)
+		e.log.WarnContext(ctx, "run aborted: its keeper stopped while it was running",
+			"apply_id", r.ID, "incarnation", r.Incarnation, "scenario", r.Scenario, "keeper_id", keeperID)
 		// The abort stands either way; a handler that could not be
 		// recorded as owed is worth an error in the log.
 		if err := e.settleAborted(ctx, r); err != nil {

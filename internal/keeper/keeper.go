@@ -76,6 +76,7 @@ type Keeper struct {
 	tls       *tls.Config
 	fp        string
 	handler   http.Handler
+	addr      net.Addr // the listener's, once Serve runs
 }
 
 // New opens the store and builds every component. The keeper must have
@@ -181,8 +182,19 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	if err != nil {
 		return nil, err
 	}
-	k.leader = &leader{st: k.store, id: k.id, log: log.With("component", "leader")}
+	if k.leader, err = newLeader(k.store, k.id, relayURL, log.With("component", "leader")); err != nil {
+		return nil, err
+	}
 	k.commander = &selfCommander{}
+	k.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "soulstack_leader", Help: "1 while this keeper leads (runs schedules, run-on-vip procedures and the cleanup after dead keepers), else 0.",
+		ConstLabels: prometheus.Labels{"keeper_id": k.id},
+	}, func() float64 {
+		if k.leader.IsLeader() {
+			return 1
+		}
+		return 0
+	}))
 	k.checker, err = checker.New(checker.Config{
 		Store:          k.store,
 		Commander:      k.commander,
@@ -193,6 +205,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		KeeperID:       k.id,
 		Logger:         log.With("component", "checker"),
 		Metrics:        checker.NewMetrics(k.registry),
+		Forward:        k.forwardExecute,
 	})
 	if err != nil {
 		return nil, err
@@ -272,8 +285,9 @@ func (k *Keeper) Serve(ctx context.Context, ln net.Listener) error {
 	if err := k.relay.Recover(ctx); err != nil {
 		return fmt.Errorf("recovering relayed work: %w", err)
 	}
-	if err := k.commander.connect(ctx, k.auth, k.store, ln.Addr()); err != nil {
-		return fmt.Errorf("connecting the checker to the API: %w", err)
+	k.addr = ln.Addr()
+	if err := k.register(ctx); err != nil {
+		return fmt.Errorf("registering the keeper and connecting its checker to the API: %w", err)
 	}
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRelay()
@@ -329,6 +343,7 @@ func (k *Keeper) Serve(ctx context.Context, ln net.Listener) error {
 	if err := <-gwDone; err != nil && runErr == nil {
 		runErr = err
 	}
+	k.unregister(shutdownCtx)
 	k.log.Info("keeper stopped")
 	return runErr
 }
@@ -354,6 +369,10 @@ func (k *Keeper) Close() error {
 
 // ID is this keeper's id among keepers sharing a database.
 func (k *Keeper) ID() string { return k.id }
+
+// IsLeader reports whether this keeper leads the keepers on its database
+// (always, once serving, on SQLite).
+func (k *Keeper) IsLeader() bool { return k.leader.IsLeader() }
 
 // Store returns the keeper's store.
 func (k *Keeper) Store() store.Store { return k.store }

@@ -404,9 +404,9 @@ func TestRelayKeeperKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.binary.Wait(10 * time.Second)
-	if s, _ := c.clients[0].GetSoul(ctx, "soul-b"); s.Status != store.SoulConnected || s.KeeperID != c.ids[1] {
-		t.Fatalf("soul-b after keeper-2 died: %s on %q (the test wants the stale record)", s.Status, s.KeeperID)
-	}
+	// Whatever the store still says about soul-b (connected to keeper-2
+	// until the leader cleans up, seconds later), a run finds it
+	// unreachable at once.
 	began := time.Now()
 	acc, err := c.clients[0].StartRun(ctx, relayInc, apiclient.StartRunRequest{Scenario: "create"})
 	if err != nil {

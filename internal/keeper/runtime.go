@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -23,23 +22,17 @@ import (
 // more than an operator could do by hand.
 const checkerArchon = "checker"
 
-// checkerTokenSetting remembers the token issued to the Checker at the
-// last start, revoked at the next one.
-const checkerTokenSetting = "keeper.checker_token_id"
-
-// leaderLease is the store lease naming the keeper that runs singleton
-// duties (schedules, run-on-vip procedures).
-const (
-	leaderLease    = "keeper.leader"
-	leaderTTL      = 30 * time.Second
-	leaderInterval = 10 * time.Second
-)
+// legacyCheckerTokenSetting is where keepers before per-keeper Checker
+// tokens kept the one token they all shared (each start revoked the
+// others'); a keeper revokes that token once and clears the setting.
+const legacyCheckerTokenSetting = "keeper.checker_token_id"
 
 // selfCommander runs soulctl commands (the Checker's apicall language)
-// in-process against this keeper's own API, as the checker archon. The
-// client is set once the listener is up.
+// in-process against this keeper's own API, as the checker archon with
+// this keeper's own token. The client is set once the listener is up.
 type selfCommander struct {
 	client atomic.Pointer[apiclient.Client]
+	token  atomic.Pointer[string] // the token's JWT, for forwarding to the leader
 }
 
 func (c *selfCommander) Run(ctx context.Context, argv []string) (any, error) {
@@ -50,31 +43,45 @@ func (c *selfCommander) Run(ctx context.Context, argv []string) (any, error) {
 	return cli.Exec(ctx, cl, argv)
 }
 
-// connect points the commander at the keeper's own listener with a fresh
-// token of the checker archon (revoking the previous start's token).
-func (c *selfCommander) connect(ctx context.Context, a *auth.Authority, st store.Store, addr net.Addr) error {
-	archon, err := ensureArchon(ctx, a, checkerArchon, auth.RoleOperator)
+// register gives this keeper's Checker a fresh token of the checker
+// archon, revoking only the token this keeper's previous process had (one
+// keeper's start never revokes another's, SPEC §10.4), points the
+// commander at the keeper's own listener, and writes the keeper's row
+// (address, token, heartbeat).
+func (k *Keeper) register(ctx context.Context) error {
+	archon, err := ensureArchon(ctx, k.auth, checkerArchon, auth.RoleOperator)
 	if err != nil {
 		return err
 	}
-	if old, err := st.GetSetting(ctx, checkerTokenSetting); err == nil && len(old) > 0 {
-		if err := st.RevokeToken(ctx, string(old), time.Now()); err != nil && !errors.Is(err, domain.ErrNotFound) {
+	if prev, err := k.store.GetKeeper(ctx, k.id); err == nil && prev.CheckerTokenID != "" {
+		if err := k.store.RevokeToken(ctx, prev.CheckerTokenID, time.Now()); err != nil && !errors.Is(err, domain.ErrNotFound) {
 			return fmt.Errorf("revoking the checker's previous token: %w", err)
 		}
+	} else if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return err
 	}
-	tok, err := a.IssueToken(ctx, archon, 10*365*24*time.Hour, "Checker apicall commands (reissued at every keeper start)")
+	if old, err := k.store.GetSetting(ctx, legacyCheckerTokenSetting); err == nil && len(old) > 0 {
+		if err := k.store.RevokeToken(ctx, string(old), time.Now()); err != nil && !errors.Is(err, domain.ErrNotFound) {
+			return fmt.Errorf("revoking the shared checker token of older keepers: %w", err)
+		}
+		if err := k.store.PutSetting(ctx, legacyCheckerTokenSetting, nil); err != nil {
+			return err
+		}
+	}
+	tok, err := k.auth.IssueToken(ctx, archon, 10*365*24*time.Hour, "Checker apicall commands of keeper "+k.id+" (reissued at its every start)")
 	if err != nil {
 		return fmt.Errorf("issuing the checker's token: %w", err)
 	}
-	if err := st.PutSetting(ctx, checkerTokenSetting, []byte(tok.ID)); err != nil {
-		return err
-	}
-	cl, err := apiclient.New("http://"+selfAddr(addr), tok.Token, apiclient.WithUserAgent("soulstack-checker"))
+	cl, err := apiclient.New("http://"+selfAddr(k.addr), tok.Token, apiclient.WithUserAgent("soulstack-checker"))
 	if err != nil {
 		return err
 	}
-	c.client.Store(cl)
-	return nil
+	k.commander.client.Store(cl)
+	k.commander.token.Store(&tok.Token)
+	now := time.Now()
+	return k.store.RegisterKeeper(ctx, store.KeeperRecord{
+		ID: k.id, Address: k.advertise(), CheckerTokenID: tok.ID, StartedAt: now, HeartbeatAt: now,
+	})
 }
 
 // selfAddr is how this process reaches its own listener: the bound address,
@@ -103,44 +110,9 @@ func ensureArchon(ctx context.Context, a *auth.Authority, name string, role auth
 	return a.CreateArchon(ctx, name, role)
 }
 
-// leader holds the leader lease while the keeper runs: with one keeper it
-// is always the leader; with several on one PostgreSQL exactly one holds it.
-type leader struct {
-	st  store.Store
-	id  string
-	log *slog.Logger
-	is  atomic.Bool
-}
-
-func (l *leader) IsLeader() bool { return l.is.Load() }
-
-// run renews the lease until ctx ends, then releases it.
-func (l *leader) run(ctx context.Context) {
-	tick := time.NewTicker(leaderInterval)
-	defer tick.Stop()
-	for {
-		ok, err := l.st.TryLease(ctx, leaderLease, l.id, leaderTTL, time.Now())
-		if err != nil && ctx.Err() == nil {
-			l.log.Warn("leader lease", "err", err)
-			ok = false
-		}
-		if was := l.is.Swap(ok); was != ok {
-			l.log.Info("leadership changed", "leader", ok)
-		}
-		select {
-		case <-ctx.Done():
-			l.is.Store(false)
-			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = l.st.ReleaseLease(rctx, leaderLease, l.id)
-			cancel()
-			return
-		case <-tick.C:
-		}
-	}
-}
-
 // background runs the keeper's long-lived duties beside the HTTP server:
-// the leader lease and the Checker's scheduler. stop cancels and waits.
+// leadership, the keeper's heartbeat, the cleanup after dead keepers and
+// the Checker's scheduler. stop cancels and waits.
 type background struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -149,8 +121,21 @@ type background struct {
 func (k *Keeper) startBackground(ctx context.Context) *background {
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	b := &background{cancel: cancel}
-	b.wg.Go(func() { k.leader.run(bctx) })
-	sched := checker.NewScheduler(k.checker, checker.SchedulerConfig{Logger: k.log.With("component", "scheduler")})
+	wake := make(chan struct{}, 1)
+	reap := make(chan struct{}, 1)
+	b.wg.Go(func() {
+		k.leader.run(bctx, func() {
+			for _, c := range []chan struct{}{wake, reap} {
+				select {
+				case c <- struct{}{}:
+				default:
+				}
+			}
+		})
+	})
+	b.wg.Go(func() { k.heartbeat(bctx) })
+	b.wg.Go(func() { k.reaper(bctx, reap) })
+	sched := checker.NewScheduler(k.checker, checker.SchedulerConfig{Logger: k.log.With("component", "scheduler"), Wake: wake})
 	b.wg.Go(func() {
 		if err := sched.Run(bctx); err != nil && bctx.Err() == nil {
 			k.log.Error("checker scheduler stopped", "err", err)

@@ -26,7 +26,7 @@ clear: in production, call the keeper with https:// or put TLS in front.
 SIGTERM drains in-flight requests, closes the soul streams and the store.`,
 		Args: cobra.NoArgs,
 	}
-	fl := config.BindFlags(c.Flags(), "data-dir", "listen", "database-url", "keeper-id", "log-format", "log-level",
+	fl := config.BindFlags(c.Flags(), "data-dir", "listen", "database-url", "keeper-id", "advertise-address", "log-format", "log-level",
 		"tls-cert", "tls-key", "git-ssh-key", "task-timeout", "shutdown-timeout", "fan-out")
 	c.Flags().StringVar(&cfgFile, "config", "", "YAML configuration file (flags override it)")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {

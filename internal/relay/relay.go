@@ -161,6 +161,14 @@ func New(cfg Config) (*Relay, error) {
 		return nil, &domain.Error{Code: domain.CodeInvalid, Message: "relay: invalid database URL", Err: err}
 	}
 	pc.RuntimeParams["application_name"] = "soulstack-relay " + cfg.KeeperID
+	// The server drops a session whose keeper vanished (a cut network)
+	// within seconds, releasing its relay lock: other keepers then see it
+	// gone (the default keepalive would take hours).
+	for k, v := range map[string]string{"tcp_keepalives_idle": "5", "tcp_keepalives_interval": "1", "tcp_keepalives_count": "3"} {
+		if _, set := pc.RuntimeParams[k]; !set {
+			pc.RuntimeParams[k] = v
+		}
+	}
 	r.pg = pc
 	r.db = stdlib.OpenDB(*pc.Copy())
 	r.db.SetMaxOpenConns(4)
@@ -189,18 +197,39 @@ func (r *Relay) Close() error {
 // is answered unreachable — the streams it ran on are gone — and its
 // senders are told; rows it sent are deleted, nobody waits for them.
 func (r *Relay) Recover(ctx context.Context) error {
+	return r.reset(ctx, r.cfg.KeeperID, fmt.Sprintf("keeper %s restarted before the soul answered work relayed to it", r.cfg.KeeperID))
+}
+
+// RecoverFor does what Recover does for keeper keeperID, which died: the
+// leader's cleanup after it (SPEC §10.4).
+func (r *Relay) RecoverFor(ctx context.Context, keeperID string) error {
+	return r.reset(ctx, keeperID, fmt.Sprintf("keeper %s, which held the soul's stream, died before the soul answered", keeperID))
+}
+
+// IsAlive reports whether keeper id runs: whether its relay listener holds
+// its advisory lock (always asked afresh). With SQLite only this keeper
+// exists.
+func (r *Relay) IsAlive(ctx context.Context, id string) (bool, error) {
+	if r.pg == nil {
+		return id == r.cfg.KeeperID, nil
+	}
+	r.mu.Lock()
+	delete(r.alive, id)
+	r.mu.Unlock()
+	return r.isAlive(ctx, id)
+}
+
+func (r *Relay) reset(ctx context.Context, keeperID, msg string) error {
 	if r.pg == nil {
 		return nil
 	}
-	res := domain.Result{Unreachable: true, RC: -1,
-		Msg: fmt.Sprintf("keeper %s restarted before the soul answered work relayed to it", r.cfg.KeeperID)}
-	body, err := encodeResult(res)
+	body, err := encodeResult(domain.Result{Unreachable: true, RC: -1, Msg: msg})
 	if err != nil {
 		return err
 	}
-	rows, err := r.st.ResetRelays(ctx, r.cfg.KeeperID, body, time.Now())
+	rows, err := r.st.ResetRelays(ctx, keeperID, body, time.Now())
 	if err != nil {
-		return fmt.Errorf("relay: resetting relayed work of keeper %s: %w", r.cfg.KeeperID, err)
+		return fmt.Errorf("relay: resetting relayed work of keeper %s: %w", keeperID, err)
 	}
 	for _, w := range rows {
 		if err := r.notify(ctx, w.FromKeeper, msgResult, w.ID); err != nil {
