@@ -22,15 +22,17 @@ import (
 )
 
 const (
-	// labName is fixed, so a run after a crashed one removes its leftovers
-	// (lab.New cleans up an earlier lab of the same name).
+	// labName is fixed (per flavour: labName-sysv), so a run after a
+	// crashed one removes its leftovers (lab.New cleans up an earlier lab of
+	// the same name).
 	labName = "e2e-redis"
 	// hostCount is the size of the Redis cluster: a primary, three replicas.
 	hostCount = 4
 	// coven is the label the join token gives every soul; the incarnation
 	// targets it.
 	coven = "redis-e2e"
-	// soulDataDir is the soul's data directory inside a host.
+	// soulDataDir is the soul's data directory inside a sysv host; on
+	// systemd hosts it is the packaged unit's, /var/lib/soulstack/soul.
 	soulDataDir = "/var/lib/soul"
 )
 
@@ -42,7 +44,11 @@ var labPackages = []string{"hello", "htop", "redis-server", "redis-tools"}
 // cluster is a lab with a Keeper on the machine side and a connected soul
 // in every host.
 type cluster struct {
-	lab    *lab.Lab
+	// flavour is the hosts' init (lab.FlavourSystemd or lab.FlavourSysV).
+	// On systemd hosts the soul is the packaged soul.service, started and
+	// restarted by systemd; on sysv hosts it is a process the test starts.
+	flavour string
+	lab     *lab.Lab
 	keeper *keeperProc
 	api    *apiclient.Client
 	// soulURL is the Keeper as the souls reach it (https only).
@@ -54,15 +60,19 @@ type cluster struct {
 	souls map[string]*lab.Proc // by SID (= host name)
 }
 
-// newCluster builds the lab, starts and initializes the Keeper, and starts
-// a soul in every host, onboarded with a join token made through the API.
-// Everything is torn down when the test ends: the souls and the Keeper by
-// PID, then the lab.
-func newCluster(t *testing.T) *cluster {
+// newCluster builds a lab of flavour, starts and initializes the Keeper,
+// and starts a soul in every host, onboarded with a join token made through
+// the API. Everything is torn down when the test ends: the souls and the
+// Keeper by PID, then the lab.
+func newCluster(t *testing.T, flavour string) *cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
-	c := &cluster{souls: map[string]*lab.Proc{}, logDir: logDir(t)}
+	c := &cluster{flavour: flavour, souls: map[string]*lab.Proc{}, logDir: logDir(t)}
+	name := labName
+	if flavour == lab.FlavourSysV {
+		name += "-sysv"
+	}
 
 	start := time.Now()
 	waitTurn(t, ctx)
@@ -70,7 +80,7 @@ func newCluster(t *testing.T) *cluster {
 		t.Logf("waited %v for another e2e run on this machine to finish", waited)
 	}
 	start = time.Now()
-	l, err := lab.New(ctx, lab.Config{Name: labName, Hosts: hostCount, Packages: labPackages, Flavour: lab.FlavourSysV})
+	l, err := lab.New(ctx, lab.Config{Name: name, Hosts: hostCount, Packages: labPackages, Flavour: flavour})
 	if err != nil {
 		t.Fatalf("building the lab: %v", err)
 	}
@@ -80,8 +90,11 @@ func newCluster(t *testing.T) *cluster {
 			t.Errorf("closing the lab: %v", err)
 		}
 	})
+	// Runs before the lab closes: the souls of systemd hosts log to the
+	// journal, which goes with the lab.
+	t.Cleanup(func() { c.saveJournals(t) })
 	st := l.Stats()
-	t.Logf("lab %s: %d hosts up in %v (base %v built=%v, repo %v built=%v, hosts %v)", labName, hostCount,
+	t.Logf("lab %s: %d %s hosts up in %v (base %v built=%v, repo %v built=%v, hosts %v)", name, hostCount, flavour,
 		since(start), st.Base.Round(time.Millisecond), st.BaseBuilt, st.Repo.Round(time.Millisecond), st.RepoBuilt,
 		st.Hosts.Round(time.Millisecond))
 
@@ -125,7 +138,11 @@ func newCluster(t *testing.T) *cluster {
 		if err := h.CopyIn(soulBin, "/usr/local/bin/soul"); err != nil {
 			t.Fatal(err)
 		}
-		c.startSoul(t, h.Name(), true)
+		if flavour == lab.FlavourSystemd {
+			c.installSoulUnit(t, h)
+		} else {
+			c.startSoul(t, h.Name(), true)
+		}
 	}
 	c.waitSouls(t, store.SoulConnected, c.sids()...)
 	t.Logf("%d souls connected in %v", hostCount, since(start))
@@ -226,9 +243,16 @@ func (c *cluster) host(t *testing.T, sid string) *lab.Host {
 
 // startSoul starts `soul run` in host sid. The first start carries the join
 // token; later ones rely on the key and the pinned fingerprint the soul
-// keeps in its data directory.
+// keeps in its data directory. On systemd hosts it is `systemctl start
+// soul`.
 func (c *cluster) startSoul(t *testing.T, sid string, join bool) {
 	t.Helper()
+	if c.flavour == lab.FlavourSystemd {
+		if _, _, err := c.host(t, sid).Exec(t.Context(), "systemctl start soul"); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	ctx := t.Context()
 	argv := []string{"/usr/local/bin/soul", "run", "--keeper", c.soulURL, "--sid", sid, "--data-dir", soulDataDir,
 		"--reconnect-min", "100ms", "--reconnect-max", "1s", "--log-level", "debug"}
@@ -248,9 +272,14 @@ func (c *cluster) startSoul(t *testing.T, sid string, join bool) {
 }
 
 // killSoul kills the soul of host sid with SIGKILL (by PID) and waits until
-// it has exited.
+// it has exited. On systemd hosts it is `kill -9` of the unit's main PID
+// (systemd starts it again after the unit's RestartSec).
 func (c *cluster) killSoul(t *testing.T, sid string) {
 	t.Helper()
+	if c.flavour == lab.FlavourSystemd {
+		c.soulMainPIDKilled(t, sid)
+		return
+	}
 	c.mu.Lock()
 	p := c.souls[sid]
 	delete(c.souls, sid)

@@ -3,37 +3,64 @@ package e2e
 import (
 	"testing"
 	"time"
+
+	"github.com/soulstack/soulstack/internal/lab"
 )
 
-// TestRedisCluster deploys the example Redis service on a 4-host lab and
-// drives it through its scenarios and faults, in order: each step starts
-// from the state the previous one left, so the first failing step ends the
-// test.
-func TestRedisCluster(t *testing.T) {
-	requireRoot(t)
-	start := time.Now()
-	c := newCluster(t)
-	svc := c.registerService(t, "redis")
-	t.Logf("service %s registered at %s", svc.Name, svc.Commit)
+// step is one stage of a cluster test.
+type step struct {
+	name string
+	run  func(t *testing.T)
+}
 
-	steps := []struct {
-		name string
-		run  func(t *testing.T)
-	}{
-		{"create", c.testCreate},
-		{"create again changes nothing", c.testCreateAgain},
-		{"restart replicas two at a time", c.testRestart},
-		{"rolling-restart with a new max_memory", func(t *testing.T) { c.testRollingRestart(t, 96) }},
-		{"rolling-restart again restarts nothing", func(t *testing.T) { c.testRollingRestartAgain(t, 96) }},
-		{"soul killed before the probe", c.testSoulKilledBeforeProbe},
-		{"link cut mid-rollout", c.testLinkCutMidRollout},
-		{"keeper restarted mid-run", c.testKeeperRestartMidRun},
-		{"first service guide (seed 002) on the same hosts", c.testFirstService},
-	}
+// runSteps runs steps in order: each starts from the state the previous one
+// left, so the first failing step ends the test.
+func runSteps(t *testing.T, steps []step) {
+	t.Helper()
 	for _, s := range steps {
 		if !t.Run(s.name, s.run) {
 			t.Fatalf("step %q failed; the later steps depend on its outcome", s.name)
 		}
 	}
+}
+
+// TestRedisCluster deploys the example Redis service on a 4-host lab of
+// systemd hosts, where Redis is its package's own unit and every soul is
+// the packaged soul.service, and drives it through its scenarios and
+// faults.
+func TestRedisCluster(t *testing.T) {
+	requireRoot(t)
+	start := time.Now()
+	c := newCluster(t, lab.FlavourSystemd)
+	svc := c.registerService(t, "redis")
+	t.Logf("service %s registered at %s", svc.Name, svc.Commit)
+	runSteps(t, []step{
+		{"create", c.testCreate},
+		{"create again changes nothing", c.testCreateAgain},
+		{"restart replicas two at a time", c.testRestart},
+		{"rolling-restart with a new max_memory", func(t *testing.T) { c.testRollingRestart(t, 96) }},
+		{"rolling-restart again restarts nothing", func(t *testing.T) { c.testRollingRestartAgain(t, 96) }},
+		{"soul killed (kill -9 of its main PID) before the probe", c.testSoulKilledBeforeProbe},
+		{"host shut down by the lab mid-wave", c.testHostDownMidWave},
+		{"link cut mid-rollout", c.testLinkCutMidRollout},
+		{"keeper restarted mid-run", c.testKeeperRestartMidRun},
+		{"first service guide (seed 002) on the same hosts", c.testFirstService},
+	})
 	t.Logf("the whole end-to-end run took %v", since(start))
+}
+
+// TestRedisClusterSysV runs the smaller set on sysv hosts (tini as PID 1,
+// Redis by its init script, souls started by the test): create and a
+// rolling restart.
+func TestRedisClusterSysV(t *testing.T) {
+	requireRoot(t)
+	start := time.Now()
+	c := newCluster(t, lab.FlavourSysV)
+	c.registerService(t, "redis")
+	runSteps(t, []step{
+		{"create", c.testCreate},
+		{"restart replicas two at a time", c.testRestart},
+		{"rolling-restart with a new max_memory", func(t *testing.T) { c.testRollingRestart(t, 96) }},
+	})
+	t.Logf("the sysv end-to-end run took %v", since(start))
 }

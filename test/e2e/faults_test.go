@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/lab"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -41,9 +43,84 @@ func (c *cluster) testSoulKilledBeforeProbe(t *testing.T) {
 
 	c.unlock(t, "e2e: the killed soul is restarted")
 	start := time.Now()
+	if c.flavour == lab.FlavourSystemd {
+		// Restart=always: systemd starts the soul again by itself.
+		c.waitSouls(t, store.SoulConnected, victim)
+		if n := c.unitProp(t, victim, "soul", "NRestarts"); n == "0" {
+			t.Errorf("soul.service on %s: NRestarts = %s after its main process was killed", victim, n)
+		}
+		t.Logf("systemd restarted the soul of %s and it reconnected %v after the unlock", victim, since(start))
+		return
+	}
 	c.startSoul(t, victim, false)
 	c.waitSouls(t, store.SoulConnected, victim)
 	t.Logf("the soul of %s restarted (no join token: its key and pinned keeper are in its data dir) and connected in %v", victim, since(start))
+}
+
+// testHostDownMidWave shuts the host of wave 2 down cleanly (as the lab's
+// operator would: systemd stops every unit, the soul included) while wave
+// 1 of a rollout runs: wave 2 is unreachable, nothing later starts, the
+// incarnation is error_locked with its state unchanged. Booted again, the
+// host comes back by itself: a new boot id, Redis (enabled) running with
+// its old config, the soul (enabled) reconnected.
+func (c *cluster) testHostDownMidWave(t *testing.T) {
+	replicas := c.replicas()
+	wave1, victim, wave3 := replicas[0], replicas[1], replicas[2]
+	before, inc := c.redisServers(t), c.incarnation(t)
+	prev := inc.State["max_memory"].(string)
+	h := c.host(t, victim)
+	bootID, err := h.BootID()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	id := c.startRun(t, "rolling-restart", map[string]any{"max_memory": "112mb"})
+	c.watchRun(t, id, "wave 1 to render on "+wave1, func(r apiclient.RunDetail) bool {
+		return slices.Contains(hostsOf(task(r, taskRender), ran), wave1)
+	})
+	if err := h.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	booted := false
+	defer func() {
+		if !booted {
+			_ = h.Boot(context.Background())
+		}
+	}()
+	t.Logf("shut %s (wave 2) down while wave 1 ran on %s", victim, wave1)
+	r := c.waitRun(t, id)
+	logRun(t, r, since(start))
+	requireOutcome(t, r, store.RunFailed)
+	var unreachable []string
+	for _, name := range rolloutTasks {
+		unreachable = append(unreachable, hostsOf(task(r, name), status(domain.StatusUnreachable))...)
+	}
+	assertEqual(t, "unreachable in the rollout", unreachable, []string{victim})
+	c.assertLockedUnchanged(t, inc)
+	c.assertNotRestarted(t, before, wave3, c.primary())
+
+	start = time.Now()
+	booted = true
+	if err := h.Boot(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := h.BootID(); now == bootID {
+		t.Errorf("%s has the boot id it had before the shutdown", victim)
+	}
+	c.waitSouls(t, store.SoulConnected, victim)
+	t.Logf("%s booted; its soul (enabled) reconnected by itself in %v", victim, since(start))
+	eventually(t, 20*time.Second, "Redis on "+victim+" to answer again", func() error {
+		out, _, err := h.Exec(t.Context(), "redis-cli ping")
+		if err != nil || strings.TrimSpace(out) != "PONG" {
+			return fmt.Errorf("redis-cli ping: %q, %v", out, err)
+		}
+		return nil
+	})
+	_, file := c.maxMemories(t)
+	assertEqual(t, "maxmemory in redis.conf", file, map[string]string{
+		c.primary(): prev, wave1: "112mb", victim: prev, wave3: prev})
+	c.unlock(t, "e2e: the host is back")
 }
 
 // testLinkCutMidRollout cuts the link of the host of wave 2 while wave 1

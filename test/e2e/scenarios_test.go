@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/lab"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -84,6 +85,10 @@ func (c *cluster) testCreateAgain(t *testing.T) {
 // testRestart runs the seed's restart scenario: the replicas restart two at
 // a time and the primary is never touched.
 func (c *cluster) testRestart(t *testing.T) {
+	var pids map[string]int
+	if c.flavour == lab.FlavourSystemd {
+		pids = c.mainPIDs(t, "redis-server")
+	}
 	before, start := c.redisServers(t), time.Now()
 	r := c.run(t, "restart", nil)
 	requireOutcome(t, r, store.RunSucceeded)
@@ -106,6 +111,16 @@ func (c *cluster) testRestart(t *testing.T) {
 		}
 	}
 	t.Logf("uptimes before %v, after %v", uptimes(before), uptimes(after))
+	if pids != nil {
+		// core.service.restarted went through systemd: the unit's main
+		// process is new on every replica, the same on the primary.
+		now := c.mainPIDs(t, "redis-server")
+		for _, sid := range c.sids() {
+			if restarted := now[sid] != pids[sid]; restarted != (sid != p) || now[sid] == 0 {
+				t.Errorf("redis-server.service MainPID on %s: %d before, %d after", sid, pids[sid], now[sid])
+			}
+		}
+	}
 	c.assertReplicating(t, p)
 }
 
