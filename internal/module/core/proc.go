@@ -28,9 +28,15 @@ type procSpec struct {
 	env   map[string]string // added to the base environment
 	dir   string
 	stdin *string
-	// grace replaces killGrace: package managers get longer, because
-	// killing dpkg mid-install leaves the package database half done.
+	// grace replaces killGrace.
 	grace time.Duration
+	// detach: when ctx ends the process is left running, not signalled,
+	// and runProc returns at once with an "interrupted" note. Package
+	// managers run so: killing dpkg mid-install leaves the package database
+	// half done, and a soul that stops or restarts (KillMode=process) must
+	// not take a running apt-get along. Its output goes to unlinked files,
+	// not pipes, so it never dies of a closed pipe when the soul is gone.
+	detach bool
 }
 
 // procResult is what a process did. rc is -1 when it was killed by a
@@ -74,6 +80,9 @@ func runProc(ctx context.Context, spec procSpec) (procResult, error) {
 	env := baseEnv()
 	for k, v := range spec.env {
 		env[k] = v
+	}
+	if spec.detach {
+		return runDetached(ctx, spec, env)
 	}
 	cmd := exec.CommandContext(ctx, spec.argv[0], spec.argv[1:]...)
 	if !strings.Contains(spec.argv[0], "/") {
@@ -195,13 +204,11 @@ func runCmd(ctx context.Context, env map[string]string, argv ...string) (procRes
 	return runProc(ctx, procSpec{argv: argv, env: env})
 }
 
-// pkgGrace is the SIGTERM-to-SIGKILL grace of package manager runs.
-const pkgGrace = 60 * time.Second
-
-// runPkgCmd runs a package manager, which gets pkgGrace to stop cleanly
-// when the context ends.
+// runPkgCmd runs a package manager, which is never killed: when the
+// context ends (a task timeout, a cancelled run, the soul stopping) it is
+// left to finish on its own and the result says it was interrupted.
 func runPkgCmd(ctx context.Context, env map[string]string, argv ...string) (procResult, error) {
-	return runProc(ctx, procSpec{argv: argv, env: env, grace: pkgGrace})
+	return runProc(ctx, procSpec{argv: argv, env: env, detach: true})
 }
 
 // cmdError describes a helper program that exited non-zero.
