@@ -49,8 +49,8 @@ type cluster struct {
 	// restarted by systemd; on sysv hosts it is a process the test starts.
 	flavour string
 	lab     *lab.Lab
-	keeper *keeperProc
-	api    *apiclient.Client
+	keeper  *keeperProc
+	api     *apiclient.Client
 	// soulURL is the Keeper as the souls reach it (https only).
 	soulURL   string
 	joinToken string
