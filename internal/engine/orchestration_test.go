@@ -486,3 +486,55 @@ input: {password: pa55word-xyz}
 expect: {outcome: succeeded, state: {leader: "admin:****"}}
 `).run()
 }
+
+// TestEmptyRegisterIsAValue (SPEC §7 decision): a registered task filtered
+// out everywhere gives size(register.x) == 0 and register.x.hosts == {},
+// for the seed's probe idiom and for state_changes.
+func TestEmptyRegisterIsAValue(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/deploy/main.yml": `
+state_changes:
+  sets: {n: "${ size(register.none) }", hosts: "${ register.none.hosts }"}
+tasks:
+  - name: nowhere
+    module: core.exec.run
+    register: none
+    where: "false"
+    params: {command: x}
+  - name: probe idiom
+    module: core.test.echo
+    when: size(register.none) < incarnation.host_count && register.none.hosts == {}
+    params: {message: ok}
+`})
+	newWorld(t, svc, "deploy", `
+hosts: [{sid: a}, {sid: b}]
+expect:
+  outcome: succeeded
+  state: {n: 0, hosts: {}}
+  tasks:
+    - {task: nowhere, ran: []}
+    - {task: probe idiom, ran: [a, b]}
+`).run()
+}
+
+// TestEmptyRegisterFieldNamesTheTask: reading a field of an empty register
+// where a value is needed fails, naming the task and why it has no result.
+func TestEmptyRegisterFieldNamesTheTask(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/deploy/main.yml": `
+state_changes:
+  sets: {out: "${ register.none.stdout }"}
+tasks:
+  - name: nowhere
+    module: core.exec.run
+    register: none
+    where: "false"
+    params: {command: x}
+`})
+	newWorld(t, svc, "deploy", `
+hosts: [{sid: a}]
+expect:
+  outcome: failed
+  error: "register.none has no result: task \"nowhere\" ran on no host"
+  tasks:
+    - {task: nowhere, ran: []}
+`).run()
+}

@@ -58,7 +58,20 @@ func (r *runner) task(ctx context.Context, t *dsl.Task, sc scope) {
 	afterFailure := r.failed() && !sc.handler
 	tg := r.target(ctx, t, sc)
 	name := executor.TaskName(t)
-	r.emit(Event{Type: EventTask, Path: t.Path, Task: name, Hosts: tg.hosts})
+	why := ""
+	if len(tg.hosts) == 0 && len(tg.errs) == 0 {
+		why = fmt.Sprintf("task %q ran on no host: ", name)
+		switch {
+		case tg.count == 0 && t.On != nil:
+			why += "on: matches no member of this incarnation"
+		case tg.count == 0:
+			why += "the step targets no host"
+		default:
+			why += "where: was false on every host"
+		}
+	}
+	// The event of a step that targets nothing says why (SPEC §6).
+	r.emit(Event{Type: EventTask, Path: t.Path, Task: name, Hosts: tg.hosts, Error: why})
 	if len(tg.errs) > 0 {
 		// where: could not be evaluated: the task fails on those hosts
 		// before anything is dispatched anywhere.
@@ -75,6 +88,10 @@ func (r *runner) task(ctx context.Context, t *dsl.Task, sc scope) {
 		return
 	}
 	if len(tg.hosts) == 0 {
+		// An empty register is a value (SPEC §7): size 0, hosts {}.
+		if t.Register != "" {
+			r.base.Registers.Empty(t.Register, why)
+		}
 		return
 	}
 	serial := t.Serial != nil && !afterFailure

@@ -134,6 +134,9 @@ func (activation) Parent() interpreter.Activation { return nil }
 type Registers struct {
 	mu sync.RWMutex
 	m  map[string]map[string]map[string]any
+	// why says, per register of a task that ran on no host, why it has
+	// no result (SPEC §7: an empty register is a value).
+	why map[string]string
 }
 
 // NewRegisters returns an empty set.
@@ -170,6 +173,19 @@ func (r *Registers) Declare(name string) {
 	if r.m[name] == nil {
 		r.m[name] = map[string]map[string]any{}
 	}
+}
+
+// Empty declares name as the register of a task that ran on no host, with
+// why (e.g. `task "probe" ran on no host: where: was false on every
+// host`): size() is 0, hosts is {}, and reading a field fails with why.
+func (r *Registers) Empty(name, why string) {
+	r.Declare(name)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.why == nil {
+		r.why = map[string]string{}
+	}
+	r.why[name] = why
 }
 
 // has reports whether name is known.

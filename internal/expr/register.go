@@ -103,6 +103,9 @@ func (r *registerVal) resolve() (map[string]any, error) {
 			return m, nil
 		}
 	case 0:
+		if why := r.regs.why[r.name]; why != "" {
+			return nil, fmt.Errorf("register.%s has no result: %s", r.name, why)
+		}
 		return nil, fmt.Errorf("register.%s has no result on any host", r.name)
 	}
 	sids := make([]string, 0, len(hosts))
