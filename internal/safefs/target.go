@@ -91,6 +91,20 @@ func (t *Target) openExisting(flags int) (*os.File, unix.Stat_t, error) {
 	return os.NewFile(uintptr(fd), t.HostPath()), st, nil
 }
 
+// OpenRead opens the regular file at the target for reading, without
+// following a symlink (ErrSymlink) and under the hard-link rule.
+func (t *Target) OpenRead() (*os.File, error) {
+	f, st, err := t.openExisting(unix.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		_ = f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", t.given)
+	}
+	return f, nil
+}
+
 // ReadFile returns the content of the regular file at the target, read
 // through a descriptor opened without following symlinks. At most max
 // bytes are read (max <= 0: no bound); a larger file is an error.

@@ -65,13 +65,16 @@ type fileWant struct {
 	hasContent bool
 	// edit, when set, computes the content from the current one (nil and
 	// exists false when there is no file): line, block and replace.
-	edit     func(old []byte, exists bool) ([]byte, error)
-	mode     fs.FileMode
-	hasMode  bool
-	uid, gid int // -1: leave alone
-	makedirs bool
-	follow   bool
-	validate string
+	edit func(old []byte, exists bool) ([]byte, error)
+	// missingOK, when set, is the message of a converged result for a
+	// file that does not exist (an editor with nothing to remove).
+	missingOK string
+	mode      fs.FileMode
+	hasMode   bool
+	uid, gid  int // -1: leave alone
+	makedirs  bool
+	follow    bool
+	validate  string
 }
 
 func parseFileWant(a *args) (fileWant, error) {
@@ -182,6 +185,9 @@ func ensureFile(ctx context.Context, env *module.Env, w fileWant) (domain.Result
 	}
 	if exists && !fi.IsRegular() {
 		return domain.Result{}, fmt.Errorf("%s exists and is not a regular file (%s)", w.path, fi.Mode.Type())
+	}
+	if !exists && w.missingOK != "" {
+		return converged(w.missingOK, map[string]any{"path": w.path}), nil
 	}
 	var old []byte
 	if exists {

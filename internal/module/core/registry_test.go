@@ -14,7 +14,8 @@ import (
 func TestRegistry(t *testing.T) {
 	want := []string{
 		"core.cloud.created", "core.cmd.shell", "core.exec.run",
-		"core.file.absent", "core.file.directory", "core.file.present", "core.file.rendered",
+		"core.file.absent", "core.file.block", "core.file.directory", "core.file.line", "core.file.link", "core.file.present", "core.file.rendered",
+		"core.file.replace", "core.file.stat",
 		"core.group.present", "core.http.request", "core.pkg.installed", "core.pkg.removed",
 		"core.service.enabled", "core.service.reloaded", "core.service.restarted", "core.service.running", "core.service.stopped",
 		"core.sysctl.present",
@@ -27,7 +28,7 @@ func TestRegistry(t *testing.T) {
 	unconfinable := []string{"core.group.present", "core.pkg.installed", "core.pkg.removed",
 		"core.service.enabled", "core.service.reloaded", "core.service.restarted", "core.service.running", "core.service.stopped",
 		"core.sysctl.present", "core.user.present"}
-	readOnly := []string{"core.test.echo", "core.test.ping", "core.test.sleep"}
+	readOnly := []string{"core.file.stat", "core.test.echo", "core.test.ping", "core.test.sleep"}
 	for _, name := range want {
 		m, _ := module.Lookup(name)
 		s := m.Schema()
