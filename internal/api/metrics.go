@@ -25,7 +25,7 @@ func newMetrics(reg *prometheus.Registry, st store.Store) (*metrics, error) {
 			Buckets:   prometheus.DefBuckets,
 		}, []string{"route", "status"}),
 	}
-	for _, c := range []prometheus.Collector{m.latency, &soulCollector{st: st}, buildInfo()} {
+	for _, c := range []prometheus.Collector{m.latency, &soulCollector{st: st}, buildInfo(), &driftCollector{st: st}} {
 		if err := reg.Register(c); err != nil {
 			return nil, errorf("registering API metrics: %w", err)
 		}

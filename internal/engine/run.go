@@ -142,6 +142,9 @@ func (r *runner) execute(ctx context.Context) (final Event) {
 			return r.final(store.RunSucceeded, "")
 		}
 	}
+	if r.run.Drift {
+		r.reportDrift(bg, status, msg)
+	}
 	if status != store.RunSucceeded {
 		// The message quotes hosts' failure output: mask it before it is logged.
 		log.WarnContext(bg, "run did not succeed", "status", status, "error", executor.MaskString(msg, r.secretList()))

@@ -112,7 +112,7 @@ func ensureArchon(ctx context.Context, a *auth.Authority, name string, role auth
 
 // background runs the keeper's long-lived duties beside the HTTP server:
 // leadership, the keeper's heartbeat, the cleanup after dead keepers and
-// the Checker's scheduler. stop cancels and waits.
+// the Checker's scheduler and the drift schedules. stop cancels and waits.
 type background struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -135,6 +135,7 @@ func (k *Keeper) startBackground(ctx context.Context) *background {
 	})
 	b.wg.Go(func() { k.heartbeat(bctx) })
 	b.wg.Go(func() { k.reaper(bctx, reap) })
+	b.wg.Go(func() { k.engine.RunDriftSchedules(bctx, k.leader.IsLeader, 0) })
 	sched := checker.NewScheduler(k.checker, checker.SchedulerConfig{Logger: k.log.With("component", "scheduler"), Wake: wake})
 	b.wg.Go(func() {
 		if err := sched.Run(bctx); err != nil && bctx.Err() == nil {
