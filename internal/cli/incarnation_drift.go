@@ -212,4 +212,3 @@ trigger is cleared once the handler succeeded.`,
 	c.Flags().StringVar(&scenario, "scenario", "", "only the triggers of this scenario")
 	return c
 }
-

@@ -124,7 +124,10 @@ expect: {outcome: succeeded}
 	}
 	ctx, cancel := context.WithCancel(w.ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); w.Engine.RunDriftSchedules(ctx, func() bool { return false }, 5*time.Millisecond) }()
+	go func() {
+		defer close(done)
+		w.Engine.RunDriftSchedules(ctx, func() bool { return false }, 5*time.Millisecond)
+	}()
 	time.Sleep(50 * time.Millisecond)
 	cancel()
 	<-done
