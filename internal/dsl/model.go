@@ -174,7 +174,9 @@ type On struct {
 	Keeper bool
 	// Covens is on: [a, b]: members carrying every listed coven.
 	Covens []string
-	Pos    Pos
+	// CovenPos is where each of Covens is written.
+	CovenPos []Pos
+	Pos      Pos
 }
 
 // Serial is a task's rolling-wave size: a count or a percentage of the

@@ -81,6 +81,7 @@ func (p *parser) on(file string, n *yaml.Node) *On {
 			continue
 		}
 		on.Covens = append(on.Covens, it.Value)
+		on.CovenPos = append(on.CovenPos, ipos)
 	}
 	if !valid {
 		return nil

@@ -77,6 +77,9 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (id s
 	if err != nil {
 		return "", err
 	}
+	if err := e.checkCovens(ctx, sc, req.Covens); err != nil {
+		return "", err
+	}
 	if len(members) == 0 {
 		// Like an inventory pattern matching no host: almost always a typo,
 		// and an incarnation on nothing would commit state no host has.
@@ -152,6 +155,9 @@ func (e *Engine) StartRun(ctx context.Context, incarnation, scenario string, inp
 	resolved, err := sc.Input.Resolve(input)
 	if err != nil {
 		return "", fmt.Errorf("scenario %s: %w", scenario, err)
+	}
+	if err := e.checkCovens(ctx, sc, inc.Covens); err != nil {
+		return "", err
 	}
 	run := e.newRun(incarnation, scenario, maskInput(sc, resolved), check, archonID)
 	run.Commit, run.Members = inc.Commit, sortedMembers(inc.Members)
