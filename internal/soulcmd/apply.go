@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -41,6 +43,7 @@ func newApplyCmd() *cobra.Command {
 		inputJSON         string
 		check             bool
 		output, sid, root string
+		dataDir           string
 	)
 	c := &cobra.Command{
 		Use:   "apply --local <destiny-dir>",
@@ -72,6 +75,7 @@ func newApplyCmd() *cobra.Command {
 			name := filepath.Base(dir)
 			res := executor.RunBundle(c.Context(), &dispatch.Bundle{Destiny: name, Files: files, Input: input}, facts,
 				executor.Options{Check: check, Call: executor.CallerFor(runner)})
+			recordApply(c, dataDir, root, check, name, res)
 			if output == "json" {
 				err = writeApplyJSON(c.OutOrStdout(), res)
 			} else {
@@ -92,6 +96,7 @@ func newApplyCmd() *cobra.Command {
 	c.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	c.Flags().StringVar(&sid, "sid", "", "soul identity (default: the host's FQDN)")
 	c.Flags().StringVar(&root, "root", "", "confine file modules to this directory")
+	c.Flags().StringVar(&dataDir, "data-dir", defaultSoulDataDir, "where the local task record (tasks.log) is kept; written when running as root without --root, or when this flag is given")
 	return c
 }
 
@@ -151,4 +156,32 @@ func writeApplyTable(w io.Writer, name string, res domain.Result) error {
 	}
 	_, err := fmt.Fprintf(w, "destiny %s: %d tasks, %d changed, %d failed\n", name, len(tasks), changed, failedN)
 	return err
+}
+
+// defaultSoulDataDir is the data dir of a soul installed on a host.
+const defaultSoulDataDir = "/var/lib/soulstack/soul"
+
+// recordApply appends the tasks a local apply ran to the soul's local
+// record (SPEC §10.3), as `soul run` does: by default only when the soul
+// acts as root on the host itself (root, no --root). A record that cannot
+// be written is a warning: the tasks already ran.
+func recordApply(c *cobra.Command, dataDir, root string, check bool, name string, res domain.Result) {
+	if !c.Flags().Changed("data-dir") && (os.Geteuid() != 0 || root != "") {
+		return
+	}
+	journal := ""
+	if root == "" && soul.SystemdBooted() {
+		journal = soul.JournalSocket
+	}
+	l, err := soul.OpenTaskLog(filepath.Join(dataDir, soul.TaskLogFile), soul.TaskLogOptions{Journal: journal})
+	if err == nil {
+		w := dispatch.Work{RunID: "local", Task: "apply --local " + name, Check: check, Bundle: &dispatch.Bundle{Destiny: name}}
+		err = l.Record(w, res, time.Now())
+		if cerr := l.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(c.ErrOrStderr(), "warning: could not write the local task record in %s: %v\n", dataDir, err)
+	}
 }

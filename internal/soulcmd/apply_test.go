@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -81,5 +82,27 @@ func TestApplyLocalFailureExitsOne(t *testing.T) {
 	_, code, stderr := runApply(t, "--local", dir, "--root", t.TempDir(), "-o", "json")
 	if code != 1 || !bytes.Contains([]byte(stderr), []byte("onchange")) {
 		t.Fatalf("invalid destiny: exit %d, stderr %s", code, stderr)
+	}
+}
+
+// SPEC §10.3: a local apply is recorded in the soul's task log like work
+// from a Keeper (no params values).
+func TestApplyLocalRecordsTasks(t *testing.T) {
+	root, data := t.TempDir(), t.TempDir()
+	_, code, stderr := runApply(t, "--local", "../executor/testdata/site", "--root", root, "--sid", "h1", "-o", "json",
+		"--input", `{"title":"Secret-Title-42"}`, "--data-dir", data)
+	if code != 0 {
+		t.Fatalf("apply: exit %d, stderr %s", code, stderr)
+	}
+	raw, err := os.ReadFile(filepath.Join(data, "tasks.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) < 2 || strings.Contains(string(raw), "Secret-Title-42") {
+		t.Fatalf("record:\n%s", raw)
+	}
+	if !strings.Contains(lines[len(lines)-1], `"destiny":"site"`) || !strings.Contains(lines[0], `"module":"core.`) {
+		t.Fatalf("record:\n%s", raw)
 	}
 }

@@ -127,12 +127,10 @@ type taskResult struct {
 	Stderr  string `json:"stderr"`
 }
 
-// apply writes a one-task destiny (YAML of the task list) under dir on the
-// host and runs it with the real soul as root; it returns the task's
-// result whatever the exit status.
-func apply(t *testing.T, h *lab.Host, dir, tasks string, check bool) taskResult {
+// applyRaw writes main.yml under dir on the host, runs it with the real
+// soul as root and returns its JSON output whatever the exit status.
+func applyRaw(t *testing.T, h *lab.Host, dir, main string, check bool) string {
 	t.Helper()
-	main := "input: {}\ntasks:\n" + tasks
 	if err := h.WriteFile(path.Join(dir, "main.yml"), []byte(main), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -153,11 +151,20 @@ func apply(t *testing.T, h *lab.Host, dir, tasks string, check bool) taskResult 
 	if err != nil && !errors.As(err, &exitErr) {
 		t.Fatalf("soul apply: %v\n%s", err, stderr.String())
 	}
+	return string(out)
+}
+
+// apply writes a one-task destiny (YAML of the task list) under dir on the
+// host and runs it with the real soul as root; it returns the task's
+// result whatever the exit status.
+func apply(t *testing.T, h *lab.Host, dir, tasks string, check bool) taskResult {
+	t.Helper()
+	out := applyRaw(t, h, dir, "input: {}\ntasks:\n"+tasks, check)
 	var res struct {
 		Tasks []taskResult `json:"tasks"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil || len(res.Tasks) == 0 {
-		t.Fatalf("soul apply output %q (stderr %q): %v", out, stderr.String(), err)
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Tasks) == 0 {
+		t.Fatalf("soul apply output %q: %v", out, err)
 	}
 	return res.Tasks[0]
 }
