@@ -43,6 +43,12 @@ type Config struct {
 	// agent, go-git's default.
 	SSHKeyFile string
 	Logger     *slog.Logger
+	// MaxTreeBytes bounds the bytes of one materialized tree; 0 means
+	// DefaultMaxTreeBytes.
+	MaxTreeBytes int64
+	// TreeGrace keeps an unused tree this long after it was materialized
+	// before Collect removes it; 0 means DefaultTreeGrace.
+	TreeGrace time.Duration
 }
 
 // Catalog registers, updates and opens services. It is safe for concurrent
@@ -68,6 +74,12 @@ func New(cfg Config) (*Catalog, error) {
 	}
 	if cfg.Load == nil {
 		cfg.Load = DSLLoader
+	}
+	if cfg.MaxTreeBytes <= 0 {
+		cfg.MaxTreeBytes = DefaultMaxTreeBytes
+	}
+	if cfg.TreeGrace <= 0 {
+		cfg.TreeGrace = DefaultTreeGrace
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating catalog directory: %w", err)

@@ -34,7 +34,7 @@ func (c *Catalog) materialize(ctx context.Context, repo *git.Repository, name st
 		return dst, nil
 	}
 	unlock := c.lock("tree:" + dst)
-	defer unlock()
+	defer func() { unlock() }()
 	if isDir(dst) {
 		return dst, nil
 	}
@@ -56,9 +56,13 @@ func (c *Catalog) materialize(ctx context.Context, repo *git.Repository, name st
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
 	var links []string
+	var size int64
 	err = tree.Files().ForEach(func(f *object.File) error {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if size += f.Size; size > c.cfg.MaxTreeBytes {
+			return c.treeTooLarge(name, commit, size)
 		}
 		if f.Mode == filemode.Symlink {
 			links = append(links, f.Name)
@@ -67,6 +71,11 @@ func (c *Catalog) materialize(ctx context.Context, repo *git.Repository, name st
 	})
 	if err == nil {
 		err = checkLinks(tmp, links)
+	}
+	if errors.As(err, new(treeSizeError)) {
+		_ = os.RemoveAll(tmp)
+		_ = os.Remove(parent) // a refused first tree leaves no empty service directory
+		return "", &domain.Error{Code: domain.CodeUnprocessable, Message: err.Error(), Err: err}
 	}
 	if err != nil {
 		return "", fmt.Errorf("materializing %s at %s: %w", name, commit, err)
@@ -80,6 +89,9 @@ func (c *Catalog) materialize(ctx context.Context, repo *git.Repository, name st
 		}
 		return "", fmt.Errorf("materializing %s at %s: %w", name, commit, err)
 	}
+	unlock() // Collect takes tree locks itself
+	unlock = func() {}
+	c.collectAfter(ctx, name, commit.String())
 	return dst, nil
 }
 

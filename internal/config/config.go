@@ -19,6 +19,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/soulstack/soulstack/internal/catalog"
 	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/netguard"
 )
@@ -59,11 +60,19 @@ type Keeper struct {
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// SoulMaxMessageSize bounds one message an accepted soul sends (a
 	// task result, a soulprint, a log line).
-	SoulMaxMessageSize Size    `yaml:"soul_max_message_size"`
-	TLS                TLS     `yaml:"tls"`
-	Git                Git     `yaml:"git"`
-	Checker            Checker `yaml:"checker"`
-	HTTP               HTTP    `yaml:"http"`
+	SoulMaxMessageSize Size     `yaml:"soul_max_message_size"`
+	TLS                TLS      `yaml:"tls"`
+	Git                Git      `yaml:"git"`
+	Checker            Checker  `yaml:"checker"`
+	HTTP               HTTP     `yaml:"http"`
+	Services           Services `yaml:"services"`
+}
+
+// Services bounds the service trees materialized in the data dir.
+type Services struct {
+	// MaxTreeSize bounds the files of one commit's tree; a bigger commit
+	// is refused at register/update/upgrade.
+	MaxTreeSize Size `yaml:"max_tree_size"`
 }
 
 // HTTP bounds the requests the Keeper itself sends for on: keeper
@@ -116,6 +125,7 @@ func Default() Keeper {
 		ShutdownTimeout:    Duration(30 * time.Second),
 		SoulMaxMessageSize: Size(16 << 20),
 		Checker:            Checker{DefaultTimeout: Duration(checker.DefaultTaskTimeout)},
+		Services:           Services{MaxTreeSize: Size(catalog.DefaultMaxTreeBytes)},
 	}
 }
 
@@ -170,6 +180,9 @@ func (k Keeper) Validate() error {
 	}
 	if _, err := netguard.New(k.HTTP.Allow); err != nil {
 		errs = append(errs, err)
+	}
+	if k.Services.MaxTreeSize < 1<<20 {
+		errs = append(errs, fmt.Errorf("services.max_tree_size must be at least 1MiB"))
 	}
 	if k.SoulMaxMessageSize < 64<<10 {
 		errs = append(errs, fmt.Errorf("soul_max_message_size must be at least 64KiB"))

@@ -230,13 +230,13 @@ func (s *Sim) call(ctx context.Context, sid, task string, c Call, check bool, ti
 	case st.Unreachable:
 		return unreachableResult(fmt.Sprintf("soul %s dropped the connection", sid))
 	case st.Timeout:
-		return domain.Result{Failed: true, RC: -1, Msg: fmt.Sprintf("timed out after %s", timeout)}
+		return domain.Result{Failed: true, RC: -1, Abandoned: true, Msg: fmt.Sprintf("timed out after %s", timeout)}
 	case st.Hang:
 		<-ctx.Done()
 		if ctx.Err() == context.DeadlineExceeded {
-			return domain.Result{Failed: true, RC: -1, Msg: fmt.Sprintf("timed out after %s", timeout)}
+			return domain.Result{Failed: true, RC: -1, Abandoned: true, Msg: fmt.Sprintf("timed out after %s", timeout)}
 		}
-		return domain.Result{Failed: true, RC: -1, Msg: "cancelled: " + context.Cause(ctx).Error()}
+		return domain.Result{Failed: true, RC: -1, Abandoned: true, Msg: "cancelled: " + context.Cause(ctx).Error()}
 	case len(st.Results) == 0:
 		return domain.Result{}
 	}

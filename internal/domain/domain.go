@@ -92,6 +92,12 @@ type Result struct {
 	Output      map[string]any `json:"output,omitempty"`  // a destiny's declared output
 	Results     []Result       `json:"results,omitempty"` // per-item results of a loop
 	Tasks       []TaskResult   `json:"tasks,omitempty"`   // per-task results inside a destiny or block
+
+	// Abandoned marks the Keeper's own verdict on work it stopped waiting
+	// for (timed out, cancelled): the soul may still answer, and that late
+	// answer may replace this result once (SPEC §10.3). Never taken from a
+	// soul: the gateway clears it on what souls send.
+	Abandoned bool `json:"abandoned,omitempty"`
 }
 
 // TaskResult names a Result inside a destiny bundle or block.

@@ -65,7 +65,8 @@ func (w *world) keeperProcess(d dispatch.Dispatcher) *engine.Engine {
 	e, err := engine.New(engine.Config{
 		Store: w.Store, Dispatcher: d, Local: w.Sim, Services: oneService{w.Service},
 		KeeperID: scenariotest.KeeperID, DefaultTimeout: time.Minute,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		Sleep:   func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		TaskKey: sharedTaskKey, // the keepers of one database share it
 	})
 	if err != nil {
 		w.t.Fatal(err)
@@ -486,3 +487,6 @@ expect: {outcome: succeeded}
 		}
 	}
 }
+
+// sharedTaskKey is the task-id key of every keeper process of a test.
+var sharedTaskKey = []byte("keepers of one database share it")

@@ -24,6 +24,7 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,6 +80,11 @@ type Config struct {
 	NewID func() string
 	// Metrics receives run and task outcomes (nil: none).
 	Metrics *Metrics
+	// TaskKey signs the task ids of dispatched work, so a late result is
+	// accepted only for work a keeper of this database dispatched to that
+	// soul. Keepers sharing a database need the same key (the keeper
+	// derives it from its TLS key); nil means a random key of this engine.
+	TaskKey []byte
 }
 
 // Engine creates incarnations and runs scenarios. It is safe for concurrent
@@ -121,6 +127,12 @@ func New(cfg Config) (*Engine, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.TaskKey) == 0 {
+		cfg.TaskKey = make([]byte, 32)
+		if _, err := rand.Read(cfg.TaskKey); err != nil {
+			return nil, fmt.Errorf("engine.New: making a task key: %w", err)
+		}
 	}
 	return &Engine{cfg: cfg, log: log, runs: map[string]*liveRun{}, late: newLateQueue(), giveUp: make(chan struct{})}, nil
 }

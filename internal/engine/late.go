@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strconv"
@@ -26,27 +29,42 @@ type taskRef struct {
 	attempt int64
 }
 
-// id is the TaskID of the work: "<run>/<seq>/<path>/<wave>/<sid>/<attempt>",
-// unique per run, task, host and attempt.
-func (tr taskRef) id(runID string) string {
-	return fmt.Sprintf("%s/%d/%s/%d/%s/%d", runID, tr.seq, tr.path, tr.wave, tr.sid, tr.attempt)
+// id is the TaskID of the work:
+// "<run>/<seq>/<path>/<wave>/<sid>/<attempt>/<mac>", unique per run, task,
+// host and attempt. The MAC (keyed by Config.TaskKey, shared by the
+// keepers of one database) proves the work was dispatched to that soul:
+// a soul cannot make up the id of a task it was never sent (SPEC §10.3,
+// audit finding L5).
+func (tr taskRef) id(runID string, key []byte) string {
+	base := fmt.Sprintf("%s/%d/%s/%d/%s/%d", runID, tr.seq, tr.path, tr.wave, tr.sid, tr.attempt)
+	return base + "/" + taskMAC(key, base)
 }
 
-// parseTaskID reads a TaskID of run runID back.
-func parseTaskID(runID, id string) (taskRef, error) {
+func taskMAC(key []byte, base string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(base))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+}
+
+// parseTaskID reads a TaskID of run runID back, checking its MAC.
+func parseTaskID(runID, id string, key []byte) (taskRef, error) {
 	rest, ok := strings.CutPrefix(id, runID+"/")
 	parts := strings.Split(rest, "/")
-	if !ok || len(parts) < 5 {
-		return taskRef{}, fmt.Errorf("task id %q is not <run>/<seq>/<path>/<wave>/<sid>/<attempt> of run %q", id, runID)
+	if !ok || len(parts) < 6 {
+		return taskRef{}, fmt.Errorf("task id %q is not <run>/<seq>/<path>/<wave>/<sid>/<attempt>/<mac> of run %q", id, runID)
 	}
 	n := len(parts)
+	base := strings.TrimSuffix(id, "/"+parts[n-1])
+	if !hmac.Equal([]byte(parts[n-1]), []byte(taskMAC(key, base))) {
+		return taskRef{}, fmt.Errorf("task id %q of run %q was not dispatched by a keeper of this database", id, runID)
+	}
 	seq, err1 := strconv.Atoi(parts[0])
 	wave, err2 := strconv.Atoi(parts[2])
-	attempt, err3 := strconv.ParseInt(parts[n-1], 10, 64)
+	attempt, err3 := strconv.ParseInt(parts[n-2], 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || seq < 0 || parts[1] == "" {
 		return taskRef{}, fmt.Errorf("task id %q of run %q has a malformed seq, wave or attempt", id, runID)
 	}
-	return taskRef{seq: seq, path: parts[1], wave: wave, sid: strings.Join(parts[3:n-1], "/"), attempt: attempt}, nil
+	return taskRef{seq: seq, path: parts[1], wave: wave, sid: strings.Join(parts[3:n-2], "/"), attempt: attempt}, nil
 }
 
 // lateResult is a result nobody waited for any more.
@@ -99,7 +117,7 @@ func (q *lateQueue) take() ([]lateResult, bool) {
 // RecordLate never blocks: results are queued for a goroutine of the
 // engine, and Close records what is queued.
 func (e *Engine) RecordLate(sid, runID, taskID string, r domain.Result) {
-	ref, err := parseTaskID(runID, taskID)
+	ref, err := parseTaskID(runID, taskID, e.cfg.TaskKey)
 	if err != nil {
 		e.log.Warn("ignoring a late result of work this engine did not send", "sid", sid, "err", err)
 		return
@@ -297,12 +315,19 @@ func (e *Engine) recordLate(ctx context.Context, runID string, r *runner, items 
 	if len(rows) == 0 {
 		return
 	}
-	if err := e.cfg.Store.RecordResults(ctx, rows); err != nil {
+	// A late result lands only where the soul never answered (no row, or
+	// the keeper's timeout/unreachable verdict), and once: it never
+	// replaces a recorded final result (SPEC §10.3, audit finding L5).
+	n, err := e.cfg.Store.RecordLateResults(ctx, rows)
+	if err != nil {
 		log.ErrorContext(ctx, "recording late results failed", "count", len(rows), "err", err)
 		return
 	}
-	log.InfoContext(ctx, "late results recorded; they change nothing in the run's outcome", "status", run.Status, "count", len(rows))
-	if !changed || run.Check || run.Status == store.RunSucceeded || lr.idx == nil {
+	if n < len(rows) {
+		log.WarnContext(ctx, "late results not recorded: their rows hold final results already", "count", len(rows)-n)
+	}
+	log.InfoContext(ctx, "late results recorded; they change nothing in the run's outcome", "status", run.Status, "count", n)
+	if n == 0 || !changed || run.Check || run.Status == store.RunSucceeded || lr.idx == nil {
 		return
 	}
 	if n, err := e.addOwedTriggers(ctx, run, lr.inc, lr.idx); err != nil {

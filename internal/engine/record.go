@@ -56,6 +56,9 @@ func rowOf(runID string, seq int, path, name, sid string, wave int, res domain.R
 		Stdout: c.text("stdout", res.Stdout), Stderr: c.text("stderr", res.Stderr),
 		Msg: c.text("msg", res.Msg), Diff: c.text("diff", res.Diff),
 		DurationMS: res.DurationMS, StartedAt: start, FinishedAt: end,
+		// The keeper's verdict on work whose soul never answered may be
+		// replaced by the soul's late answer; anything else is final.
+		Final: !res.Abandoned && !res.Unreachable,
 	}
 	if len(c.truncated) > 0 {
 		data["truncated"] = c.truncated

@@ -179,7 +179,7 @@ func (r *runner) caller(t *dsl.Task, sid string, wave int) executor.Caller {
 // returns its result.
 func (r *runner) dispatch(ctx context.Context, t *dsl.Task, sid string, wave int, w dispatch.Work, attempt int64) domain.Result {
 	w.RunID = r.run.ID
-	w.TaskID = taskRef{seq: r.seq[t], path: t.Path, wave: wave, sid: sid, attempt: attempt}.id(r.run.ID)
+	w.TaskID = taskRef{seq: r.seq[t], path: t.Path, wave: wave, sid: sid, attempt: attempt}.id(r.run.ID, r.e.cfg.TaskKey)
 	w.Task = executor.TaskName(t)
 	r.noteAttempt(t, sid, attempt)
 	d := r.e.cfg.Dispatcher

@@ -241,6 +241,9 @@ func (s *session) deliver(tr *pb.TaskResult) {
 	if err := json.Unmarshal(tr.Result, &r); err != nil {
 		r = domain.Result{Failed: true, Msg: "the soul sent an undecodable result: " + err.Error()}
 	}
+	// A soul answers; it cannot declare its own answer a keeper verdict
+	// that a later result may replace (L5).
+	r.Abandoned = false
 	s.mu.Lock()
 	w := s.waiters[tr.TaskId]
 	if w != nil {
@@ -301,7 +304,7 @@ func (w *waiter) expire() {
 		return
 	}
 	w.sess.enqueue(cancelMsg(w.taskID, "timed out"))
-	w.finish(domain.Result{Failed: true, RC: -1,
+	w.finish(domain.Result{Failed: true, RC: -1, Abandoned: true,
 		Msg: fmt.Sprintf("timed out: soul %s gave no result within the task timeout of %s; cancel sent", w.sid, w.timeout)})
 }
 
@@ -311,7 +314,7 @@ func (w *waiter) cancel(cause error) {
 		return
 	}
 	w.sess.enqueue(cancelMsg(w.taskID, "cancelled"))
-	w.finish(domain.Result{Failed: true, RC: -1, Msg: "cancelled: " + cause.Error()})
+	w.finish(domain.Result{Failed: true, RC: -1, Abandoned: true, Msg: "cancelled: " + cause.Error()})
 }
 
 func cancelMsg(taskID, reason string) *pb.KeeperMessage {

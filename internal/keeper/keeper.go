@@ -119,6 +119,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	}
 	k.catalog, err = catalog.New(catalog.Config{
 		Dir: cfg.ServicesDir(), Store: k.store, SSHKeyFile: cfg.Git.SSHKeyFile, Logger: log.With("component", "catalog"),
+		MaxTreeBytes: int64(cfg.Services.MaxTreeSize),
 	})
 	if err != nil {
 		return nil, err
@@ -157,6 +158,10 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	if err != nil {
 		return nil, err
 	}
+	keys, err := derivedKeys(cfg.Keeper, keyTaskIDs, keyRelay)
+	if err != nil {
+		return nil, err
+	}
 	httpPolicy, err := netguard.New(cfg.HTTP.Allow)
 	if err != nil {
 		return nil, fmt.Errorf("keeper config: %w", err)
@@ -178,6 +183,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		DefaultTimeout: cfg.TaskTimeout.D(),
 		FanOut:         cfg.FanOut,
 		Metrics:        engine.NewMetrics(k.registry),
+		TaskKey:        keys[keyTaskIDs],
 	})
 	if err != nil {
 		return nil, err

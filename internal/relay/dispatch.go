@@ -168,14 +168,18 @@ func (r *Relay) relay(ctx context.Context, req dispatch.Request, target string) 
 		if res, ok := r.discard(id, target, true); ok {
 			return res // answered just now
 		}
-		return failed("timed out: keeper %s, which holds soul %s's stream, gave no result within the task timeout of %s",
+		res := failed("timed out: keeper %s, which holds soul %s's stream, gave no result within the task timeout of %s",
 			target, sid, work.Timeout)
+		res.Abandoned = true
+		return res
 	case <-ctx.Done():
 		if !r.unregister(id) {
 			return <-w.done
 		}
 		r.discard(id, target, false)
-		return failed("cancelled: %v", context.Cause(ctx))
+		res := failed("cancelled: %v", context.Cause(ctx))
+		res.Abandoned = true
+		return res
 	}
 }
 

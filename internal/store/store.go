@@ -223,6 +223,10 @@ type HostResult struct {
 	Data       map[string]any `json:"data,omitempty"`
 	StartedAt  time.Time      `json:"started_at"`
 	FinishedAt time.Time      `json:"finished_at"`
+	// Final is false for the Keeper's verdict on work whose soul never
+	// answered (unreachable, timed out, cancelled): only such a row may be
+	// replaced by a late result, once (RecordLateResults).
+	Final bool `json:"-"`
 }
 
 // Snapshot is one entry of an incarnation's history: the committed state and
@@ -546,6 +550,10 @@ type Store interface {
 	// RecordResults upserts per-host results (keyed by run, seq, sid), also
 	// for finished runs (late results are recorded but change nothing).
 	RecordResults(ctx context.Context, rs []HostResult) error
+	// RecordLateResults records late results (SPEC §10.3): a row is
+	// written only where none is, or over a row that is not Final; rows
+	// written are Final. It returns how many were written.
+	RecordLateResults(ctx context.Context, rs []HostResult) (int, error)
 	ListResults(ctx context.Context, runID string) ([]HostResult, error) // by seq, sid
 	// CommitRun, in one transaction: sets incarnation.state, appends the
 	// snapshot, marks the run succeeded, status ready, clears ActiveRun.

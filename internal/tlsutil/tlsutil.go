@@ -8,6 +8,7 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
@@ -334,4 +335,18 @@ func ParseCertPEM(b []byte) (*x509.Certificate, error) {
 			return c, nil
 		}
 	}
+}
+
+// DeriveKey derives a 32-byte key for purpose from the server's private
+// key (HKDF-SHA256). Keepers sharing a database share their TLS material,
+// so they derive the same keys, and the keys are never in the database.
+func (m *Material) DeriveKey(purpose string) ([]byte, error) {
+	if len(m.ServerKeyPEM) == 0 {
+		return nil, errors.New("deriving a key: no server private key")
+	}
+	k, err := hkdf.Key(sha256.New, m.ServerKeyPEM, nil, "soulstack "+purpose, 32)
+	if err != nil {
+		return nil, fmt.Errorf("deriving the %s key: %w", purpose, err)
+	}
+	return k, nil
 }

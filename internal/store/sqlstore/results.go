@@ -9,9 +9,12 @@ import (
 )
 
 const resultCols = `run_id, seq, sid, path, task_name, wave, status, changed, rc, stdout, stderr, msg, diff,
-	duration_ms, data, started_at, finished_at`
+	duration_ms, data, started_at, finished_at, final`
 
-// resultBatch is how many results one INSERT carries: 17 arguments each,
+// resultArgs is the number of columns in resultCols.
+const resultArgs = 18
+
+// resultBatch is how many results one INSERT carries: 18 arguments each,
 // well under SQLite's and PostgreSQL's parameter limits.
 const resultBatch = 200
 
@@ -19,8 +22,25 @@ const resultBatch = 200
 // multi-row statements inside one transaction. ErrNotFound when a run does
 // not exist.
 func (s *Store) RecordResults(ctx context.Context, rs []store.HostResult) error {
+	_, err := s.upsertResults(ctx, rs, false)
+	return err
+}
+
+// RecordLateResults records late results: each row is written only where
+// its run has no row for (seq, sid) yet or the row there is not final (a
+// keeper verdict on work whose soul never answered); what it writes is
+// final, so a late result lands at most once. It returns how many rows
+// were written.
+func (s *Store) RecordLateResults(ctx context.Context, rs []store.HostResult) (int, error) {
+	for i := range rs {
+		rs[i].Final = true
+	}
+	return s.upsertResults(ctx, rs, true)
+}
+
+func (s *Store) upsertResults(ctx context.Context, rs []store.HostResult, late bool) (int, error) {
 	if len(rs) == 0 {
-		return nil
+		return 0, nil
 	}
 	// One statement may not touch a key twice (PostgreSQL refuses it): the
 	// last result for a key wins, as it would with one upsert per result.
@@ -34,7 +54,7 @@ func (s *Store) RecordResults(ctx context.Context, rs []store.HostResult) error 
 		last[key{r.RunID, r.Seq, r.SID}] = i
 	}
 	runs := map[string]bool{}
-	args := make([]any, 0, len(rs)*17)
+	args := make([]any, 0, len(rs)*resultArgs)
 	for i, r := range rs {
 		if last[key{r.RunID, r.Seq, r.SID}] != i {
 			continue
@@ -42,34 +62,44 @@ func (s *Store) RecordResults(ctx context.Context, rs []store.HostResult) error 
 		runs[r.RunID] = true
 		data, err := optMap(r.Data)
 		if err != nil {
-			return s.wrap("recording results", err)
+			return 0, s.wrap("recording results", err)
 		}
 		args = append(args, r.RunID, r.Seq, r.SID, r.Path, r.TaskName, r.Wave, r.Status, r.Changed, r.RC,
-			r.Stdout, r.Stderr, r.Msg, r.Diff, r.DurationMS, data, s.ts(s.orNow(r.StartedAt)), s.ts(s.orNow(r.FinishedAt)))
+			r.Stdout, r.Stderr, r.Msg, r.Diff, r.DurationMS, data, s.ts(s.orNow(r.StartedAt)), s.ts(s.orNow(r.FinishedAt)), r.Final)
 	}
-	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	return s.inTx(ctx, "recording results", func(tx q) error {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", resultArgs), ", ") + ")"
+	where := ""
+	if late {
+		where = ` WHERE NOT run_results.final`
+	}
+	written := 0
+	err := s.inTx(ctx, "recording results", func(tx q) error {
 		for id := range runs {
 			if err := mustExist(ctx, tx, "run", "runs", "id", id); err != nil {
 				return err
 			}
 		}
 		for len(args) > 0 {
-			n := min(len(args)/17, resultBatch)
+			n := min(len(args)/resultArgs, resultBatch)
 			query := `INSERT INTO run_results (` + resultCols + `) VALUES ` +
 				strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + `
 				ON CONFLICT (run_id, seq, sid) DO UPDATE SET path = excluded.path, task_name = excluded.task_name,
 					wave = excluded.wave, status = excluded.status, changed = excluded.changed, rc = excluded.rc,
 					stdout = excluded.stdout, stderr = excluded.stderr, msg = excluded.msg, diff = excluded.diff,
 					duration_ms = excluded.duration_ms, data = excluded.data, started_at = excluded.started_at,
-					finished_at = excluded.finished_at`
-			if _, err := tx.exec(ctx, query, args[:n*17]...); err != nil {
+					finished_at = excluded.finished_at, final = excluded.final` + where
+			res, err := tx.exec(ctx, query, args[:n*resultArgs]...)
+			if err != nil {
 				return fmt.Errorf("writing %d results: %w", n, err)
 			}
-			args = args[n*17:]
+			if k, err := res.RowsAffected(); err == nil {
+				written += int(k)
+			}
+			args = args[n*resultArgs:]
 		}
 		return nil
 	})
+	return written, err
 }
 
 // ListResults returns a run's results ordered by seq, then SID.
@@ -82,7 +112,7 @@ func (s *Store) ListResults(ctx context.Context, runID string) ([]store.HostResu
 		var r store.HostResult
 		err := sc.Scan(&r.RunID, &r.Seq, &r.SID, &r.Path, &r.TaskName, &r.Wave, &r.Status, &r.Changed, &r.RC,
 			&r.Stdout, &r.Stderr, &r.Msg, &r.Diff, &r.DurationMS, mapCol{m: &r.Data},
-			timeCol{&r.StartedAt}, timeCol{&r.FinishedAt})
+			timeCol{&r.StartedAt}, timeCol{&r.FinishedAt}, &r.Final)
 		return r, err
 	})
 	return out, s.wrap("listing results", err)

@@ -15,6 +15,7 @@ var runTests = []test{
 	{"SetRunStatus", testSetRunStatus},
 	{"ListRuns", testListRuns},
 	{"Results", testResults},
+	{"LateResults", testLateResults},
 	{"CommitRun", testCommitRun},
 	{"CommitRefused", testCommitRefused},
 	{"FailedRun", testFailedRun},
