@@ -70,6 +70,10 @@ func (p *parser) moduleCall(u *unit, file string, t *Task, modNode, paramsNode *
 			p.add(posOf(file, deref(e.value)), key, fmt.Sprintf("param %s of %s must be %s, got %s%s", e.key, name, typeDesc(decl.Type), kindName(e.value), typeHint(decl.Type, e.value)))
 		} else if ct := exprTypes[e.key]; p.wholeExpr(u, e.value) && !fitsCel(decl.Type, ct) {
 			p.add(posOf(file, deref(e.value)), key, fmt.Sprintf("param %s of %s must be %s, but %s is %s%s", e.key, name, typeDesc(decl.Type), strings.TrimSpace(deref(e.value).Value), expr.TypeName(ct), convertHint(decl.Type, ct)))
+		} else if n := deref(e.value); decl.Check != nil && n.Kind == yaml.ScalarNode && n.Tag == "!!str" && !expr.HasInterpolation(n.Value) {
+			if err := decl.Check(n.Value); err != nil {
+				p.add(posOf(file, n), key, fmt.Sprintf("param %s of %s: %v", e.key, name, err))
+			}
 		}
 	}
 	given := func(k string) bool { return t.Params[k] != nil }

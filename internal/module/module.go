@@ -36,6 +36,9 @@ type Param struct {
 	Required    bool
 	Default     any
 	Description string
+	// Check, when set, validates a literal string value at load time (a
+	// value with ${…} is checked by the module when it runs).
+	Check func(string) error `json:"-"`
 }
 
 // Field declares one module-specific field of a module's result.

@@ -21,6 +21,9 @@ var (
 		"name":    outputField(module.TypeString, "service name"),
 		"state":   outputField(module.TypeString, "running or stopped"),
 		"manager": outputField(module.TypeString, "init system: systemd or sysv"),
+		"enabled": outputField(module.TypeBool, "starts at boot (core.service.enabled)"),
+		"daemon_reload": outputField(module.TypeBool,
+			"systemd reloaded its unit files first, because the unit had changed on disk (NeedDaemonReload=yes)"),
 	}
 	execOutput = map[string]module.Field{
 		"cmd":          outputField(module.TypeString, "the command as run"),

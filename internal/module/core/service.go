@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/domain"
@@ -27,9 +28,11 @@ func init() {
 		"enabled":   "Ensure a service starts at boot",
 	}
 	for op, apply := range ops {
+		name := str(true, "service name (systemd unit or /etc/init.d script)")
+		name.Check = checkServiceName
 		register("core.service."+op, module.Schema{
 			Summary:      summaries[op],
-			Params:       map[string]module.Param{"name": str(true, "service name (systemd unit or /etc/init.d script)")},
+			Params:       map[string]module.Param{"name": name},
 			Unconfinable: true,
 		}, apply)
 	}
@@ -46,9 +49,36 @@ type serviceManager interface {
 	action(ctx context.Context, name, verb string) error
 	enabled(ctx context.Context, name string) (bool, error)
 	enable(ctx context.Context, name string) error
+	// prepare is called before anything else: systemd reloads its unit
+	// files when the unit changed on disk (not in check mode); reloaded
+	// says whether it did or, in check mode, would.
+	prepare(ctx context.Context, name string, check bool) (reloaded bool, err error)
+	// masked reports whether the service may not be started at all.
+	masked(ctx context.Context, name string) (bool, error)
+	// why returns what the init system logged about the service lately
+	// (the journal's tail), for a service that failed to start.
+	why(ctx context.Context, name string) string
 }
 
 var serviceNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9@:._+-]*$`)
+
+// checkServiceName refuses names that could be read as an option, a path
+// or shell syntax; the DSL checks literal names with it at load time.
+func checkServiceName(name string) error {
+	if !serviceNameRe.MatchString(name) || strings.Contains(name, "..") || len(name) > 256 {
+		return fmt.Errorf("%q is not a valid service name (letters, digits and @:._+- only, no \"..\")", name)
+	}
+	return nil
+}
+
+// hostName is the host's name for error messages.
+func hostName() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "this host"
+	}
+	return h
+}
 
 // systemdBooted reports whether PID 1 is systemd (sd_booted(3)).
 func systemdBooted() bool {
@@ -79,6 +109,12 @@ func settle(ctx context.Context, m serviceManager, name string, want bool, withi
 		if err != nil || now == want || !time.Now().Before(deadline) {
 			return now, err
 		}
+		// A unit systemd marked failed will not come up by waiting.
+		if f, ok := m.(interface {
+			failedNow(context.Context, string) bool
+		}); ok && want && f.failedNow(ctx, name) {
+			return now, nil
+		}
 		select {
 		case <-ctx.Done():
 			return now, nil
@@ -87,56 +123,104 @@ func settle(ctx context.Context, m serviceManager, name string, want bool, withi
 	}
 }
 
+// svcCall is one core.service.* call under way.
+type svcCall struct {
+	m        serviceManager
+	name     string
+	up       bool
+	reloaded bool // the unit files were (check: would be) reloaded first
+}
+
 // serviceCall is the common start of every core.service.* call.
-func serviceCall(ctx context.Context, p map[string]any) (serviceManager, string, bool, error) {
+func serviceCall(ctx context.Context, p map[string]any, env *module.Env) (*svcCall, error) {
 	a := newArgs(p)
 	name := a.str("name")
 	if a.err != nil {
-		return nil, "", false, a.err
+		return nil, a.err
 	}
-	if !serviceNameRe.MatchString(name) {
-		return nil, "", false, fmt.Errorf("%q is not a valid service name", name)
+	if err := checkServiceName(name); err != nil {
+		return nil, err
 	}
-	m := pickServiceManager()
-	up, err := m.active(ctx, name)
-	return m, name, up, err
+	s := &svcCall{m: pickServiceManager(), name: name}
+	var err error
+	if s.reloaded, err = s.m.prepare(ctx, name, env.Check); err != nil {
+		return nil, err
+	}
+	s.up, err = s.m.active(ctx, name)
+	return s, err
 }
 
-func serviceData(m serviceManager, name string, up bool) map[string]any {
+func (s *svcCall) data(up bool) map[string]any {
 	state := "stopped"
 	if up {
 		state = "running"
 	}
-	return map[string]any{"name": name, "state": state, "manager": m.kind()}
+	d := map[string]any{"name": s.name, "state": state, "manager": s.m.kind()}
+	if s.reloaded {
+		d["daemon_reload"] = true
+	}
+	return d
+}
+
+// refuseMasked fails a call that would start a masked unit.
+func (s *svcCall) refuseMasked(ctx context.Context, verb string) (domain.Result, bool, error) {
+	masked, err := s.m.masked(ctx, s.name)
+	if err != nil || !masked {
+		return domain.Result{}, false, err
+	}
+	r := failed("cannot %s %s on %s: the unit is masked (systemctl unmask %s first)", verb, s.name, hostName(), s.name)
+	r.Data = s.data(s.up)
+	return r, true, nil
+}
+
+// failedStart is the result of a start, restart or reload the init system
+// refused or that did not leave the service running: its message, and
+// what the init system logged about the service in stderr.
+func (s *svcCall) failedStart(ctx context.Context, msg, diff string, up bool) domain.Result {
+	r := domain.Result{Failed: true, Changed: true, Msg: msg + " on " + hostName(), Diff: diff, Data: s.data(up)}
+	r.Stderr = s.m.why(ctx, s.name)
+	return r
 }
 
 // serviceTo converges a service to running (want true) or stopped and
 // checks that the init system got it there.
 func serviceTo(ctx context.Context, p map[string]any, env *module.Env, want bool) (domain.Result, error) {
-	m, name, up, err := serviceCall(ctx, p)
+	s, err := serviceCall(ctx, p, env)
 	if err != nil {
 		return domain.Result{}, err
 	}
+	name, up := s.name, s.up
 	verb, state := "stop", "stopped"
 	if want {
 		verb, state = "start", "running"
 	}
 	if up == want {
-		return converged(name+" is "+state, serviceData(m, name, up)), nil
+		return converged(name+" is "+state, s.data(up)), nil
 	}
-	diff := fmt.Sprintf("service %s: %s -> %s\n", name, serviceData(m, name, up)["state"], state)
+	if want {
+		if r, refused, err := s.refuseMasked(ctx, verb); refused || err != nil {
+			return r, err
+		}
+	}
+	diff := fmt.Sprintf("service %s: %s -> %s\n", name, s.data(up)["state"], state)
 	if env.Check {
-		return domain.Result{Changed: true, Diff: diff, Msg: "would " + verb + " " + name, Data: serviceData(m, name, want)}, nil
+		return domain.Result{Changed: true, Diff: diff, Msg: "would " + verb + " " + name, Data: s.data(want)}, nil
 	}
-	if err := m.action(ctx, name, verb); err != nil {
+	if err := s.m.action(ctx, name, verb); err != nil {
+		if want {
+			return s.failedStart(ctx, err.Error(), diff, false), nil
+		}
 		return domain.Result{}, err
 	}
-	now, err := settle(ctx, m, name, want, serviceSettle)
+	now, err := settle(ctx, s.m, name, want, serviceSettle)
 	if err != nil {
 		return domain.Result{}, err
 	}
-	res := domain.Result{Changed: true, Diff: diff, Msg: verb + " " + name, Data: serviceData(m, name, now)}
+	res := domain.Result{Changed: true, Diff: diff, Msg: verb + " " + name, Data: s.data(now)}
 	if now != want {
+		if want {
+			return s.failedStart(ctx, fmt.Sprintf("%s %s returned success but the service is not %s", verb, name, state), diff, now), nil
+		}
 		res.Failed = true
 		res.Msg = fmt.Sprintf("%s %s returned success but the service is not %s", verb, name, state)
 	}
@@ -154,58 +238,64 @@ func serviceStopped(ctx context.Context, p map[string]any, env *module.Env) (dom
 // serviceRestarted always restarts (and so always changes); a stopped
 // service is started.
 func serviceRestarted(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
-	m, name, up, err := serviceCall(ctx, p)
+	s, err := serviceCall(ctx, p, env)
 	if err != nil {
 		return domain.Result{}, err
 	}
 	verb := "restart"
-	if !up {
+	if !s.up {
 		verb = "start"
 	}
-	return serviceAction(ctx, env, m, name, verb)
+	return serviceAction(ctx, env, s, verb)
 }
 
 // serviceReloaded asks a running service to reload its configuration and
 // starts a stopped one (a reload of a stopped service would do nothing).
 func serviceReloaded(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
-	m, name, up, err := serviceCall(ctx, p)
+	s, err := serviceCall(ctx, p, env)
 	if err != nil {
 		return domain.Result{}, err
 	}
 	verb := "reload"
-	if !up {
+	if !s.up {
 		verb = "start"
 	}
-	return serviceAction(ctx, env, m, name, verb)
+	return serviceAction(ctx, env, s, verb)
 }
 
-func serviceAction(ctx context.Context, env *module.Env, m serviceManager, name, verb string) (domain.Result, error) {
+func serviceAction(ctx context.Context, env *module.Env, s *svcCall, verb string) (domain.Result, error) {
+	name := s.name
+	if r, refused, err := s.refuseMasked(ctx, verb); refused || err != nil {
+		return r, err
+	}
 	diff := fmt.Sprintf("service %s: %s\n", name, verb)
 	if env.Check {
-		return domain.Result{Changed: true, Diff: diff, Msg: "would " + verb + " " + name, Data: serviceData(m, name, true)}, nil
+		return domain.Result{Changed: true, Diff: diff, Msg: "would " + verb + " " + name, Data: s.data(true)}, nil
 	}
-	if err := m.action(ctx, name, verb); err != nil {
-		return domain.Result{}, err
+	if err := s.m.action(ctx, name, verb); err != nil {
+		return s.failedStart(ctx, err.Error(), diff, false), nil
 	}
-	up, err := settle(ctx, m, name, true, serviceSettle)
+	up, err := settle(ctx, s.m, name, true, serviceSettle)
 	if err != nil {
 		return domain.Result{}, err
 	}
-	res := domain.Result{Changed: true, Diff: diff, Msg: verb + " " + name, Data: serviceData(m, name, up)}
 	if !up {
-		res.Failed = true
-		res.Msg = fmt.Sprintf("%s %s returned success but the service is not running", verb, name)
+		return s.failedStart(ctx, fmt.Sprintf("%s %s returned success but the service is not running", verb, name), diff, up), nil
 	}
-	return res, nil
+	return domain.Result{Changed: true, Diff: diff, Msg: verb + " " + name, Data: s.data(up)}, nil
 }
 
 // serviceEnabled makes the service start at boot. It does not start it.
 func serviceEnabled(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
-	m, name, up, err := serviceCall(ctx, p)
+	s, err := serviceCall(ctx, p, env)
 	if err != nil {
 		return domain.Result{}, err
 	}
-	data := serviceData(m, name, up)
+	m, name := s.m, s.name
+	data := s.data(s.up)
+	if r, refused, err := s.refuseMasked(ctx, "enable"); refused || err != nil {
+		return r, err
+	}
 	on, err := m.enabled(ctx, name)
 	if err != nil {
 		return domain.Result{}, err

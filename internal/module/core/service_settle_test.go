@@ -21,6 +21,11 @@ func (m *lateManager) active(context.Context, string) (bool, error) {
 func (m *lateManager) action(context.Context, string, string) error  { return nil }
 func (m *lateManager) enabled(context.Context, string) (bool, error) { return true, nil }
 func (m *lateManager) enable(context.Context, string) error          { return nil }
+func (m *lateManager) prepare(context.Context, string, bool) (bool, error) {
+	return false, nil
+}
+func (m *lateManager) masked(context.Context, string) (bool, error) { return false, nil }
+func (m *lateManager) why(context.Context, string) string           { return "" }
 
 var _ serviceManager = (*lateManager)(nil)
 

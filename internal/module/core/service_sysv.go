@@ -103,3 +103,12 @@ func (m sysvManager) enable(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// prepare does nothing: init scripts are read when they run.
+func (sysvManager) prepare(context.Context, string, bool) (bool, error) { return false, nil }
+
+// masked is false: SysV has no masking.
+func (sysvManager) masked(context.Context, string) (bool, error) { return false, nil }
+
+// why has nothing to add: the script's own output is in the error.
+func (sysvManager) why(context.Context, string) string { return "" }

@@ -196,8 +196,28 @@ func TestServiceFailingStart(t *testing.T) {
 	if err := os.WriteFile(testSvcScript, []byte(bad), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err := runErr(t, "core.service.running", map[string]any{"name": testSvc}, nil)
-	wantErrContains(t, err, "start "+testSvc, "rc 1", "port in use")
+	res := run(t, "core.service.running", map[string]any{"name": testSvc}, nil)
+	if !res.Failed {
+		t.Fatalf("a start the init script refused: %+v, want failed", res)
+	}
+	for _, want := range []string{"start " + testSvc, "rc 1", "port in use"} {
+		if !strings.Contains(res.Msg, want) {
+			t.Errorf("message %q does not mention %q", res.Msg, want)
+		}
+	}
+}
+
+func TestServiceNameCheck(t *testing.T) {
+	for _, ok := range []string{"redis-server", "getty@tty1.service", "a.b_c+d:e"} {
+		if err := checkServiceName(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "a..b", "..", "-H", "a b", "x;reboot", "$(id)", "a/b", "`id`"} {
+		if err := checkServiceName(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
 }
 
 func TestParseSystemctlShow(t *testing.T) {
