@@ -271,9 +271,32 @@ func compressedRequest(h http.Header) bool {
 // stream, waits for their handlers and returns. Cancel Run before (or
 // while) shutting the HTTP server down: long-lived streams keep a graceful
 // shutdown waiting otherwise.
+//
+// While the store is unavailable the reset is retried (souls are refused
+// meanwhile, "keeper is starting"): a database that is briefly down does
+// not stop the keeper (SPEC §10.4: every call answers 503 until it is
+// back).
 func (g *Gateway) Run(ctx context.Context) error {
-	if err := g.cfg.Store.MarkKeeperSoulsDisconnected(ctx, g.cfg.KeeperID); err != nil {
-		return fmt.Errorf("gateway: marking souls of keeper %s disconnected: %w", g.cfg.KeeperID, err)
+	for warned := false; ; {
+		err := g.cfg.Store.MarkKeeperSoulsDisconnected(ctx, g.cfg.KeeperID)
+		if err == nil {
+			break
+		}
+		if domain.ErrorCode(err) != domain.CodeUnavailable || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("gateway: marking souls of keeper %s disconnected: %w", g.cfg.KeeperID, err)
+		}
+		if !warned {
+			g.log.Warn("gateway: the store is unavailable; souls are refused until it is back", "err", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
 	}
 	close(g.ready)
 	t := time.NewTicker(g.cfg.HeartbeatInterval)

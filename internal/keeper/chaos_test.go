@@ -351,7 +351,22 @@ type balancer struct {
 	mu      sync.Mutex
 	next    int
 	conns   []net.Conn
+	down    bool
 	wg      sync.WaitGroup
+}
+
+// setDown cuts every forwarded connection and refuses new ones (true), as
+// a dead server or a cut network would, or lets them through again.
+func (b *balancer) setDown(down bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.down = down
+	if down {
+		for _, c := range b.conns {
+			c.Close()
+		}
+		b.conns = nil
+	}
 }
 
 func startBalancer(t *testing.T, targets []string) *balancer {
@@ -383,9 +398,13 @@ func (b *balancer) serve() {
 			return
 		}
 		b.mu.Lock()
-		start := b.next
+		start, down := b.next, b.down
 		b.next++
 		b.mu.Unlock()
+		if down {
+			c.Close()
+			continue
+		}
 		var up net.Conn
 		for k := range b.targets {
 			up, err = net.DialTimeout("tcp", b.targets[(start+k)%len(b.targets)], time.Second)
