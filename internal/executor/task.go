@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/dispatch"
@@ -140,6 +141,9 @@ func attemptOne(ctx context.Context, t *dsl.Task, act *expr.Activation, o Option
 	if t.Module == "core.file.rendered" {
 		call.Files = o.Files
 		call.TemplateData = TemplateData(act)
+	}
+	if t.Module == "core.file.copied" {
+		call.Files = CopiedFiles(o.Files, params)
 	}
 	timeout := t.Timeout
 	if timeout == 0 {
@@ -338,4 +342,17 @@ func readsItem(v any, env *expr.Env) bool {
 		}
 	}
 	return false
+}
+
+// CopiedFiles is what a core.file.copied call ships: only its src, from
+// the files/ directory of the scenario or destiny (nothing when src is
+// missing or not a string: the module then says so).
+func CopiedFiles(files map[string][]byte, params map[string]any) map[string][]byte {
+	src, _ := params["src"].(string)
+	name := path.Join("files", path.Clean("/"+src))
+	data, ok := files[name]
+	if src == "" || !ok {
+		return nil
+	}
+	return map[string][]byte{name: data}
 }

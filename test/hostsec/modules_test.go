@@ -60,6 +60,30 @@ printf 'server {}\n' > `+d+`/etc/site`)
 			}
 		})
 	}
+	t.Run("copied", func(t *testing.T) {
+		bin := []byte{0x7f, 'E', 'L', 'F', 0, 0xff, '\n'}
+		if err := h.WriteFile(d+"/d/copied/files/tool.bin", bin, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		task := `  - {name: t, module: core.file.copied, params: {path: ` + d + `/bin/tool, src: tool.bin, mode: "0755", makedirs: true}}` + "\n"
+		if r := apply(t, h, d+"/d/copied", task, true); r.Failed || !r.Changed {
+			t.Fatalf("check mode: %+v", r)
+		}
+		if r := apply(t, h, d+"/d/copied", task, false); r.Failed || !r.Changed {
+			t.Fatalf("apply: %+v", r)
+		}
+		got, err := h.ReadFile(d + "/bin/tool")
+		if err != nil || string(got) != string(bin) {
+			t.Fatalf("copied %q, %v", got, err)
+		}
+		s := stamp(d + "/bin/tool")
+		if r := apply(t, h, d+"/d/copied", task, false); r.Failed || r.Changed {
+			t.Fatalf("second apply: %+v", r)
+		}
+		if now := stamp(d + "/bin/tool"); now != s {
+			t.Fatalf("second apply touched the file: %s -> %s", s, now)
+		}
+	})
 	t.Run("stat", func(t *testing.T) {
 		task := `  - {name: t, module: core.file.stat, params: {path: ` + d + `/etc/redis.conf}, register: st}` + "\n"
 		// The destiny's output exposes the probe's fields.
@@ -102,6 +126,12 @@ chown nobody:nogroup `+u+`/appdir`)
 		if !r.Failed || !strings.Contains(r.Msg, a.want) {
 			t.Errorf("attack %d not refused: failed %v msg %q (want %q)", i, r.Failed, r.Msg, a.want)
 		}
+	}
+	if err := h.WriteFile(u+"/d/copied/files/evil", []byte("nobody:x:0:0::/:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := apply(t, h, u+"/d/copied", `  - {name: t, module: core.file.copied, params: {path: `+u+`/appdir/app.conf, src: evil}}`+"\n", false); !r.Failed || !strings.Contains(r.Msg, "path is a symlink") {
+		t.Errorf("copied through a planted link not refused: %+v", r)
 	}
 	// core.file.link on nobody's planted link replaces the link itself.
 	r := apply(t, h, u+"/d/link", `  - {name: t, module: core.file.link, params: {path: `+u+`/appdir/app.conf, target: own.conf, force: true}}`+"\n", false)

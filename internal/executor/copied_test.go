@@ -1,0 +1,27 @@
+package executor
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// core.file.copied ships only its source from files/, never other files
+// of the scenario, and nothing for a src that escapes files/.
+func TestCopiedFiles(t *testing.T) {
+	files := map[string][]byte{"main.yml": []byte("tasks: []"), "files/a/b.bin": {0, 1}, "files/c": []byte("c"), "templates/t": nil}
+	for _, tc := range []struct {
+		src  any
+		want map[string][]byte
+	}{
+		{"a/b.bin", map[string][]byte{"files/a/b.bin": {0, 1}}},
+		{"./c", map[string][]byte{"files/c": []byte("c")}},
+		{"../main.yml", nil},
+		{"missing", nil},
+		{42, nil},
+	} {
+		if got := CopiedFiles(files, map[string]any{"src": tc.src}); !cmp.Equal(got, tc.want) {
+			t.Errorf("src %v: shipped %v, want %v", tc.src, got, tc.want)
+		}
+	}
+}
