@@ -22,7 +22,9 @@ import (
 func TestL1FailedHellosRateLimitedAndAggregated(t *testing.T) {
 	dir := t.TempDir()
 	const burst = 5
-	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{helloBurst: burst, helloRefill: 100 * time.Millisecond, helloWindow: 500 * time.Millisecond})
+	const refill = 500 * time.Millisecond
+	const window = 2 * time.Second
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{helloBurst: burst, helloRefill: refill, helloWindow: window})
 	owner := dialRaw(t, k)
 	if m, err := owner.handshake("dev-soul-2", nil, k.joinToken(t, "web")); err != nil || m.GetWelcome() == nil {
 		t.Fatalf("owner handshake: %v %v", m, err)
@@ -30,6 +32,7 @@ func TestL1FailedHellosRateLimitedAndAggregated(t *testing.T) {
 	k.waitConnected(t, "dev-soul-2")
 
 	mismatches, refused := 0, 0
+	start := time.Now()
 	for range 30 {
 		m, err := dialRaw(t, k).handshake("dev-soul-2", nil, "")
 		switch {
@@ -41,26 +44,48 @@ func TestL1FailedHellosRateLimitedAndAggregated(t *testing.T) {
 			t.Fatalf("hello answered %v, %v", m, err)
 		}
 	}
-	// The loop takes a few ms per hello: a token or two may refill.
-	if mismatches < burst || mismatches > burst+3 || refused != 30-mismatches {
+	// The loop takes a few ms per hello (more on a loaded machine): the
+	// tokens that refilled meanwhile may be spent too, and no more.
+	elapsed := time.Since(start)
+	refilled := int(elapsed / refill)
+	windows := 1 + int(elapsed/window) // the hellos may straddle windows on a loaded machine
+	if mismatches < burst || mismatches > burst+refilled+1 || refused != 30-mismatches {
 		t.Fatalf("%d key mismatches and %d refused, want about %d read and the rest refused", mismatches, refused, burst)
 	}
 	ctx := context.Background()
 	full, err := k.store.ListAudit(ctx, store.AuditFilter{Action: "soul.key_mismatch"})
-	if err != nil || len(full) != 1 {
-		t.Fatalf("soul.key_mismatch entries = %d (%v), want 1", len(full), err)
+	if err != nil || len(full) < 1 || len(full) > windows {
+		t.Fatalf("soul.key_mismatch entries = %d (%v), want one per window (%d)", len(full), err, windows)
 	}
 	var agg []store.AuditEntry
 	testutil.WaitFor(t, 10*time.Second, func() bool {
 		agg, err = k.store.ListAudit(ctx, store.AuditFilter{Action: gateway.ActionHelloFailures})
 		return err == nil && len(agg) > 0
 	}, "the aggregated failed-hello entry")
-	if len(agg) != 1 || agg[0].Target != "127.0.0.1" || toInt(agg[0].Summary["count"]) != 30 || toInt(agg[0].Summary["refused"]) != refused {
+	// On a loaded machine the 30 hellos may straddle two windows: then
+	// there is one entry per window, and together they count all 30.
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		agg, err = k.store.ListAudit(ctx, store.AuditFilter{Action: gateway.ActionHelloFailures})
+		count := 0
+		for _, e := range agg {
+			count += toInt(e.Summary["count"])
+		}
+		return err == nil && count >= 30
+	}, "aggregated entries counting all 30 hellos")
+	count, refusedAgg := 0, 0
+	for _, e := range agg {
+		if e.Target != "127.0.0.1" {
+			t.Fatalf("aggregated entry for %q: %+v", e.Target, e)
+		}
+		count += toInt(e.Summary["count"])
+		refusedAgg += toInt(e.Summary["refused"])
+	}
+	if len(agg) > windows || count != 30 || refusedAgg != refused {
 		t.Fatalf("aggregated entries = %+v", agg)
 	}
 
 	// The budget refills: a good soul from the same address joins.
-	time.Sleep(2 * burst * 100 * time.Millisecond)
+	time.Sleep(2 * refill)
 	if m, err := dialRaw(t, k).handshake("good-soul", nil, k.joinToken(t, "web")); err != nil || m.GetWelcome() == nil {
 		t.Fatalf("good soul after the refill: %v %v", m, err)
 	}
