@@ -58,6 +58,19 @@ expect:
 			t.Errorf("restart on %s: %s, want %s", sid, rows[sid].Status, want)
 		}
 	}
+	// The restart says why it ran: the run that left it owed.
+	trs0, _ := w.Store.ListRuns(w.ctx, "test", 0)
+	var failedRun string
+	for _, r := range trs0 {
+		if r.Status == store.RunFailed {
+			failedRun = r.ID
+		}
+	}
+	for _, sid := range []string{"a", "b"} {
+		if rows[sid].Data["owed_since"] != failedRun || !strings.Contains(rows[sid].Msg, "owed since run "+failedRun) {
+			t.Errorf("restart on %s does not say it was owed since %s: %q %v", sid, failedRun, rows[sid].Msg, rows[sid].Data)
+		}
+	}
 	trs, err := w.Store.ListTriggers(w.ctx, "test", "deploy")
 	if err != nil || len(trs) != 0 {
 		t.Fatalf("triggers after the handler succeeded: %v %v", trs, err)

@@ -51,6 +51,7 @@ type runner struct {
 	unreachable map[string]string              // sid → first task it was lost in
 	failure     string                         // first failure; "" while nothing failed
 	pending     map[string]map[string]bool
+	owedSince   map[string]map[string]string // trigger key → sid → the run that left it
 }
 
 func (e *Engine) newRunner(run store.Run, inc store.Incarnation, svc *dsl.Service, sc *dsl.Scenario, input map[string]any) *runner {
@@ -62,6 +63,7 @@ func (e *Engine) newRunner(run store.Run, inc store.Incarnation, svc *dsl.Servic
 		attempts:    map[*dsl.Task]map[string]int64{},
 		unreachable: map[string]string{},
 		pending:     map[string]map[string]bool{},
+		owedSince:   map[string]map[string]string{},
 		idx:         indexScenario(sc),
 	}
 	r.seq, r.keys = r.idx.seq, r.idx.keys
@@ -232,6 +234,10 @@ func (r *runner) prepare(ctx context.Context) error {
 			r.pending[t.Task] = map[string]bool{}
 		}
 		r.pending[t.Task][t.SID] = true
+		if r.owedSince[t.Task] == nil {
+			r.owedSince[t.Task] = map[string]string{}
+		}
+		r.owedSince[t.Task][t.SID] = t.RunID
 	}
 	covens := make([]any, len(r.inc.Covens))
 	for i, c := range r.inc.Covens {

@@ -109,17 +109,59 @@ func (r *runner) attempt(ctx context.Context, t *dsl.Task, sid string, wave int,
 	if reason, ok := r.gate(t, sid); !ok {
 		return domain.Result{Skipped: true, Msg: reason}
 	}
+	var res domain.Result
 	if t.Apply != nil {
-		return r.apply(ctx, t, sid, wave, act)
+		res = r.apply(ctx, t, sid, wave, act)
+	} else {
+		res = executor.Attempt(ctx, t, act, executor.Options{
+			Env:            r.env,
+			Check:          r.run.Check,
+			Call:           r.caller(t, sid, wave),
+			Files:          r.sc.Files,
+			DefaultTimeout: r.e.cfg.DefaultTimeout,
+			Sleep:          r.e.cfg.Sleep,
+		})
 	}
-	return executor.Attempt(ctx, t, act, executor.Options{
-		Env:            r.env,
-		Check:          r.run.Check,
-		Call:           r.caller(t, sid, wave),
-		Files:          r.sc.Files,
-		DefaultTimeout: r.e.cfg.DefaultTimeout,
-		Sleep:          r.e.cfg.Sleep,
-	})
+	if since := r.firedBy(t, sid); since != "" && !res.Skipped {
+		res = noteOwed(res, since)
+	}
+	return res
+}
+
+// firedBy returns the run that left handler t owed to host sid when t
+// runs there only because of that pending trigger (nothing it watches
+// changed in this run), else "".
+func (r *runner) firedBy(t *dsl.Task, sid string) string {
+	if len(t.Onchanges) == 0 || !r.owed(t, sid) {
+		return ""
+	}
+	for _, n := range t.Onchanges {
+		if m, ok := r.base.Registers.Get(n, sid); ok && m["changed"] == true {
+			return ""
+		}
+	}
+	if since := r.owedSince[r.keys[t]][sid]; since != "" {
+		return since
+	}
+	return "?"
+}
+
+// noteOwed says in a handler's result that a pending trigger fired it
+// (SPEC §8.3): data.owed_since and its message.
+func noteOwed(res domain.Result, since string) domain.Result {
+	data := make(map[string]any, len(res.Data)+1)
+	for k, v := range res.Data {
+		data[k] = v
+	}
+	data["owed_since"] = since
+	res.Data = data
+	note := "fired by a pending trigger: owed since run " + since
+	if res.Msg == "" {
+		res.Msg = note
+	} else {
+		res.Msg += " (" + note + ")"
+	}
+	return res
 }
 
 // gate applies t's requisites on host sid against this run's results of
