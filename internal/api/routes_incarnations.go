@@ -168,7 +168,7 @@ func (s *Server) unlockIncarnation(w http.ResponseWriter, r *http.Request, _ aut
 	return s.writeIncarnation(w, r)
 }
 
-func (s *Server) upgradeIncarnation(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+func (s *Server) upgradeIncarnation(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	var req apiclient.UpgradeRequest
 	if err := decode(r, &req); err != nil {
 		return err
@@ -191,10 +191,29 @@ func (s *Server) upgradeIncarnation(w http.ResponseWriter, r *http.Request, _ au
 	if err != nil {
 		return err
 	}
-	// Materialize and validate the commit before pinning it: an invalid
-	// service is refused here, not at the next run.
+	// Materialize and validate the commit (every scenario) before pinning
+	// it: an invalid service is refused here, not at the next run.
 	if _, err := s.cfg.Catalog.Open(r.Context(), inc.Service, commit); err != nil {
 		return err
+	}
+	if req.Migrate != "" {
+		// The migration runs on the new commit; its commit moves the
+		// incarnation there, with a state that must fit the new schema.
+		id, err := s.cfg.Engine.StartMigration(r.Context(), inc.Name, req.Ref, commit, req.Migrate, p.ArchonID)
+		if err != nil {
+			return err
+		}
+		SetAuditTarget(r, inc.Name+"/"+id)
+		writeJSON(w, http.StatusAccepted, apiclient.Accepted{ApplyID: id})
+		return nil
+	}
+	why, err := s.cfg.Engine.StateFits(r.Context(), inc, commit)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		return &domain.Error{Code: domain.CodeUnprocessable, Details: why,
+			Message: "the committed state of " + inc.Name + " does not fit the state_schema of " + req.Ref + " (" + why + "): upgrade with a migration scenario (migrate) whose state_changes make it fit"}
 	}
 	if err := s.store.SetIncarnationCommit(r.Context(), inc.Name, req.Ref, commit); err != nil {
 		return err

@@ -41,6 +41,12 @@ type UnlockRequest struct {
 // git ref of the service to pin the incarnation to.
 type UpgradeRequest struct {
 	Ref string `json:"ref"`
+	// Migrate names a scenario of the new commit that runs right after
+	// the switch (202 with its apply_id); the incarnation moves to the new
+	// commit only when it commits a state that fits the new state_schema.
+	// Without it an upgrade whose schema rejects the committed state is
+	// refused (422).
+	Migrate string `json:"migrate,omitempty"`
 }
 
 // MembersRequest is the body of POST and DELETE
@@ -92,6 +98,14 @@ func (c *Client) StartRun(ctx context.Context, name string, req StartRunRequest)
 func (c *Client) UnlockIncarnation(ctx context.Context, name, reason string) (store.Incarnation, error) {
 	var out store.Incarnation
 	return out, c.Do(ctx, http.MethodPost, incPath(name)+"/unlock", nil, UnlockRequest{Reason: reason}, &out)
+}
+
+// UpgradeMigrate upgrades the incarnation to ref through the migration
+// scenario migrate (operator) and returns the migration run's apply_id.
+func (c *Client) UpgradeMigrate(ctx context.Context, name, ref, migrate string) (string, error) {
+	var out Accepted
+	err := c.Do(ctx, http.MethodPost, incPath(name)+"/upgrade", nil, UpgradeRequest{Ref: ref, Migrate: migrate}, &out)
+	return out.ApplyID, err
 }
 
 // UpgradeIncarnation pins the incarnation to the commit ref points at now

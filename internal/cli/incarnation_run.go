@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"io"
+	"net/http"
 
 	"github.com/spf13/cobra"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/cmdutil"
 )
 
 func init() {
@@ -77,29 +80,68 @@ both exit 1 unless the run succeeded.`,
 }
 
 func newIncarnationUpgradeCmd(g *Globals) *cobra.Command {
-	var name, ref string
+	var (
+		name, ref, migrate string
+		ff                 followFlags
+	)
 	c := &cobra.Command{
-		Use:   "upgrade [name] --ref REF",
+		Use:   "upgrade [name] --ref REF [--migrate SCENARIO [--wait|--watch]]",
 		Short: "Pin an incarnation to another ref of its service (its next runs use it)",
-		Long: `Resolves the ref to a commit, validates the service at that commit and pins
-the incarnation to it. Nothing runs on the hosts: the next run (for example
+		Long: `Resolves the ref to a commit, validates the service at that commit (every
+scenario) and pins the incarnation to it. The committed state must fit the
+new commit's state_schema, or the upgrade is refused with the schema error.
+--migrate names a scenario of the new commit that runs right after the
+switch: the incarnation moves to the new commit only when that run commits
+a state that fits the new schema; otherwise it stays on the old one.
+Without --migrate nothing runs on the hosts: the next run (for example
 soulctl incarnation run NAME --scenario upgrade) uses the new commit.`,
-		Example: `  soulctl incarnation upgrade hello-dev --ref v2`,
-		Args:    cobra.MaximumNArgs(1),
+		Example: `  soulctl incarnation upgrade hello-dev --ref v2
+  soulctl incarnation upgrade hello-dev --ref v3 --migrate migrate-state --watch`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, cl, err := g.nameAndClient(cmd, args, name, "name")
 			if err != nil {
 				return err
 			}
-			inc, err := upgradeIncarnation(cmd.Context(), cl, n, ref)
+			if migrate == "" {
+				if ff.any() {
+					return cmdutil.Usage(errors.New("--wait and --watch follow the migration run: they need --migrate"))
+				}
+				inc, err := upgradeIncarnation(cmd.Context(), cl, n, ref)
+				if err != nil {
+					return err
+				}
+				return g.Emit(cmd, inc.JSON, func(w io.Writer) error { return incarnationDetail(w, inc.View) })
+			}
+			acc, err := call[accepted](cmd.Context(), cl, http.MethodPost, incPath(n, "upgrade"), nil, apiclient.UpgradeRequest{Ref: ref, Migrate: migrate})
 			if err != nil {
 				return err
 			}
-			return g.Emit(cmd, inc.JSON, func(w io.Writer) error { return incarnationDetail(w, inc.View) })
+			if !ff.any() {
+				if ff.printID(g, cmd, acc.View.ApplyID) {
+					return nil
+				}
+				return g.Emit(cmd, acc.JSON, func(w io.Writer) error {
+					return startedLines(w, "upgrade of "+n+" to "+ref+" through "+migrate, acc.View.ApplyID)
+				})
+			}
+			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch)
+			if err != nil {
+				return err
+			}
+			if ff.printID(g, cmd, acc.View.ApplyID) {
+				return runOutcome(r.View)
+			}
+			if err := g.emitFollowed(cmd, r, ff.watch); err != nil {
+				return err
+			}
+			return runOutcome(r.View)
 		},
 	}
 	addNameFlag(c, &name, "name", "incarnation name")
 	c.Flags().StringVar(&ref, "ref", "", "git ref to pin: branch, tag or commit (required)")
+	c.Flags().StringVar(&migrate, "migrate", "", "scenario of the new commit that migrates the state (runs right after the switch)")
+	ff.register(c)
 	_ = c.MarkFlagRequired("ref")
 	return c
 }

@@ -195,6 +195,11 @@ type Run struct {
 	// resume is refused when they changed since.
 	Commit  string   `json:"commit,omitempty"`
 	Members []string `json:"members,omitempty"`
+	// UpgradeRef is set on the migration run of an upgrade: the run runs
+	// the service at Commit, and its commit moves the incarnation to
+	// UpgradeRef/Commit; until then (and if it fails) the incarnation stays
+	// on its old commit.
+	UpgradeRef string `json:"upgrade_ref,omitempty"`
 	// Drift marks a drift check run (SPEC §8.9; Check is set too).
 	Drift      bool       `json:"drift,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
@@ -556,7 +561,9 @@ type Store interface {
 	RecordLateResults(ctx context.Context, rs []HostResult) (int, error)
 	ListResults(ctx context.Context, runID string) ([]HostResult, error) // by seq, sid
 	// CommitRun, in one transaction: sets incarnation.state, appends the
-	// snapshot, marks the run succeeded, status ready, clears ActiveRun.
+	// snapshot, marks the run succeeded, status ready, clears ActiveRun;
+	// for an upgrade's migration run (UpgradeRef set) it also moves the
+	// incarnation to the run's ref and commit.
 	// snap.State is state; empty snap.Incarnation/RunID/Scenario are taken
 	// from the run; zero snap.CreatedAt is at. Conflict (nothing written)
 	// when the run is finished already, is not the incarnation's active run,

@@ -13,7 +13,7 @@ import (
 )
 
 const runCols = `id, incarnation, scenario, input, check_mode, status, error, archon_id, keeper_id,
-	resumed_from, service_commit, members, drift, created_at, started_at, finished_at`
+	resumed_from, service_commit, members, drift, upgrade_ref, created_at, started_at, finished_at`
 
 // unfinished is the SQL list of run statuses that still hold the run slot.
 const unfinished = `('` + store.RunPending + `', '` + store.RunRunning + `')`
@@ -21,7 +21,7 @@ const unfinished = `('` + store.RunPending + `', '` + store.RunRunning + `')`
 func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
 	err := sc.Scan(&r.ID, &r.Incarnation, &r.Scenario, mapCol{m: &r.Input}, &r.Check, &r.Status, &r.Error,
-		&r.ArchonID, &r.KeeperID, &r.ResumedFrom, &r.Commit, listCol{&r.Members}, &r.Drift,
+		&r.ArchonID, &r.KeeperID, &r.ResumedFrom, &r.Commit, listCol{&r.Members}, &r.Drift, &r.UpgradeRef,
 		timeCol{&r.CreatedAt}, nullTimeCol{&r.StartedAt}, nullTimeCol{&r.FinishedAt})
 	if len(r.Members) == 0 {
 		r.Members = nil
@@ -48,9 +48,9 @@ func (s *Store) insertRun(ctx context.Context, tx q, r store.Run) error {
 	if r.Members != nil {
 		members = strList(r.Members)
 	}
-	if _, err := tx.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := tx.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Incarnation, r.Scenario, input, r.Check, r.Status, r.Error, r.ArchonID, r.KeeperID,
-		r.ResumedFrom, r.Commit, members, r.Drift, s.ts(s.orNow(r.CreatedAt)), s.tsPtr(r.StartedAt), s.tsPtr(r.FinishedAt)); err != nil {
+		r.ResumedFrom, r.Commit, members, r.Drift, r.UpgradeRef, s.ts(s.orNow(r.CreatedAt)), s.tsPtr(r.StartedAt), s.tsPtr(r.FinishedAt)); err != nil {
 		if s.d.Classify(err) == ClassUnique {
 			return conflict(nil, "run %s already exists", r.ID)
 		}
@@ -181,19 +181,22 @@ func (s *Store) CommitRun(ctx context.Context, runID string, state map[string]an
 		return s.wrap("committing run "+runID, err)
 	}
 	return s.inTx(ctx, "committing run "+runID, func(tx q) error {
-		var inc, scenario string
+		var inc, scenario, upgradeRef, commit string
 		err := tx.row(ctx, `UPDATE runs SET status = ?, error = '', finished_at = ?
-			WHERE id = ? AND status IN `+unfinished+` AND check_mode = ? RETURNING incarnation, scenario`,
-			store.RunSucceeded, s.ts(at), runID, false).Scan(&inc, &scenario)
+			WHERE id = ? AND status IN `+unfinished+` AND check_mode = ? RETURNING incarnation, scenario, upgrade_ref, service_commit`,
+			store.RunSucceeded, s.ts(at), runID, false).Scan(&inc, &scenario, &upgradeRef, &commit)
 		if errors.Is(err, sql.ErrNoRows) {
 			return runGone(ctx, tx, runID)
 		}
 		if err != nil {
 			return err
 		}
+		set, args := ``, []any{stateJSON, store.IncarnationReady, s.ts(at)}
+		if upgradeRef != "" {
+			set, args = `, ref = ?, commit_id = ?`, append(args, upgradeRef, commit)
+		}
 		n, err := tx.affected(ctx, `UPDATE incarnations SET state = ?, status = ?, active_run = NULL, lock_reason = '',
-			updated_at = ? WHERE name = ? AND active_run = ?`,
-			stateJSON, store.IncarnationReady, s.ts(at), inc, runID)
+			updated_at = ?`+set+` WHERE name = ? AND active_run = ?`, append(args, inc, runID)...)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 var resumeTests = []test{
 	{"ResumeRun", testResumeRun},
 	{"Drift", testDrift},
+	{"UpgradeRun", testUpgradeRun},
 }
 
 // testResumeRun: a run keeps its commit, members and the run it resumes;
@@ -93,5 +94,36 @@ func testDrift(t *testing.T, s store.Store) {
 	must(t, err)
 	if len(list) != 1 {
 		t.Fatalf("ListDrift after deleting web: %+v", list)
+	}
+}
+
+// testUpgradeRun: the commit of an upgrade's migration run moves the
+// incarnation to the new ref and commit with the new state; a failed one
+// leaves it on the old commit.
+func testUpgradeRun(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	readyIncarnation(t, s, "redis", "cache", "h1")
+	must(t, s.StartRun(ctx, store.Run{ID: "m1", Incarnation: "cache", Scenario: "migrate", Commit: "beef", UpgradeRef: "v2"}))
+	must(t, s.FinishRun(ctx, "m1", store.RunFailed, "state does not fit", at(time.Hour)))
+	if inc := incarnation(t, s, "cache"); inc.Commit != "c0ffee" || inc.Ref != "v1" {
+		t.Fatalf("after a failed migration: %s %s", inc.Ref, inc.Commit)
+	}
+	must(t, s.Unlock(ctx, "cache"))
+	must(t, s.StartRun(ctx, store.Run{ID: "m2", Incarnation: "cache", Scenario: "migrate", Commit: "beef", UpgradeRef: "v2"}))
+	run, err := s.GetRun(ctx, "m2")
+	must(t, err)
+	if run.UpgradeRef != "v2" || run.Commit != "beef" {
+		t.Fatalf("migration run: %+v", run)
+	}
+	must(t, s.CommitRun(ctx, "m2", map[string]any{"version": float64(2)}, store.Snapshot{}, at(2*time.Hour)))
+	inc := incarnation(t, s, "cache")
+	if inc.Commit != "beef" || inc.Ref != "v2" || inc.State["version"] != float64(2) || inc.Status != store.IncarnationReady {
+		t.Fatalf("after the migration: %+v", inc)
+	}
+	// A normal run's commit leaves the commit alone.
+	must(t, s.StartRun(ctx, store.Run{ID: "r3", Incarnation: "cache", Scenario: "restart", Commit: "beef"}))
+	must(t, s.CommitRun(ctx, "r3", map[string]any{"version": float64(3)}, store.Snapshot{}, at(3*time.Hour)))
+	if inc := incarnation(t, s, "cache"); inc.Commit != "beef" || inc.Ref != "v2" {
+		t.Fatalf("after a normal run: %s %s", inc.Ref, inc.Commit)
 	}
 }
