@@ -131,7 +131,15 @@ func CoerceInput(t InputType, v any) (any, error) {
 			return int64(f), nil
 		}
 	case InputNumber:
+		// An integer stays an integer (SPEC §9: numbers keep their type).
+		if i, ok := toInt(v); ok {
+			return i, nil
+		}
 		if f, ok := toFloat(v); ok {
+			// JSON (the API) has no integers: an integral value is one.
+			if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+				return int64(f), nil
+			}
 			return f, nil
 		}
 	case InputList:

@@ -45,7 +45,7 @@ func TestInputsResolve(t *testing.T) {
 				"peers": []string{"x", "y"}, "extra": map[string]int{"k": 1}, "banner_text": "hi",
 			},
 			want: map[string]any{
-				"banner_text": "hi", "password": "pw", "port": int64(6380), "ratio": 2.0,
+				"banner_text": "hi", "password": "pw", "port": int64(6380), "ratio": int64(2), // an integer given to a number input stays an integer (SPEC §9)
 				"debug": true, "peers": []any{"x", "y"}, "extra": map[string]any{"k": 1},
 			},
 		},

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
 	pb "github.com/soulstack/soulstack/proto/soulstack/v1"
 )
@@ -237,8 +237,8 @@ func (s *session) endIO() {
 // duplicate, or for a task of another keeper process) is handed to
 // OnLateResult and otherwise dropped.
 func (s *session) deliver(tr *pb.TaskResult) {
-	var r domain.Result
-	if err := json.Unmarshal(tr.Result, &r); err != nil {
+	r, err := dispatch.DecodeResult(tr.Result)
+	if err != nil {
 		r = domain.Result{Failed: true, Msg: "the soul sent an undecodable result: " + err.Error()}
 	}
 	// A soul answers; it cannot declare its own answer a keeper verdict

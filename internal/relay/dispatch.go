@@ -285,8 +285,8 @@ func encodeResult(res domain.Result) ([]byte, error) {
 }
 
 func decodeResult(b []byte) (domain.Result, error) {
-	var res domain.Result
-	if err := json.Unmarshal(b, &res); err != nil {
+	res, err := dispatch.DecodeResult(b)
+	if err != nil {
 		return res, errors.New("decoding relayed result: " + err.Error())
 	}
 	return res, nil

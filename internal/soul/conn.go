@@ -235,8 +235,8 @@ func (a *Agent) heartbeat(ctx context.Context, cancel context.CancelFunc, c *con
 
 // startTask runs one piece of work in its own goroutine, owned by Run.
 func (a *Agent) startTask(ctx context.Context, wm *pb.Work) {
-	var w dispatch.Work
-	if err := json.Unmarshal(wm.Work, &w); err != nil {
+	w, err := dispatch.DecodeWork(wm.Work)
+	if err != nil {
 		a.deliver(pendingResult{RunID: wm.RunId, TaskID: wm.TaskId, Result: failed("undecodable work: " + err.Error())})
 		return
 	}
