@@ -57,11 +57,12 @@ func (t *Target) Readlink() (string, error) {
 	return s, nil
 }
 
-// checkHardLink refuses a regular file with several links owned by someone
-// else than the non-root owner of its directory: a hard link planted by
-// that user to a file it must not read or change.
+// checkHardLink refuses a regular file with several links in a directory
+// an unprivileged user controls (owned by someone else than that user, or
+// in a directory others may write, such as /tmp): a hard link planted to a
+// file it must not read or change.
 func (t *Target) checkHardLink(st *unix.Stat_t) error {
-	if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 && (unsafeTransition(&t.dir.st, st) || writableByOthers(&t.dir.st) && st.Uid != t.dir.st.Uid) {
+	if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 && (unsafeTransition(&t.dir.st, st) || writableByOthers(&t.dir.st)) {
 		return fmt.Errorf("%w: %s is a hard link (%d links) to a file owned by uid %d in a directory an unprivileged user controls; root will not read or change it", ErrUnsafe, t.given, st.Nlink, st.Uid)
 	}
 	return nil

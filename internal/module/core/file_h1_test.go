@@ -217,6 +217,23 @@ func TestH1StickyDirectorySymlinkNotFollowed(t *testing.T) {
 	_, err := runErr(t, "core.file.present", map[string]any{"path": filepath.Join(tmp, "cfg/sudoers-sim"), "content": "x\n"}, nil)
 	wantErrContains(t, err, "unsafe path")
 	before.untouched(t, l.sudoers)
+	// A hard link to root's file in the sticky directory (root-owned like
+	// the directory) is not read into a diff nor chowned either.
+	if err := os.Link(l.sudoers, filepath.Join(tmp, "app.conf")); err != nil {
+		t.Fatal(err)
+	}
+	before = snap(t, l.sudoers)
+	for _, p := range []map[string]any{
+		{"path": filepath.Join(tmp, "app.conf"), "content": "x\n"},
+		{"path": filepath.Join(tmp, "app.conf"), "owner": "nobody"},
+	} {
+		res, err := runErr(t, "core.file.present", p, nil)
+		wantErrContains(t, err, "hard link")
+		if strings.Contains(res.Diff, "ORIGINAL") {
+			t.Fatalf("diff shows the linked file: %q", res.Diff)
+		}
+	}
+	before.untouched(t, l.sudoers)
 }
 
 // The H1 rules leave legitimate use alone: root manages files in nobody's
@@ -252,4 +269,47 @@ func TestH1LegitimateWritesStillWork(t *testing.T) {
 	if readFile(t, filepath.Join(usr, "unit.service")) != "u\n" {
 		t.Fatal("a write through root's own parent symlink did not land")
 	}
+}
+
+// H1, race variant: nobody swaps a directory of the path with a symlink to
+// root's directory as fast as it can while root writes; the walk holds
+// each directory open and checks what it opened, so no write, chown or
+// delete ever lands in root's directory.
+func TestH1SymlinkSwapRace(t *testing.T) {
+	l := newH1Lab(t)
+	d := filepath.Join(l.appdir, "d")
+	etc := filepath.Dir(l.sudoers)
+	cmd := exec.Command("/bin/sh", "-c", "while :; do rm -rf d; mkdir d; rm -rf d; ln -s "+etc+" d; done")
+	cmd.Dir = l.appdir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyID, Gid: nobodyID}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	before := snap(t, l.sudoers)
+	dirBefore := snap(t, etc)
+	wrote, refused := 0, 0
+	for i := range 300 {
+		p := map[string]any{"path": filepath.Join(d, "sudoers-sim"), "content": "pwned\n", "owner": "nobody", "mode": "0666"}
+		mod := "core.file.present"
+		if i%3 == 1 {
+			mod, p = "core.file.absent", map[string]any{"path": filepath.Join(d, "sudoers-sim")}
+		} else if i%3 == 2 {
+			mod, p = "core.file.directory", map[string]any{"path": filepath.Join(d, "x"), "owner": "nobody"}
+		}
+		if res, err := runErr(t, mod, p, nil); err == nil && res.Changed {
+			wrote++
+		} else {
+			refused++
+		}
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	t.Logf("300 tasks during the swap race: %d changed nobody's directory, %d refused or failed", wrote, refused)
+	before.untouched(t, l.sudoers)
+	dirBefore.untouched(t, etc)
+	rootOwned(t, l.sudoers, 0o440, "ORIGINAL ROOT-OWNED CONTENT\n")
 }
