@@ -61,6 +61,7 @@ type dashboardView struct {
 	Incarnations []statusCount
 	IncTotal     int
 	Locked       []store.Incarnation
+	Drifted      []string // incarnations whose last drift check found drift
 	Services     int
 	Runs         []store.Run
 	Tasks        []store.CheckerTask
@@ -104,6 +105,15 @@ func (u *UI) dashboard(r *http.Request) (view, error) {
 	for _, inc := range incs {
 		if inc.Status == store.IncarnationErrorLocked {
 			d.Locked = append(d.Locked, inc)
+		}
+	}
+	drift, err := u.store.ListDrift(ctx)
+	if err != nil {
+		return view{}, fmt.Errorf("listing drift: %w", err)
+	}
+	for _, dr := range drift {
+		if dr.Report != nil && dr.Report.Drifted {
+			d.Drifted = append(d.Drifted, dr.Incarnation)
 		}
 	}
 	return view{Template: "dashboard", Title: "Dashboard", Nav: "dashboard", Data: d}, nil

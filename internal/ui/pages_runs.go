@@ -68,6 +68,11 @@ type incarnationView struct {
 	History  []historyEntry
 	Runs     []store.Run
 	Triggers []store.PendingTrigger
+	// Drift is the last drift check and its schedule (SPEC §8.9).
+	Drift store.Drift
+	// Resumable is the locked incarnation's last run when it can be
+	// resumed (SPEC §8.8), else "".
+	Resumable string
 }
 
 func (u *UI) incarnation(r *http.Request) (view, error) {
@@ -97,7 +102,12 @@ func (u *UI) incarnation(r *http.Request) (view, error) {
 	for _, s := range souls {
 		bySID[s.SID] = s
 	}
-	iv := incarnationView{Inc: inc, History: timeline(hist, historyLimit), Runs: runs, Triggers: trig}
+	drift, err := u.store.GetDrift(ctx, name)
+	if err != nil {
+		return view{}, fmt.Errorf("drift of %s: %w", name, err)
+	}
+	iv := incarnationView{Inc: inc, History: timeline(hist, historyLimit), Runs: runs, Triggers: trig, Drift: drift,
+		Resumable: resumable(inc, runs)}
 	for _, sid := range inc.Members {
 		s, ok := bySID[sid]
 		m := member{SID: sid, Status: "unknown", Known: ok, Soul: s}
@@ -234,4 +244,23 @@ func (u *UI) runLive(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return u.renderFragment(w, "run", "run-live", rv)
+}
+
+// resumable is the run a locked incarnation can resume: its last normal
+// run, when it failed, was cancelled or aborted.
+func resumable(inc store.Incarnation, runs []store.Run) string {
+	if inc.Status != store.IncarnationErrorLocked || inc.ActiveRun != "" {
+		return ""
+	}
+	for _, r := range runs {
+		if r.Check {
+			continue
+		}
+		switch r.Status {
+		case store.RunFailed, store.RunCancelled, store.RunAborted:
+			return r.ID
+		}
+		return ""
+	}
+	return ""
 }
