@@ -114,7 +114,7 @@ func (l *Local) run(ctx context.Context, w Work) (res domain.Result) {
 	if err != nil {
 		return localFailed(err.Error())
 	}
-	env := &module.Env{Check: w.Check, Root: l.Root, Files: files, TemplateData: w.Call.TemplateData, Log: l.Logger, HTTPClient: l.client()}
+	env := &module.Env{Check: w.Check, Root: l.Root, Files: files, TemplateData: w.Call.TemplateData, Log: l.Logger, HTTPClient: l.client(), InKeeper: true}
 	if env.Log == nil {
 		env.Log = slog.New(slog.DiscardHandler)
 	}

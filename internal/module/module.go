@@ -112,6 +112,10 @@ type Env struct {
 	// TemplateData is the data core.file.rendered renders with (task vars,
 	// input, essence, soulprint), already merged by the executor.
 	TemplateData map[string]any
+	// InKeeper is set when the module runs inside the Keeper (on: keeper):
+	// it must then not run programs (a file module's validate:), which
+	// could read the Keeper's keys and database.
+	InKeeper bool
 	// Log receives progress lines; may be nil.
 	Log *slog.Logger
 	// HTTPClient sends core.http.request's requests; nil means

@@ -168,6 +168,9 @@ func symlinkErr(path string) error {
 // file.rendered, the line/block/replace editors and the sysctl
 // persistence file.
 func ensureFile(ctx context.Context, env *module.Env, w fileWant) (domain.Result, error) {
+	if w.validate != "" && env.InKeeper {
+		return domain.Result{}, fmt.Errorf("validate runs a program, which never happens inside the Keeper (on: keeper): target souls instead, or drop validate")
+	}
 	t, missingParent, err := openFile(env, w)
 	if err != nil {
 		return domain.Result{}, err
