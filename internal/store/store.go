@@ -70,7 +70,11 @@ type Archon struct {
 }
 
 // Token is an issued JWT's record (the JWT itself is not stored); revoked
-// tokens are refused even before they expire.
+// tokens are refused even before they expire, and the record's ExpiresAt,
+// not the JWT's claim, is the expiry that counts. ParentID is the token
+// that minted it ("" for tokens the Keeper issued itself: keeper init, a
+// new Archon's first token, the Checker's): revoking a token revokes every
+// token minted from it.
 type Token struct {
 	ID          string     `json:"id"`
 	ArchonID    string     `json:"archon_id"`
@@ -78,6 +82,7 @@ type Token struct {
 	ExpiresAt   time.Time  `json:"expires_at"`
 	RevokedAt   *time.Time `json:"revoked_at,omitempty"`
 	CreatedAt   time.Time  `json:"created_at"`
+	ParentID    string     `json:"parent_id,omitempty"`
 }
 
 // AuditEntry records one mutating call.
@@ -345,13 +350,21 @@ type CheckerLogLine struct {
 	Data    map[string]any `json:"data,omitempty"`
 }
 
-// Schedule runs a procedure on a cron expression.
+// Schedule runs a procedure on a cron expression on behalf of its owner,
+// the Archon who made it. A schedule whose owner is disabled, deleted or
+// unknown (made before schedules had owners) is paused: ListSchedules
+// reads the owner with it and sets Owner, Paused and PauseReason (they are
+// not stored).
 type Schedule struct {
-	ID        string         `json:"id"`
-	Procedure string         `json:"procedure"`
-	Vars      map[string]any `json:"vars,omitempty"`
-	Cron      string         `json:"cron"`
-	CreatedAt time.Time      `json:"created_at"`
+	ID          string         `json:"id"`
+	Procedure   string         `json:"procedure"`
+	Vars        map[string]any `json:"vars,omitempty"`
+	Cron        string         `json:"cron"`
+	OwnerID     string         `json:"owner_id"`
+	Owner       string         `json:"owner,omitempty"` // the owner's name
+	Paused      bool           `json:"paused"`
+	PauseReason string         `json:"pause_reason,omitempty"`
+	CreatedAt   time.Time      `json:"created_at"`
 }
 
 // Relay statuses: a relay row is pending until the keeper holding the
@@ -414,7 +427,7 @@ type Store interface {
 	ListArchons(ctx context.Context) ([]Archon, error)
 	CountArchons(ctx context.Context) (int, error)
 	// DisableArchon marks the Archon disabled at at (disabling twice keeps
-	// the first time). Conflict, nothing written, when it is the last
+	// the first time) and revokes every one of its tokens. Conflict, nothing written, when it is the last
 	// enabled admin — also when admins disable each other concurrently.
 	// ErrNotFound when it does not exist.
 	DisableArchon(ctx context.Context, id string, at time.Time) error
@@ -429,6 +442,9 @@ type Store interface {
 	// ListTokens lists the token records of archonID ("" = every Archon),
 	// oldest first.
 	ListTokens(ctx context.Context, archonID string) ([]Token, error)
+	// RevokeToken revokes token id and every token minted from it
+	// (recursively, through ParentID); revoking twice keeps the first
+	// time. ErrNotFound when it does not exist.
 	RevokeToken(ctx context.Context, id string, at time.Time) error
 
 	// Audit.
@@ -438,6 +454,8 @@ type Store interface {
 	// Key-value settings (signing key, keeper TLS fingerprint, …).
 	GetSetting(ctx context.Context, key string) ([]byte, error)
 	PutSetting(ctx context.Context, key string, value []byte) error
+	// DeleteSetting removes key; a missing key is no error.
+	DeleteSetting(ctx context.Context, key string) error
 
 	// Souls.
 	UpsertSoul(ctx context.Context, s Soul) error // insert or replace all fields but CreatedAt
@@ -484,6 +502,16 @@ type Store interface {
 	// SetSoulVersion sets the soul's version and nothing else (a hello
 	// must not rewrite what an Archon decided meanwhile).
 	SetSoulVersion(ctx context.Context, sid, version string) error
+	// DeleteSoul forgets soul sid: its record (key binding, covens) and its
+	// incarnation memberships, in one transaction. It returns the
+	// incarnations it was a member of, sorted. ErrNotFound when it does not
+	// exist.
+	DeleteSoul(ctx context.Context, sid string) ([]string, error)
+	// RekeySoul binds soul sid to publicKey, keeping its covens and
+	// memberships; a connected soul is marked disconnected (its stream,
+	// under the old key, is to be closed). ErrNotFound when it does not
+	// exist.
+	RekeySoul(ctx context.Context, sid string, publicKey []byte, at time.Time) error
 	// MarkKeeperSoulsDisconnected marks every connected soul held by
 	// keeperID disconnected and clears its keeper (keeper restart).
 	MarkKeeperSoulsDisconnected(ctx context.Context, keeperID string) error
@@ -620,8 +648,10 @@ type Store interface {
 	// FailRunningCheckerTasks marks PENDING/RUNNING tasks (of keeperID, or
 	// all when "") FAILURE with runError (keeper restart).
 	FailRunningCheckerTasks(ctx context.Context, keeperID, runError string, at time.Time) (int, error)
-	CreateSchedule(ctx context.Context, s Schedule) error  // ErrNotFound for an unknown procedure
-	ListSchedules(ctx context.Context) ([]Schedule, error) // oldest first
+	CreateSchedule(ctx context.Context, s Schedule) error // ErrNotFound for an unknown procedure
+	// ListSchedules lists every schedule, oldest first, with its owner's
+	// name and whether it is paused (owner disabled, deleted or unknown).
+	ListSchedules(ctx context.Context) ([]Schedule, error)
 	DeleteSchedule(ctx context.Context, id string) error
 	// ClaimTick records that schedule id's tick at `tick` runs; false when it
 	// was already claimed (by this or another keeper). ErrNotFound for an

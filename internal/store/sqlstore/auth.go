@@ -41,6 +41,9 @@ func (s *Store) DisableArchon(ctx context.Context, id string, at time.Time) erro
 		if _, err := tx.exec(ctx, `UPDATE archons SET disabled_at = ? WHERE id = ?`, s.ts(at), id); err != nil {
 			return err
 		}
+		if _, err := tx.exec(ctx, `UPDATE tokens SET revoked_at = ? WHERE archon_id = ? AND revoked_at IS NULL`, s.ts(at), id); err != nil {
+			return err
+		}
 		if a.Role != store.RoleAdmin {
 			return nil
 		}
@@ -107,18 +110,18 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 		if err := mustExist(ctx, tx, "archon", "archons", "id", t.ArchonID); err != nil {
 			return err
 		}
-		_, err := tx.exec(ctx, `INSERT INTO tokens (id, archon_id, description, expires_at, revoked_at, created_at)
-			VALUES (?, ?, ?, ?, ?, ?)`,
-			t.ID, t.ArchonID, t.Description, s.ts(t.ExpiresAt), s.tsPtr(t.RevokedAt), s.ts(s.orNow(t.CreatedAt)))
+		_, err := tx.exec(ctx, `INSERT INTO tokens (id, archon_id, description, expires_at, revoked_at, created_at, parent_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.ArchonID, t.Description, s.ts(t.ExpiresAt), s.tsPtr(t.RevokedAt), s.ts(s.orNow(t.CreatedAt)), t.ParentID)
 		return err
 	})
 }
 
-const tokenCols = `id, archon_id, description, expires_at, revoked_at, created_at`
+const tokenCols = `id, archon_id, description, expires_at, revoked_at, created_at, parent_id`
 
 func scanToken(sc interface{ Scan(...any) error }, extra ...any) (store.Token, error) {
 	var t store.Token
-	err := sc.Scan(append([]any{&t.ID, &t.ArchonID, &t.Description, timeCol{&t.ExpiresAt}, nullTimeCol{&t.RevokedAt}, timeCol{&t.CreatedAt}}, extra...)...)
+	err := sc.Scan(append([]any{&t.ID, &t.ArchonID, &t.Description, timeCol{&t.ExpiresAt}, nullTimeCol{&t.RevokedAt}, timeCol{&t.CreatedAt}, &t.ParentID}, extra...)...)
 	return t, err
 }
 
@@ -135,7 +138,7 @@ func (s *Store) GetToken(ctx context.Context, id string) (store.Token, error) {
 // query.
 func (s *Store) GetTokenArchon(ctx context.Context, id string) (store.Token, store.Archon, error) {
 	var a store.Archon
-	t, err := scanToken(s.reader().row(ctx, `SELECT t.id, t.archon_id, t.description, t.expires_at, t.revoked_at, t.created_at,
+	t, err := scanToken(s.reader().row(ctx, `SELECT t.id, t.archon_id, t.description, t.expires_at, t.revoked_at, t.created_at, t.parent_id,
 			a.id, a.name, a.role, a.created_at, a.disabled_at
 		FROM tokens t JOIN archons a ON a.id = t.archon_id WHERE t.id = ?`, id),
 		&a.ID, &a.Name, &a.Role, timeCol{&a.CreatedAt}, nullTimeCol{&a.DisabledAt})
@@ -162,17 +165,20 @@ func (s *Store) ListTokens(ctx context.Context, archonID string) ([]store.Token,
 	return out, s.wrap("listing tokens", err)
 }
 
-// RevokeToken marks the token revoked at at; revoking twice keeps the first
-// time.
+// RevokeToken marks the token and every token minted from it (its
+// descendants through parent_id) revoked at at; revoking twice keeps the
+// first time.
 func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
-	n, err := s.write(ctx, `UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, s.ts(at), id)
-	if err != nil {
-		return s.wrap("revoking token", err)
-	}
-	if n == 0 {
-		return notFound("token", id)
-	}
-	return nil
+	return s.inTx(ctx, "revoking token "+id, func(tx q) error {
+		if err := mustExist(ctx, tx, "token", "tokens", "id", id); err != nil {
+			return err
+		}
+		_, err := tx.exec(ctx, `WITH RECURSIVE minted (id) AS (
+				SELECT id FROM tokens WHERE id = ?
+				UNION SELECT t.id FROM tokens t JOIN minted m ON t.parent_id = m.id)
+			UPDATE tokens SET revoked_at = ? WHERE id IN (SELECT id FROM minted) AND revoked_at IS NULL`, id, s.ts(at))
+		return err
+	})
 }
 
 // AppendAudit appends an audit entry; e.ID is assigned by the store.
@@ -241,6 +247,13 @@ func (s *Store) PutSetting(ctx context.Context, key string, value []byte) error 
 	_, err := s.write(ctx, `INSERT INTO settings (name, value) VALUES (?, ?)
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, key, value)
 	return s.wrap("storing setting "+key, err)
+}
+
+// DeleteSetting removes the value stored under key; removing a missing
+// key is a no-op.
+func (s *Store) DeleteSetting(ctx context.Context, key string) error {
+	_, err := s.write(ctx, `DELETE FROM settings WHERE name = ?`, key)
+	return s.wrap("deleting setting "+key, err)
 }
 
 // collect scans every row with scan and closes rows.

@@ -216,21 +216,36 @@ func (s *Store) CreateSchedule(ctx context.Context, sc store.Schedule) error {
 		if err := mustExist(ctx, tx, "procedure", "procedures", "name", sc.Procedure); err != nil {
 			return err
 		}
-		_, err := tx.exec(ctx, `INSERT INTO schedules (id, procedure_name, vars, cron, created_at) VALUES (?, ?, ?, ?, ?)`,
-			sc.ID, sc.Procedure, vars, sc.Cron, s.ts(s.orNow(sc.CreatedAt)))
+		_, err := tx.exec(ctx, `INSERT INTO schedules (id, procedure_name, vars, cron, created_at, owner_id) VALUES (?, ?, ?, ?, ?, ?)`,
+			sc.ID, sc.Procedure, vars, sc.Cron, s.ts(s.orNow(sc.CreatedAt)), sc.OwnerID)
 		return err
 	})
 }
 
-// ListSchedules returns every schedule, oldest first.
+// ListSchedules returns every schedule, oldest first, with its owner read
+// in the same query: a schedule whose owner is disabled, deleted or
+// unknown is marked paused.
 func (s *Store) ListSchedules(ctx context.Context) ([]store.Schedule, error) {
-	rows, err := s.reader().query(ctx, `SELECT id, procedure_name, vars, cron, created_at FROM schedules ORDER BY created_at, id`)
+	rows, err := s.reader().query(ctx, `SELECT s.id, s.procedure_name, s.vars, s.cron, s.created_at, s.owner_id,
+			COALESCE(a.id, ''), COALESCE(a.name, ''), a.disabled_at
+		FROM schedules s LEFT JOIN archons a ON a.id = s.owner_id ORDER BY s.created_at, s.id`)
 	if err != nil {
 		return nil, s.wrap("listing schedules", err)
 	}
 	out, err := collect(rows, func(sc interface{ Scan(...any) error }) (store.Schedule, error) {
 		var c store.Schedule
-		err := sc.Scan(&c.ID, &c.Procedure, mapCol{m: &c.Vars}, &c.Cron, timeCol{&c.CreatedAt})
+		var ownerFound string
+		var disabled *time.Time
+		err := sc.Scan(&c.ID, &c.Procedure, mapCol{m: &c.Vars}, &c.Cron, timeCol{&c.CreatedAt}, &c.OwnerID,
+			&ownerFound, &c.Owner, nullTimeCol{&disabled})
+		switch {
+		case c.OwnerID == "":
+			c.Paused, c.PauseReason = true, "no owner recorded (made before schedules had owners): delete it and add it again"
+		case ownerFound == "":
+			c.Paused, c.PauseReason = true, "its owner, archon "+c.OwnerID+", was deleted"
+		case disabled != nil:
+			c.Paused, c.PauseReason = true, "its owner, archon "+c.Owner+", is disabled"
+		}
 		return c, err
 	})
 	return out, s.wrap("listing schedules", err)

@@ -136,10 +136,12 @@ func testListTokens(t *testing.T, s store.Store) {
 	must(t, err)
 	diff(t, "ListTokens of an unknown archon", list, []store.Token{})
 
-	// The token and its Archon, read together, disabled mark included.
+	// The token and its Archon, read together, disabled mark included
+	// (disabling revoked the token).
 	must(t, s.DisableArchon(ctx, "a2", at(time.Hour)))
 	tok, ar, err := s.GetTokenArchon(ctx, "t1")
 	must(t, err)
+	t1.RevokedAt = ptr(at(time.Hour))
 	diff(t, "GetTokenArchon token", tok, t1)
 	ops.DisabledAt = ptr(at(time.Hour))
 	diff(t, "GetTokenArchon archon", ar, ops)

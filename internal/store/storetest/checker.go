@@ -130,14 +130,17 @@ func testCheckerTasks(t *testing.T, s store.Store) {
 func testSchedules(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	must(t, s.PutProcedure(ctx, store.Procedure{Name: "vm_monitoring", Source: procedureSource}))
-	s1 := store.Schedule{ID: "s1", Procedure: "vm_monitoring", Vars: map[string]any{"vms": []any{"a", "b"}}, Cron: "*/5 * * * *", CreatedAt: at(time.Minute)}
-	s0 := store.Schedule{ID: "s0", Procedure: "vm_monitoring", Cron: "0 * * * *", CreatedAt: base}
+	must(t, s.CreateArchon(ctx, store.Archon{ID: "a1", Name: "root", Role: store.RoleAdmin, CreatedAt: base}))
+	s1 := store.Schedule{ID: "s1", Procedure: "vm_monitoring", Vars: map[string]any{"vms": []any{"a", "b"}}, Cron: "*/5 * * * *",
+		OwnerID: "a1", CreatedAt: at(time.Minute)}
+	s0 := store.Schedule{ID: "s0", Procedure: "vm_monitoring", Cron: "0 * * * *", OwnerID: "a1", CreatedAt: base}
 	must(t, s.CreateSchedule(ctx, s1))
 	must(t, s.CreateSchedule(ctx, s0))
 	wantConflict(t, s.CreateSchedule(ctx, s1))
 	wantNotFound(t, s.CreateSchedule(ctx, store.Schedule{ID: "s2", Procedure: "ghost", Cron: "* * * * *"}))
 	list, err := s.ListSchedules(ctx)
 	must(t, err)
+	s0.Owner, s1.Owner = "root", "root"
 	diff(t, "ListSchedules", list, []store.Schedule{s0, s1})
 	must(t, s.DeleteSchedule(ctx, "s1"))
 	wantNotFound(t, s.DeleteSchedule(ctx, "s1"))

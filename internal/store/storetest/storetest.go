@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		{"Relays", relayTests},
 		{"Resume", resumeTests},
 		{"Keepers", keeperTests},
+		{"Hardening", hardeningTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
