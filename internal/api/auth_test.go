@@ -204,19 +204,25 @@ func TestLockOutAnArchon(t *testing.T) {
 	_, err = admin.DisableArchon(ctx, "nobody")
 	wantAPI(t, err, http.StatusNotFound, domain.CodeNotFound)
 
-	// Enable brings back the tokens that were not revoked.
-	if err := admin.RevokeToken(ctx, minted.ID); err != nil {
-		t.Fatal(err)
-	}
+	// Disabling revoked olga's tokens (SPEC §10.2): enabling her again
+	// brings none of them back; the admin issues her a new one.
 	if ar, err := admin.EnableArchon(ctx, olgaID); err != nil || ar.DisabledAt != nil {
 		t.Fatalf("enable: %+v, %v", ar, err)
 	}
-	if who, err := leaked.Whoami(ctx); err != nil || who.Role != "operator" {
-		t.Fatalf("olga after enable: %+v, %v", who, err)
+	for _, tok := range []string{created.Token.Token, minted.Token} {
+		st, b := e.do("GET", "/v1/whoami", tok, "")
+		if d := e.wantError("GET", "/v1/whoami", http.StatusUnauthorized, "unauthorized", b, st); d.Message != "token revoked" {
+			t.Errorf("a token of a disabled, then enabled archon: message %q", d.Message)
+		}
 	}
-	mintedClient, _ := apiclient.New(e.srv.URL, minted.Token)
-	_, err = mintedClient.Whoami(ctx)
-	wantAPI(t, err, http.StatusUnauthorized, domain.CodeUnauthorized)
+	fresh, err := admin.CreateToken(ctx, apiclient.CreateTokenRequest{ArchonID: olgaID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	freshClient, _ := apiclient.New(e.srv.URL, fresh.Token)
+	if who, err := freshClient.Whoami(ctx); err != nil || who.Role != "operator" {
+		t.Fatalf("olga's new token after enable: %+v, %v", who, err)
+	}
 
 	entries, err := admin.ListAudit(ctx, apiclient.AuditQuery{})
 	if err != nil {

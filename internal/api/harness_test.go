@@ -57,10 +57,11 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := auth.Init(ctx, st); err != nil {
+	keyFile := filepath.Join(t.TempDir(), "signing.key")
+	if err := auth.Init(ctx, st, keyFile); err != nil {
 		t.Fatal(err)
 	}
-	a, err := auth.New(ctx, st)
+	a, err := auth.New(ctx, st, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,13 +94,13 @@ func newEnv(t *testing.T) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tok, err := a.IssueToken(ctx, ar, time.Hour, "test")
+		tok, err := a.IssueToken(ctx, ar, 24*time.Hour, "test")
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.tokens[r], e.archons[r] = tok.Token, ar
 	}
-	past, err := auth.New(ctx, st, auth.WithClock(func() time.Time { return time.Now().Add(-2 * time.Hour) }))
+	past, err := auth.New(ctx, st, keyFile, auth.WithClock(func() time.Time { return time.Now().Add(-2 * time.Hour) }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,12 +133,17 @@ func TestIncarnationLifecycle(t *testing.T) {
 		t.Errorf("remove c: %v %v", inc.Members, err)
 	}
 
-	// Upgrade pins the commit the ref points at now, validated first.
+	// Upgrade pins the commit the ref points at now, validated first. It
+	// is an admin's decision (audit M3): an operator is refused.
 	c2 := repo.Commit(map[string]string{"scenario/create/main.yml": webService["scenario/create/main.yml"] + "\n# v2\n"}, "v2")
-	if inc, err := op.UpgradeIncarnation(ctx, "web-prod", "master"); err != nil || inc.Commit != c2 {
+	if _, err := op.UpgradeIncarnation(ctx, "web-prod", "master"); !apiclient.IsCode(err, domain.CodeForbidden) {
+		t.Errorf("upgrade by an operator: %v, want forbidden", err)
+	}
+	adm := e.client(auth.RoleAdmin)
+	if inc, err := adm.UpgradeIncarnation(ctx, "web-prod", "master"); err != nil || inc.Commit != c2 {
 		t.Errorf("upgrade: %v, commit %s, want %s", err, inc.Commit, c2)
 	}
-	if _, err := op.UpgradeIncarnation(ctx, "web-prod", "no-such-ref"); !apiclient.IsCode(err, domain.CodeUnprocessable) {
+	if _, err := adm.UpgradeIncarnation(ctx, "web-prod", "no-such-ref"); !apiclient.IsCode(err, domain.CodeUnprocessable) {
 		t.Errorf("upgrade to a missing ref: %v, want unprocessable", err)
 	}
 

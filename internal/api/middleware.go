@@ -86,6 +86,9 @@ func (s *Server) audit(r *http.Request, p auth.Principal, st *reqState, status i
 			summary[k] = v
 		}
 	}
+	for k, v := range st.extra {
+		summary[k] = v
+	}
 	summary["status"] = status
 	target := st.target
 	if target == "" {
@@ -127,6 +130,8 @@ type reqState struct {
 	archon string
 	// fields replace fields of the request body in the audit summary.
 	fields map[string]any
+	// extra are added to the audit summary (what the handler did).
+	extra map[string]any
 }
 
 type reqStateKey struct{}
@@ -150,6 +155,18 @@ func SetAuditField(r *http.Request, key string, value any) {
 			st.fields = map[string]any{}
 		}
 		st.fields[key] = value
+	}
+}
+
+// AddAuditField adds a field to the call's audit summary: what the
+// handler found or did that the request does not say (the incarnations a
+// deleted soul left, say).
+func AddAuditField(r *http.Request, key string, value any) {
+	if st, ok := r.Context().Value(reqStateKey{}).(*reqState); ok {
+		if st.extra == nil {
+			st.extra = map[string]any{}
+		}
+		st.extra[key] = value
 	}
 }
 

@@ -26,7 +26,11 @@ func (s *Server) routesAuth(rt *Router) {
 	rt.Handle("GET /v1/whoami", auth.RoleViewer, s.whoami)
 }
 
-func (s *Server) createArchon(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+// createArchon creates an Archon and its first token, which lasts no
+// longer than the caller's own token (SPEC §10.2). The first token is not
+// linked to the caller's: revoking the admin's token leaves the Archons it
+// created working.
+func (s *Server) createArchon(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	var req apiclient.CreateArchonRequest
 	if err := decode(r, &req); err != nil {
 		return err
@@ -35,12 +39,16 @@ func (s *Server) createArchon(w http.ResponseWriter, r *http.Request, _ auth.Pri
 	if err != nil {
 		return err
 	}
+	ttl, err := s.auth.Bounded(p, time.Duration(req.TTL))
+	if err != nil {
+		return err
+	}
 	ar, err := s.auth.CreateArchon(r.Context(), req.Name, role)
 	if err != nil {
 		return err
 	}
 	SetAuditTarget(r, ar.ID)
-	tok, err := s.auth.IssueToken(r.Context(), ar, time.Duration(req.TTL), "first token of "+ar.Name)
+	tok, err := s.auth.IssueToken(r.Context(), ar, ttl, "first token of "+ar.Name)
 	if err != nil {
 		return err
 	}
@@ -57,8 +65,9 @@ func (s *Server) listArchons(w http.ResponseWriter, r *http.Request, _ auth.Prin
 	return nil
 }
 
-// disableArchon locks an Archon out: each of its tokens is refused from
-// its next request on (a leaked token, and whatever tokens it minted).
+// disableArchon locks an Archon out and revokes each of its tokens (a
+// leaked token, and whatever tokens it minted): they are refused from
+// their next request on, also after the Archon is enabled again.
 func (s *Server) disableArchon(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
 	ar, err := s.auth.DisableArchon(r.Context(), r.PathValue("id"))
 	if err != nil {
@@ -88,8 +97,9 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p auth.Princ
 	return nil
 }
 
-// createToken issues a token for the caller, or (admin only) for another
-// archon.
+// createToken mints a token for the caller, or (admin only) for another
+// archon: no longer-lived than the calling token, of its role or lower,
+// and revoked with it (SPEC §10.2, audit L8).
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	var req apiclient.CreateTokenRequest
 	if err := decode(r, &req); err != nil {
@@ -104,9 +114,6 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p auth.Prin
 			return err
 		}
 	}
-	if req.TTL < 0 {
-		return invalidf("ttl must be positive")
-	}
 	ar, err := s.auth.Archon(r.Context(), id)
 	if err != nil {
 		return err
@@ -114,7 +121,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p auth.Prin
 	if ar.DisabledAt != nil {
 		return domain.Errorf(domain.CodeConflict, "archon %s is disabled: its tokens are refused; enable it first", ar.Name)
 	}
-	tok, err := s.auth.IssueToken(r.Context(), ar, time.Duration(req.TTL), req.Description)
+	tok, err := s.auth.Mint(r.Context(), p, ar, time.Duration(req.TTL), req.Description)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,9 @@ func (s *Server) routesIncarnations(rt *Router) {
 	rt.Handle("POST /v1/incarnations/{name}/members", auth.RoleOperator, s.addMembers)
 	rt.Handle("DELETE /v1/incarnations/{name}/members", auth.RoleOperator, s.removeMembers)
 	if s.cfg.Catalog != nil {
-		rt.Handle("POST /v1/incarnations/{name}/upgrade", auth.RoleOperator, s.upgradeIncarnation)
+		// Which code the fleet runs is an admin's decision (SPEC §10.2,
+		// audit M3): operators run scenarios of the pinned commit.
+		rt.Handle("POST /v1/incarnations/{name}/upgrade", auth.RoleAdmin, s.upgradeIncarnation)
 	}
 }
 

@@ -51,6 +51,20 @@ func (c *Client) SetSoulCovens(ctx context.Context, sid string, covens []string)
 	return out, c.Do(ctx, http.MethodPut, "/v1/souls/"+url.PathEscape(sid)+"/covens", nil, CovensRequest{Covens: nonNil(covens)}, &out)
 }
 
+// DeleteSoul forgets a soul: its key binding, covens and incarnation
+// memberships (admin).
+func (c *Client) DeleteSoul(ctx context.Context, sid string) (DeletedSoul, error) {
+	var out DeletedSoul
+	return out, c.Do(ctx, http.MethodDelete, "/v1/souls/"+url.PathEscape(sid), nil, nil, &out)
+}
+
+// RekeySoul binds a soul's SID to a new public key (PEM or base64), keeping
+// its covens and memberships (admin).
+func (c *Client) RekeySoul(ctx context.Context, sid, key string) (store.Soul, error) {
+	var out store.Soul
+	return out, c.Do(ctx, http.MethodPost, "/v1/souls/"+url.PathEscape(sid)+"/rekey", nil, RekeySoulRequest{Key: key}, &out)
+}
+
 // CreateJoinToken creates a join token (admin).
 func (c *Client) CreateJoinToken(ctx context.Context, req CreateJoinTokenRequest) (CreatedJoinToken, error) {
 	var out CreatedJoinToken

@@ -208,3 +208,18 @@ func jsonKind(b []byte) string {
 	}
 	return "value " + string(b)
 }
+
+// RekeySoulRequest is the body of POST /v1/souls/{sid}/rekey: the soul's
+// new Ed25519 public key, as PEM ("PUBLIC KEY") or the base64 of its 32
+// bytes.
+type RekeySoulRequest struct {
+	Key string `json:"key"`
+}
+
+// DeletedSoul is the answer of DELETE /v1/souls/{sid}: the incarnations
+// the soul was removed from.
+type DeletedSoul struct {
+	SID          string   `json:"sid"`
+	Deleted      bool     `json:"deleted"`
+	Incarnations []string `json:"incarnations"`
+}

@@ -57,9 +57,10 @@ func (a *Authority) Archons(ctx context.Context) ([]store.Archon, error) {
 	return as, nil
 }
 
-// DisableArchon disables Archon id: every one of its tokens is refused
-// from its next request on, until EnableArchon. The last enabled admin
-// cannot be disabled (CodeConflict). It returns the Archon as stored.
+// DisableArchon disables Archon id and revokes every one of its tokens
+// (SPEC §10.2): they are refused from their next request on, for good. The
+// last enabled admin cannot be disabled (CodeConflict). It returns the
+// Archon as stored.
 func (a *Authority) DisableArchon(ctx context.Context, id string) (store.Archon, error) {
 	if err := a.st.DisableArchon(ctx, id, a.now().UTC()); err != nil {
 		return store.Archon{}, err // the store names the operation
@@ -67,8 +68,9 @@ func (a *Authority) DisableArchon(ctx context.Context, id string) (store.Archon,
 	return a.Archon(ctx, id)
 }
 
-// EnableArchon enables a disabled Archon again: its tokens that are
-// neither revoked nor expired work again. It returns the Archon as stored.
+// EnableArchon enables a disabled Archon again. Its tokens stay revoked:
+// an admin issues it a new one (POST /v1/tokens with its archon_id). It
+// returns the Archon as stored.
 func (a *Authority) EnableArchon(ctx context.Context, id string) (store.Archon, error) {
 	if err := a.st.EnableArchon(ctx, id); err != nil {
 		return store.Archon{}, err // the store names the operation

@@ -9,25 +9,22 @@
 // and every token of a disabled Archon. The role that counts is the
 // Archon's as stored, read with the token record on every request: the
 // claim only records what it was at issue.
-// The signing key is created once by Init and kept in the store's settings,
-// so every Keeper sharing a database verifies the same tokens.
+// The signing key is created once by Init in a key file (0600, outside the
+// database: read access to the store must not mint tokens); Keepers
+// sharing a database share that file.
 package auth
 
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
-
-// SettingSigningKey is the store setting holding the Ed25519 private key
-// (its 32-byte seed) that signs Archon tokens.
-const SettingSigningKey = "auth.signing_key"
 
 // Issuer is the iss claim of every token the Keeper signs.
 const Issuer = "soulstack-keeper"
@@ -50,53 +47,24 @@ type Option func(*Authority)
 // WithClock replaces time.Now (tests of expiry).
 func WithClock(now func() time.Time) Option { return func(a *Authority) { a.now = now } }
 
-// Init creates the signing key in st. It fails with CodeConflict when a key
-// already exists: a Keeper is initialized once.
-func Init(ctx context.Context, st store.Store) error {
-	_, err := st.GetSetting(ctx, SettingSigningKey)
-	switch {
-	case err == nil:
-		return domain.Errorf(domain.CodeConflict, "the signing key already exists: this keeper is already initialized")
-	case domain.ErrorCode(err) != domain.CodeNotFound:
-		return fmt.Errorf("reading signing key: %w", err)
+// New loads the signing key from keyFile, first moving a key an older
+// version left in the store into it (see SettingSigningKey). It fails with
+// a clear message when the keeper was never initialized.
+func New(ctx context.Context, st store.Store, keyFile string, opts ...Option) (*Authority, error) {
+	if keyFile == "" {
+		return nil, domain.Errorf(domain.CodeInvalid, "no signing key file given (auth.signing_key_file)")
 	}
-	seed := make([]byte, ed25519.SeedSize)
-	if _, err := rand.Read(seed); err != nil {
-		return fmt.Errorf("generating signing key: %w", err)
+	if _, err := migrateKey(ctx, st, keyFile); err != nil {
+		return nil, err
 	}
-	if err := st.PutSetting(ctx, SettingSigningKey, seed); err != nil {
-		return fmt.Errorf("storing signing key: %w", err)
+	key, err := readKeyFile(keyFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, &domain.Error{Code: domain.CodeUnavailable, Err: err, Message: fmt.Sprintf(
+			"no signing key file at %s: run `keeper init` first; a keeper sharing a database with others needs a copy of their key file (auth.signing_key_file)", keyFile)}
 	}
-	return nil
-}
-
-// Initialized reports whether Init has run on st.
-func Initialized(ctx context.Context, st store.Store) (bool, error) {
-	_, err := st.GetSetting(ctx, SettingSigningKey)
-	switch {
-	case err == nil:
-		return true, nil
-	case domain.ErrorCode(err) == domain.CodeNotFound:
-		return false, nil
-	default:
-		return false, fmt.Errorf("reading signing key: %w", err)
-	}
-}
-
-// New loads the signing key from st. It fails with a clear message when the
-// keeper was never initialized.
-func New(ctx context.Context, st store.Store, opts ...Option) (*Authority, error) {
-	seed, err := st.GetSetting(ctx, SettingSigningKey)
 	if err != nil {
-		if domain.ErrorCode(err) == domain.CodeNotFound {
-			return nil, &domain.Error{Code: domain.CodeUnavailable, Message: "no signing key in the store: run `keeper init` first", Err: err}
-		}
-		return nil, fmt.Errorf("reading signing key: %w", err)
+		return nil, err
 	}
-	if len(seed) != ed25519.SeedSize {
-		return nil, fmt.Errorf("signing key setting %s has %d bytes, want %d", SettingSigningKey, len(seed), ed25519.SeedSize)
-	}
-	key := ed25519.NewKeyFromSeed(seed)
 	a := &Authority{st: st, key: key, pub: key.Public().(ed25519.PublicKey), now: time.Now}
 	for _, o := range opts {
 		o(a)

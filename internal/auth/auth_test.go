@@ -3,8 +3,12 @@ package auth_test
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,13 +31,18 @@ func newStore(t *testing.T) store.Store {
 	return st
 }
 
+// keyFiles remembers the key file of each store newAuthority initialized.
+var keyFiles sync.Map
+
 func newAuthority(t *testing.T, st store.Store, opts ...auth.Option) *auth.Authority {
 	t.Helper()
 	ctx := context.Background()
-	if err := auth.Init(ctx, st); err != nil {
+	keyFile := filepath.Join(t.TempDir(), "signing.key")
+	keyFiles.Store(st, keyFile)
+	if err := auth.Init(ctx, st, keyFile); err != nil {
 		t.Fatal(err)
 	}
-	a, err := auth.New(ctx, st, opts...)
+	a, err := auth.New(ctx, st, keyFile, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,17 +59,18 @@ func wantCode(t *testing.T, err error, want domain.Code) {
 func TestInitOnce(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
-	if _, err := auth.New(ctx, st); err == nil || !strings.Contains(err.Error(), "keeper init") {
+	keyFile := filepath.Join(t.TempDir(), "signing.key")
+	if _, err := auth.New(ctx, st, keyFile); err == nil || !strings.Contains(err.Error(), "keeper init") {
 		t.Fatalf("New before Init: %v, want a hint to run keeper init", err)
 	}
-	if ok, err := auth.Initialized(ctx, st); err != nil || ok {
+	if ok, err := auth.Initialized(ctx, st, keyFile); err != nil || ok {
 		t.Fatalf("Initialized before Init = %v, %v", ok, err)
 	}
-	if err := auth.Init(ctx, st); err != nil {
+	if err := auth.Init(ctx, st, keyFile); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, auth.Init(ctx, st), domain.CodeConflict)
-	if ok, err := auth.Initialized(ctx, st); err != nil || !ok {
+	wantCode(t, auth.Init(ctx, st, keyFile), domain.CodeConflict)
+	if ok, err := auth.Initialized(ctx, st, keyFile); err != nil || !ok {
 		t.Fatalf("Initialized after Init = %v, %v", ok, err)
 	}
 }
@@ -123,8 +133,9 @@ func TestTokenLifecycle(t *testing.T) {
 }
 
 // TestDisabledArchon: disabling an Archon refuses all its tokens at once
-// ("archon disabled"), including tokens it minted itself; enabling it
-// restores the unrevoked ones. The last enabled admin stays.
+// ("archon disabled"), including tokens it minted itself, and revokes them
+// (SPEC §10.2): enabling it again does not bring them back. The last
+// enabled admin stays.
 func TestDisabledArchon(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
@@ -176,9 +187,19 @@ func TestDisabledArchon(t *testing.T) {
 	if got, err = a.EnableArchon(ctx, olga.ID); err != nil || got.DisabledAt != nil {
 		t.Fatalf("EnableArchon = %+v, %v", got, err)
 	}
-	p, err := a.Authenticate(ctx, first.Token)
-	if err != nil || p.Role != auth.RoleOperator {
-		t.Fatalf("token after enabling: %+v, %v", p, err)
+	for _, tok := range []auth.Issued{first, minted} {
+		_, err := a.Authenticate(ctx, tok.Token)
+		wantCode(t, err, domain.CodeUnauthorized)
+		if !strings.Contains(err.Error(), "revoked") {
+			t.Fatalf("a token of a disabled (now enabled) archon: %v, want it revoked", err)
+		}
+	}
+	fresh, err := a.IssueToken(ctx, got, time.Hour, "after enabling")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := a.Authenticate(ctx, fresh.Token); err != nil || p.Role != auth.RoleOperator {
+		t.Fatalf("new token after enabling: %+v, %v", p, err)
 	}
 }
 
@@ -192,10 +213,7 @@ func TestRoleFromStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed, err := st.GetSetting(ctx, auth.SettingSigningKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := signingKey(t, st)
 	now := time.Now().UTC().Truncate(time.Second)
 	if err := st.CreateToken(ctx, store.Token{ID: "t-claim", ArchonID: vera.ID, ExpiresAt: now.Add(time.Hour), CreatedAt: now}); err != nil {
 		t.Fatal(err)
@@ -203,7 +221,7 @@ func TestRoleFromStore(t *testing.T) {
 	signed, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{
 		"iss": auth.Issuer, "sub": vera.ID, "jti": "t-claim", "role": "admin",
 		"iat": now.Unix(), "exp": now.Add(time.Hour).Unix(),
-	}).SignedString(ed25519.NewKeyFromSeed(seed))
+	}).SignedString(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,4 +322,27 @@ func TestMask(t *testing.T) {
 	if in["password"] != "hunter2" {
 		t.Fatal("Mask modified its input")
 	}
+}
+
+// signingKey reads the key newAuthority put in st's key file, as an
+// attacker holding the file (not the database) would.
+func signingKey(t *testing.T, st store.Store) ed25519.PrivateKey {
+	t.Helper()
+	path, ok := keyFiles.Load(st)
+	if !ok {
+		t.Fatal("no key file for this store")
+	}
+	b, err := os.ReadFile(path.(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatalf("key file %s holds no PEM", path)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.(ed25519.PrivateKey)
 }

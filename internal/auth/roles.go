@@ -12,14 +12,15 @@ import (
 //
 //	viewer    GET only: souls, services, incarnations, runs, procedures,
 //	          tasks, schedules, whoami, its own token records.
-//	operator  viewer + incarnations (create, run, unlock, upgrade, members,
+//	operator  viewer + incarnations (create, run, unlock, members,
 //	          delete), run cancel, procedures, procedure execution,
 //	          schedules, and its own API tokens (create, revoke).
 //	admin     everything: archons (create, disable, enable), tokens of any
 //	          archon (list, create, revoke), the audit log,
-//	          services (register, update, delete), souls (accept, reject,
-//	          covens) and join tokens — everything that decides which hosts
-//	          and which code the fleet trusts.
+//	          services (register, update, delete), incarnation upgrade,
+//	          souls (accept, reject, covens, delete, rekey) and join tokens —
+//	          everything that decides which hosts and which code the fleet
+//	          trusts.
 //
 // Join tokens are admin-only because a join token pre-accepts a host into
 // covens, which is the same trust decision as accepting a soul.

@@ -33,6 +33,54 @@ type Issued struct {
 // is issued but refused until the Archon is enabled (the keeper reissues
 // the Checker's token at every start, whatever its Archon's state).
 func (a *Authority) IssueToken(ctx context.Context, archon store.Archon, ttl time.Duration, description string) (Issued, error) {
+	return a.issue(ctx, archon, ttl, description, "")
+}
+
+// Mint issues a token for archon on the request of p's token (POST
+// /v1/tokens). SPEC §10.2, audit L8: a token mints only tokens of its
+// Archon's role or lower, lasting no longer than its own remaining
+// lifetime (ttl 0: DefaultTokenTTL, or that remaining lifetime if
+// shorter), and the new token records p's token as its parent, so
+// revoking p's token revokes it too.
+func (a *Authority) Mint(ctx context.Context, p Principal, archon store.Archon, ttl time.Duration, description string) (Issued, error) {
+	if !p.Role.Allows(Role(archon.Role)) {
+		return Issued{}, domain.Errorf(domain.CodeForbidden, "a %s token cannot mint a token for archon %s, whose role %s is higher", p.Role, archon.Name, archon.Role)
+	}
+	ttl, err := a.Bounded(p, ttl)
+	if err != nil {
+		return Issued{}, err
+	}
+	return a.issue(ctx, archon, ttl, description, p.TokenID)
+}
+
+// Bounded checks a requested token lifetime against p's token: ttl 0
+// becomes DefaultTokenTTL, capped at what p's token has left; a longer ttl
+// than that is refused (CodeInvalid).
+func (a *Authority) Bounded(p Principal, ttl time.Duration) (time.Duration, error) {
+	if ttl < 0 {
+		return 0, domain.Errorf(domain.CodeInvalid, "ttl must be positive")
+	}
+	if p.ExpiresAt.IsZero() { // not a token's request (keeper init, tests)
+		return ttl, nil
+	}
+	left := p.ExpiresAt.Sub(a.now()).Truncate(time.Second)
+	if left < time.Second {
+		return 0, unauthorized("token expired", nil)
+	}
+	switch {
+	case ttl == 0:
+		return min(DefaultTokenTTL, left), nil
+	case ttl > left:
+		return 0, domain.Errorf(domain.CodeInvalid,
+			"ttl %s is longer than the remaining lifetime of the token asking for it (%s, until %s): a token cannot mint a longer-lived one; ask for at most %s",
+			ttl, left, p.ExpiresAt.UTC().Format(time.RFC3339), left)
+	}
+	return ttl, nil
+}
+
+// issue signs and records a token; parent is the minting token's id ("" for
+// tokens the keeper issues itself).
+func (a *Authority) issue(ctx context.Context, archon store.Archon, ttl time.Duration, description, parent string) (Issued, error) {
 	if ttl == 0 {
 		ttl = DefaultTokenTTL
 	}
@@ -51,6 +99,7 @@ func (a *Authority) IssueToken(ctx context.Context, archon store.Archon, ttl tim
 		Description: description,
 		ExpiresAt:   now.Add(ttl),
 		CreatedAt:   exact, // orders the token list, also within a second
+		ParentID:    parent,
 	}
 	c := claims{
 		Role: string(role),
@@ -79,7 +128,10 @@ func (a *Authority) IssueToken(ctx context.Context, archon store.Archon, ttl tim
 //
 // The role is the Archon's as stored now, not the one signed into the
 // token when it was issued: disabling an Archon or changing its role takes
-// effect on its next request. Token and Archon are one store read.
+// effect on its next request. Likewise the stored record's expiry and
+// revocation win over the JWT's claims (SPEC §10.2, audit M6): a JWT whose
+// exp outlives its record is refused once the record expires. Token and
+// Archon are one store read.
 func (a *Authority) Authenticate(ctx context.Context, bearer string) (Principal, error) {
 	raw := strings.TrimSpace(bearer)
 	if len(raw) >= 7 && strings.EqualFold(raw[:7], "bearer ") {
@@ -108,20 +160,23 @@ func (a *Authority) Authenticate(ctx context.Context, bearer string) (Principal,
 	if err != nil {
 		return Principal{}, storeErr(err, "unknown token")
 	}
-	if rec.RevokedAt != nil {
-		return Principal{}, unauthorized("token revoked", nil)
-	}
 	if rec.ArchonID != c.Subject {
 		return Principal{}, unauthorized("invalid token: subject mismatch", nil)
 	}
 	if ar.DisabledAt != nil {
 		return Principal{}, unauthorized("archon disabled", nil)
 	}
+	if rec.RevokedAt != nil {
+		return Principal{}, unauthorized("token revoked", nil)
+	}
+	if !a.now().Before(rec.ExpiresAt) {
+		return Principal{}, unauthorized("token expired", nil)
+	}
 	role, err := ParseRole(ar.Role)
 	if err != nil {
 		return Principal{}, unauthorized("archon has an unknown role", err)
 	}
-	return Principal{ArchonID: c.Subject, Role: role, TokenID: c.ID, ExpiresAt: c.ExpiresAt.Time}, nil
+	return Principal{ArchonID: c.Subject, Role: role, TokenID: c.ID, ExpiresAt: rec.ExpiresAt}, nil
 }
 
 // Tokens lists token records, oldest first: an admin's call lists every
@@ -141,9 +196,10 @@ func (a *Authority) Tokens(ctx context.Context, p Principal, archonID string) ([
 	return ts, nil
 }
 
-// RevokeToken revokes token id. Admins may revoke any token, others only
-// their own; a token of another archon is reported as not found so its
-// existence does not leak. Revoking a revoked token is a no-op.
+// RevokeToken revokes token id and every token minted from it. Admins may
+// revoke any token, others only their own; a token of another archon is
+// reported as not found so its existence does not leak. Revoking a revoked
+// token is a no-op.
 func (a *Authority) RevokeToken(ctx context.Context, p Principal, id string) error {
 	t, err := a.st.GetToken(ctx, id)
 	if err != nil {

@@ -33,10 +33,11 @@ func newCheckerKeeper(t *testing.T) checkerKeeper {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := auth.Init(ctx, st); err != nil {
+	keyFile := filepath.Join(t.TempDir(), "signing.key")
+	if err := auth.Init(ctx, st, keyFile); err != nil {
 		t.Fatal(err)
 	}
-	a, err := auth.New(ctx, st)
+	a, err := auth.New(ctx, st, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}

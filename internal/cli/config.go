@@ -200,6 +200,7 @@ func (g *Globals) Client(_ context.Context) (*apiclient.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	warnPlainHTTP(g.stderr, s.Keeper, s.Token)
 	g.client = c
 	return c, nil
 }

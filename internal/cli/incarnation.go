@@ -327,6 +327,9 @@ func incarnationDetail(w io.Writer, i incarnationView) error {
 		svc += " (commit " + short(i.Commit) + ")"
 	}
 	row(w, "Service:", svc)
+	if i.Commit != "" {
+		row(w, "Pinned commit:", i.Commit) // what runs, whatever the service's ref says (audit M3)
+	}
 	row(w, "Status:", i.Status)
 	if i.LockReason != "" {
 		row(w, "Locked because:", i.LockReason)

@@ -51,6 +51,7 @@ current config; a token still missing is read from standard input.`,
 			if err != nil {
 				return err
 			}
+			warnPlainHTTP(cmd.ErrOrStderr(), s.Keeper, s.Token)
 			who, err := cl.Whoami(cmd.Context())
 			if err != nil {
 				return err

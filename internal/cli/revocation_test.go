@@ -117,6 +117,12 @@ func TestArchonLockOutCommands(t *testing.T) {
 	if r := k.ctl(t, "archon", "disable", "root"); r.Code != 1 || !strings.Contains(r.Stderr, "409") || !strings.Contains(r.Stderr, "last enabled admin") {
 		t.Errorf("disabling the last admin: exit %d\n%s", r.Code, r.Stderr)
 	}
+	// Disabling revoked her tokens (SPEC §10.2): enabling her brings none
+	// back; the admin gives her a new one.
 	k.ctl(t, "archon", "enable", "--id", alice.Archon.ID).must(t)
-	as(alice.Token.Token, "whoami").must(t)
+	if r := as(alice.Token.Token, "whoami"); r.Code != 1 || !strings.Contains(r.Stderr, "token revoked") {
+		t.Errorf("whoami with a token of a re-enabled archon: exit %d\n%s", r.Code, r.Stderr)
+	}
+	fresh := strings.TrimSpace(k.ctl(t, "token", "create", "-q", "--archon", alice.Archon.ID).must(t).Stdout)
+	as(fresh, "whoami").must(t)
 }

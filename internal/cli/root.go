@@ -46,6 +46,7 @@ type Globals struct {
 	// progress redraws lines); nil means a check of os.Stdout.
 	Terminal func() bool
 
+	stderr  io.Writer         // where warnings go (set by Run)
 	client  *apiclient.Client // set by Exec: commands use it as is
 	capture bool              // Exec mode: Emit stores instead of printing
 	result  any               // what Emit stored in capture mode
@@ -105,6 +106,7 @@ func run(ctx context.Context, g *Globals, args []string, stdout, stderr io.Write
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	g.stderr = stderr
 	if g.Stdin != nil {
 		root.SetIn(g.Stdin)
 	}

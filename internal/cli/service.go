@@ -106,7 +106,19 @@ func newServiceShowCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.Emit(cmd, svc, func(w io.Writer) error { return serviceDetail(w, svc) })
+			return g.Emit(cmd, svc, func(w io.Writer) error {
+				if err := serviceDetail(w, svc); err != nil {
+					return err
+				}
+				// The commits the service's incarnations actually run
+				// (audit M3): an upgrade may pin another ref than the
+				// service's.
+				incs, err := cl.ListIncarnations(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return servicePins(w, svc, incs)
+			})
 		},
 	}
 	addNameFlag(c, &name, "name", "service name")
@@ -177,6 +189,30 @@ func serviceDetail(w io.Writer, s store.Service) error {
 	row(w, "Commit:", s.Commit)
 	row(w, "Registered:", stamp(s.CreatedAt))
 	row(w, "Updated:", stamp(s.UpdatedAt))
+	return nil
+}
+
+// servicePins lists the incarnations of svc with the ref and commit each
+// is pinned to, marking those not at the service's commit.
+func servicePins(w io.Writer, svc store.Service, incs []store.Incarnation) error {
+	var mine []store.Incarnation
+	for _, i := range incs {
+		if i.Service == svc.Name {
+			mine = append(mine, i)
+		}
+	}
+	if len(mine) == 0 {
+		row(w, "Incarnations:", "none")
+		return nil
+	}
+	fmt.Fprintln(w, "Incarnations (pinned commits):")
+	for _, i := range mine {
+		note := ""
+		if i.Commit != svc.Commit {
+			note = "  (not the service's commit)"
+		}
+		fmt.Fprintf(w, "  %s  %s  %s%s\n", i.Name, dash(i.Ref), i.Commit, note)
+	}
 	return nil
 }
 

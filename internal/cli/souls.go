@@ -18,10 +18,11 @@ func newSoulsCmd(g *Globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "souls",
 		Aliases: []string{"soul"},
-		Short:   "List, inspect, accept and reject souls; set their covens",
+		Short:   "List, inspect, accept, reject, delete and rekey souls; set their covens",
 	}
 	c.AddCommand(newSoulsListCmd(g))
-	for _, sub := range []*cobra.Command{newSoulsShowCmd(g), newSoulsAcceptCmd(g), newSoulsRejectCmd(g), newSoulsCovensCmd(g)} {
+	for _, sub := range []*cobra.Command{newSoulsShowCmd(g), newSoulsAcceptCmd(g), newSoulsRejectCmd(g), newSoulsCovensCmd(g),
+		newSoulsDeleteCmd(g), newSoulsRekeyCmd(g)} {
 		c.AddCommand(withNames(g, sub, kindSoul, "sid"))
 	}
 	return c

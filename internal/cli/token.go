@@ -89,7 +89,10 @@ func newTokenCreateCmd(g *Globals) *cobra.Command {
 		Use:   "create [--ttl 30d] [--archon ID] [--description TEXT]",
 		Short: "Issue a token for yourself, or (admin) for another Archon",
 		Long: `Issues a new token. The token is shown once: keep it (for example with
-soulctl login --token …). -q prints the token alone, for scripts.`,
+soulctl login --token …). -q prints the token alone, for scripts.
+A token mints only tokens of its role or lower that expire no later than
+itself (--ttl longer than that is refused; the default is capped at it), and
+revoking it revokes every token it minted.`,
 		Example: `  soulctl token create --ttl 24h --description ci
   TOKEN=$(soulctl token create -q --ttl 1h)`,
 		Args: cobra.NoArgs,
@@ -121,7 +124,7 @@ soulctl login --token …). -q prints the token alone, for scripts.`,
 			return g.Emit(cmd, tok, func(w io.Writer) error { return tokenDetail(w, tok) })
 		},
 	}
-	c.Flags().StringVar(&ttl, "ttl", "", "lifetime: 90m, 24h, 30d (default: the Keeper's, 30d)")
+	c.Flags().StringVar(&ttl, "ttl", "", "lifetime: 90m, 24h, 30d (default: the Keeper's, 30d, at most what your token has left)")
 	c.Flags().StringVar(&req.ArchonID, "archon", "", "issue for this Archon id (admin; default yourself)")
 	c.Flags().StringVar(&req.Description, "description", "", "what the token is for")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the token")

@@ -66,6 +66,12 @@ type Keeper struct {
 	Checker            Checker  `yaml:"checker"`
 	HTTP               HTTP     `yaml:"http"`
 	Services           Services `yaml:"services"`
+	Auth               Auth     `yaml:"auth"`
+	// PlainHTTP serves the Operator API and UI over plain HTTP next to TLS
+	// on the one listener (default true, as the seeds' curl examples use
+	// it). false answers plain connections with a refusal naming https://:
+	// Archon tokens then never cross the network in clear.
+	PlainHTTP bool `yaml:"plain_http"`
 }
 
 // Services bounds the service trees materialized in the data dir.
@@ -126,6 +132,7 @@ func Default() Keeper {
 		SoulMaxMessageSize: Size(16 << 20),
 		Checker:            Checker{DefaultTimeout: Duration(checker.DefaultTaskTimeout)},
 		Services:           Services{MaxTreeSize: Size(catalog.DefaultMaxTreeBytes)},
+		PlainHTTP:          true,
 	}
 }
 

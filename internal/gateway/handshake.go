@@ -237,7 +237,7 @@ func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcom
 	}
 
 	if known.Status == store.SoulRejected {
-		return outcome{rejected: &pb.Rejected{Reason: pb.Rejected_REASON_REJECTED, Message: "an Archon rejected soul " + h.Sid}}, nil
+		return outcome{rejected: &pb.Rejected{Reason: pb.Rejected_REASON_REJECTED, Message: "an Archon rejected soul " + h.Sid + ": an admin lets this host join again with `soulctl souls delete " + h.Sid + "` (or accepts it: `soulctl souls accept " + h.Sid + "`)"}}, nil
 	}
 	if !bytes.Equal(known.PublicKey, h.PublicKey) {
 		if out, ok, err := g.reclaimPending(ctx, known, h, soulprint, peer, now); ok || err != nil {
@@ -262,7 +262,7 @@ func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcom
 			g.log.Warn("refused a soul presenting another key than the one bound to its SID", "sid", h.Sid, "peer", peer)
 		}
 		return outcome{rejected: &pb.Rejected{Reason: pb.Rejected_REASON_KEY_MISMATCH,
-			Message: "SID " + h.Sid + " is bound to another key; an Archon must remove or re-accept it"}}, nil
+			Message: "SID " + h.Sid + " is bound to another key; an admin moves it to this host's key with `soulctl souls rekey " + h.Sid + " --key-file <its public key>`, or forgets it with `soulctl souls delete " + h.Sid + "`"}}, nil
 	}
 
 	if soulprint != nil && !reflect.DeepEqual(soulprint, known.Soulprint) {

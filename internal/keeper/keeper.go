@@ -9,8 +9,8 @@
 // stream is served — and anything else to plain HTTP/1.1 or h2c, where the
 // Operator API, UI, metrics and health answer, so `curl
 // http://keeper:8080/v1/...` works as the seeds show. Plain HTTP sends
-// Archon tokens in clear: in production put TLS in front of the keeper, or
-// call it with https:// (the same port) pinning its CA.
+// Archon tokens in clear: in production turn it off (plain_http: false),
+// and call the keeper with https:// (the same port) pinning its CA.
 package keeper
 
 import (
@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/soulstack/soulstack/internal/api"
+	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog"
 	"github.com/soulstack/soulstack/internal/checker"
@@ -114,7 +115,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	if k.store, err = openStore(ctx, cfg.Keeper); err != nil {
 		return nil, err
 	}
-	if k.auth, err = auth.New(ctx, k.store); err != nil {
+	if k.auth, err = auth.New(ctx, k.store, cfg.SigningKeyFile()); err != nil {
 		return nil, err
 	}
 	k.catalog, err = catalog.New(catalog.Config{
@@ -306,7 +307,7 @@ func (k *Keeper) Serve(ctx context.Context, ln net.Listener) error {
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- k.gateway.Run(gwCtx) }()
 
-	sl := newSniffListener(ln, k.tls)
+	sl := newSniffListener(ln, k.tls, k.cfg.PlainHTTP)
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(sl) }()
 	k.log.InfoContext(ctx, "keeper serving", "addr", ln.Addr().String(), "keeper_id", k.id, "ca_fingerprint", k.fp)
@@ -352,6 +353,15 @@ func (k *Keeper) Serve(ctx context.Context, ln net.Listener) error {
 	k.unregister(shutdownCtx)
 	k.log.Info("keeper stopped")
 	return runErr
+}
+
+// selfTLS is how the Checker reaches this keeper's own API: nil for plain
+// HTTP on loopback, or (plain HTTP off) https pinning the keeper's CA.
+func (k *Keeper) selfTLS() []apiclient.Option {
+	if k.cfg.PlainHTTP {
+		return nil
+	}
+	return []apiclient.Option{apiclient.WithFingerprint(k.fp)}
 }
 
 // Close releases the store (and the relay's connections). It is safe to

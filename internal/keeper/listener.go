@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"crypto/tls"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -26,6 +28,10 @@ const recordTypeHandshake = 0x16
 type sniffListener struct {
 	inner net.Listener
 	tls   *tls.Config
+	// noPlain refuses plain connections (plain_http: false): each gets a
+	// plain HTTP 400 naming https:// and is closed, before any request
+	// (or token) is read.
+	noPlain bool
 
 	conns    chan net.Conn
 	done     chan struct{}
@@ -36,8 +42,8 @@ type sniffListener struct {
 	wg       sync.WaitGroup
 }
 
-func newSniffListener(inner net.Listener, cfg *tls.Config) *sniffListener {
-	l := &sniffListener{inner: inner, tls: cfg, conns: make(chan net.Conn), done: make(chan struct{}), sniffing: map[net.Conn]struct{}{}}
+func newSniffListener(inner net.Listener, cfg *tls.Config, plain bool) *sniffListener {
+	l := &sniffListener{inner: inner, tls: cfg, noPlain: !plain, conns: make(chan net.Conn), done: make(chan struct{}), sniffing: map[net.Conn]struct{}{}}
 	l.wg.Add(1)
 	go l.acceptLoop()
 	return l
@@ -90,14 +96,38 @@ func (l *sniffListener) sniff(c net.Conn) {
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	var out net.Conn = &peekedConn{Conn: c, r: br}
-	if first[0] == recordTypeHandshake {
+	switch {
+	case first[0] == recordTypeHandshake:
 		out = tls.Server(out, l.tls)
+	case l.noPlain:
+		refusePlain(c)
+		return
 	}
 	select {
 	case l.conns <- out:
 	case <-l.done:
 		c.Close()
 	}
+}
+
+// plainRefusal answers a plain connection when plain HTTP is off.
+const plainRefusal = "This keeper serves HTTPS only (plain_http: false): call it with https://, pinning its CA (soulctl --fingerprint or --ca-file).\n"
+
+// refusePlain writes a plain HTTP 400 saying to use https:// and closes c.
+// The request itself (and any token in it) is never read.
+func refusePlain(c net.Conn) {
+	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		len(plainRefusal), plainRefusal)
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+		// Read what the client still sends (briefly, boundedly): closing
+		// with unread data would reset the connection before the client
+		// read the answer.
+		_ = tc.SetReadDeadline(time.Now().Add(time.Second))
+		_, _ = io.Copy(io.Discard, io.LimitReader(tc, 1<<16))
+	}
+	c.Close()
 }
 
 // Accept returns the next sniffed connection.

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,7 +32,7 @@ func TestSniffListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl := newSniffListener(ln, srvTLS)
+	sl := newSniffListener(ln, srvTLS, true)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s tls=%v", r.Proto, r.TLS != nil)
 	})}
@@ -114,7 +116,7 @@ func TestSniffNoSilentStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl := newSniffListener(ln, &tls.Config{})
+	sl := newSniffListener(ln, &tls.Config{}, true)
 	defer sl.Close()
 	silent, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
@@ -145,5 +147,69 @@ func TestSniffNoSilentStall(t *testing.T) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("the talking connection waited behind the silent one")
+	}
+}
+
+// TestPlainHTTPOff: audit L6 — with plain HTTP off, a plain request (which
+// would carry its bearer token in clear) is answered 400 naming https://,
+// never served, while TLS is served as before.
+func TestPlainHTTPOff(t *testing.T) {
+	m, err := tlsutil.LoadOrGenerate(filepath.Join(t.TempDir(), "tls"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, _ := m.Fingerprint()
+	srvTLS, err := m.ServerTLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		fmt.Fprintf(w, "tls=%v", r.TLS != nil)
+	})}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetHTTP2(true)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(newSniffListener(ln, srvTLS, false)) }()
+	defer func() {
+		srv.Close()
+		<-done
+	}()
+	addr := ln.Addr().String()
+
+	req, _ := http.NewRequest("GET", "http://"+addr+"/v1/whoami", nil)
+	req.Header.Set("Authorization", "Bearer secret-token")
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "https://") {
+		t.Fatalf("plain request with plain HTTP off: %d %q", resp.StatusCode, b)
+	}
+	pinned, err := tlsutil.PinnedClientConfig(fp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := pinned.Clone()
+	pc.NextProtos = nil // the transport offers what Protocols allow
+	tr := &http.Transport{TLSClientConfig: pc, Protocols: new(http.Protocols)}
+	tr.Protocols.SetHTTP1(true)
+	tc := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	resp, err = tc.Get("https://" + addr + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "tls=true" || served.Load() != 1 {
+		t.Fatalf("TLS request: %q, %d requests served (want only this one)", b, served.Load())
 	}
 }

@@ -72,7 +72,12 @@ func (k *Keeper) register(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("issuing the checker's token: %w", err)
 	}
-	cl, err := apiclient.New("http://"+selfAddr(k.addr), tok.Token, apiclient.WithUserAgent("soulstack-checker"))
+	scheme := "http://"
+	tlsOpts := k.selfTLS()
+	if len(tlsOpts) > 0 {
+		scheme = "https://"
+	}
+	cl, err := apiclient.New(scheme+selfAddr(k.addr), tok.Token, append(tlsOpts, apiclient.WithUserAgent("soulstack-checker"))...)
 	if err != nil {
 		return err
 	}

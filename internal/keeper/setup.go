@@ -45,7 +45,7 @@ type Initialized struct {
 // Init prepares a data directory and database for a new keeper: it applies
 // the migrations, creates the TLS material (self-signed CA and server
 // certificate, or a copy of the given certificate and key), the keeper id,
-// the token signing key and the first Archon, an admin, and returns its
+// the token signing key (a key file, auth.signing_key_file) and the first Archon, an admin, and returns its
 // token. It refuses with CodeConflict when the database already has
 // Archons. A partial earlier attempt (no Archon yet) is completed.
 func Init(ctx context.Context, opts InitOptions) (Initialized, error) {
@@ -94,6 +94,11 @@ func Init(ctx context.Context, opts InitOptions) (Initialized, error) {
 		if cfg.Postgres() {
 			where = "the PostgreSQL database"
 		}
+		// A database of an older version still holds its signing key:
+		// move it into the key file now, as serve would.
+		if _, err := auth.New(ctx, st, cfg.SigningKeyFile()); err != nil && domain.ErrorCode(err) != domain.CodeUnavailable {
+			return Initialized{}, err
+		}
 		return Initialized{}, domain.Errorf(domain.CodeConflict,
 			"the keeper is already initialized (%s already has archons): start it with %s", where, ServeHint(cfg))
 	}
@@ -106,15 +111,15 @@ func Init(ctx context.Context, opts InitOptions) (Initialized, error) {
 	if err != nil {
 		return Initialized{}, err
 	}
-	switch ok, err := auth.Initialized(ctx, st); {
+	switch ok, err := auth.Initialized(ctx, st, cfg.SigningKeyFile()); {
 	case err != nil:
 		return Initialized{}, err
 	case !ok:
-		if err := auth.Init(ctx, st); err != nil {
+		if err := auth.Init(ctx, st, cfg.SigningKeyFile()); err != nil {
 			return Initialized{}, err
 		}
 	}
-	a, err := auth.New(ctx, st)
+	a, err := auth.New(ctx, st, cfg.SigningKeyFile())
 	if err != nil {
 		return Initialized{}, err
 	}

@@ -28,11 +28,12 @@ func initCmd() *cobra.Command {
 		Long: `Initialize a keeper: create the database (SQLite in the data directory, or
 PostgreSQL with --database-url), the TLS material (a self-signed CA and server
 certificate, unless --tls-cert and --tls-key are given), the token signing key
-and the first Archon, an admin. Its token is printed alone on stdout, once.
+file (--signing-key-file, default <data-dir>/signing.key, mode 0600; keepers
+sharing a database share a copy of it) and the first Archon, an admin. Its token is printed alone on stdout, once.
 Initializing an initialized keeper is refused.`,
 		Args: cobra.NoArgs,
 	}
-	fl := config.BindFlags(c.Flags(), "data-dir", "database-url", "tls-hosts", "tls-cert", "tls-key", "keeper-id")
+	fl := config.BindFlags(c.Flags(), "data-dir", "database-url", "tls-hosts", "tls-cert", "tls-key", "keeper-id", "signing-key-file")
 	c.Flags().StringVar(&cfgFile, "config", "", "YAML configuration file")
 	c.Flags().StringVar(&archon, "archon-name", "admin", "name of the first Archon")
 	c.Flags().DurationVar(&ttl, "token-ttl", keeper.DefaultFirstTokenTTL, "lifetime of the first Archon's token")

@@ -22,12 +22,16 @@ func serveCmd() *cobra.Command {
 soul stream, /metrics, /healthz and /readyz on one listener. Each connection is
 sniffed: TLS connections get HTTP/2 or HTTP/1.1 over TLS (the only place souls
 connect), plain ones HTTP/1.1 or h2c. Plain HTTP carries Archon tokens in
-clear: in production, call the keeper with https:// or put TLS in front.
+clear: in production turn it off (--plain-http=false, or plain_http: false in
+the config) and call the keeper with https:// pinning its CA. Tokens are
+verified with the signing key file (--signing-key-file, default
+<data-dir>/signing.key); a key an older version kept in the database is moved
+into that file at start.
 SIGTERM drains in-flight requests, closes the soul streams and the store.`,
 		Args: cobra.NoArgs,
 	}
 	fl := config.BindFlags(c.Flags(), "data-dir", "listen", "database-url", "keeper-id", "advertise-address", "log-format", "log-level",
-		"tls-cert", "tls-key", "git-ssh-key", "task-timeout", "shutdown-timeout", "fan-out")
+		"tls-cert", "tls-key", "git-ssh-key", "task-timeout", "shutdown-timeout", "fan-out", "plain-http", "signing-key-file")
 	c.Flags().StringVar(&cfgFile, "config", "", "YAML configuration file (flags override it)")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := config.Load(cfgFile)

@@ -55,10 +55,11 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := auth.Init(ctx, st); err != nil {
+	keyFile := filepath.Join(t.TempDir(), "signing.key")
+	if err := auth.Init(ctx, st, keyFile); err != nil {
 		t.Fatal(err)
 	}
-	a, err := auth.New(ctx, st)
+	a, err := auth.New(ctx, st, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	e.revoked = rv.Token
-	past, err := auth.New(ctx, st, auth.WithClock(func() time.Time { return time.Now().Add(-3 * time.Hour) }))
+	past, err := auth.New(ctx, st, keyFile, auth.WithClock(func() time.Time { return time.Now().Add(-3 * time.Hour) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,10 +120,11 @@ func forgedToken(t *testing.T, ar store.Archon) string {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if err := auth.Init(ctx, other); err != nil {
+	otherKey := filepath.Join(t.TempDir(), "signing.key")
+	if err := auth.Init(ctx, other, otherKey); err != nil {
 		t.Fatal(err)
 	}
-	oa, err := auth.New(ctx, other)
+	oa, err := auth.New(ctx, other, otherKey)
 	if err != nil {
 		t.Fatal(err)
 	}

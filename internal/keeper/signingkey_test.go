@@ -1,0 +1,140 @@
+package keeper_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/config"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/keeper"
+	"github.com/soulstack/soulstack/internal/store/sqlite"
+)
+
+// makeOldWay turns an initialized data directory into what the previous
+// version left: the signing key's seed in the database's settings and no
+// key file.
+func makeOldWay(t *testing.T, cfg config.Keeper) {
+	t.Helper()
+	b, err := os.ReadFile(cfg.SigningKeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(b)
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), cfg.SQLitePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.PutSetting(context.Background(), auth.SettingSigningKey, k.(ed25519.PrivateKey).Seed()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(cfg.SigningKeyFile()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestM6ServeMigratesTheSigningKey: audit M6 — `keeper init` writes the
+// signing key to a 0600 file in the data dir, never to the database; a
+// keeper started on a database made the old way (key in settings) moves the
+// key into the file, removes it from the database, and the token issued
+// before keeps working.
+func TestM6ServeMigratesTheSigningKey(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(t.TempDir(), "keeper")
+	cfg.ShutdownTimeout = config.Duration(5 * time.Second)
+	res, err := keeper.Init(ctx, keeper.InitOptions{Keeper: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(cfg.DataDir, "signing.key"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("keeper init's key file: %v, %v", fi, err)
+	}
+	st, err := sqlite.Open(ctx, cfg.SQLitePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetSetting(ctx, auth.SettingSigningKey); domain.ErrorCode(err) != domain.CodeNotFound {
+		t.Fatalf("keeper init put a signing key in the database: %v", err)
+	}
+	st.Close()
+
+	makeOldWay(t, cfg)
+	// keeper init on it is refused (initialized), and already moves the key.
+	if _, err := keeper.Init(ctx, keeper.InitOptions{Keeper: cfg}); domain.ErrorCode(err) != domain.CodeConflict {
+		t.Fatalf("keeper init on an initialized old database: %v, want conflict", err)
+	}
+	if _, err := os.Stat(cfg.SigningKeyFile()); err != nil {
+		t.Fatalf("keeper init did not move the key out: %v", err)
+	}
+	makeOldWay(t, cfg)
+
+	k, err := keeper.New(ctx, keeper.Config{Keeper: cfg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if _, err := k.Store().GetSetting(ctx, auth.SettingSigningKey); domain.ErrorCode(err) != domain.CodeNotFound {
+		t.Fatalf("the signing key is still in the database after start: %v", err)
+	}
+	if fi, err := os.Stat(cfg.SigningKeyFile()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("migrated key file: %v, %v", fi, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- k.Serve(runCtx, ln) }()
+	defer func() {
+		stop()
+		<-served
+	}()
+	c, err := apiclient.New("http://"+ln.Addr().String(), res.Token.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	who, err := c.Whoami(ctx)
+	if err != nil || who.Role != "admin" || !who.ExpiresAt.Equal(res.Token.ExpiresAt) {
+		t.Fatalf("the old token after migration: %+v, %v", who, err)
+	}
+}
+
+// TestM6KeeperNeedsTheKeyFile: a keeper on a database whose key was moved
+// out, without the key file, refuses to start and says what to copy.
+func TestM6KeeperNeedsTheKeyFile(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(t.TempDir(), "keeper")
+	if _, err := keeper.Init(ctx, keeper.InitOptions{Keeper: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(cfg.SigningKeyFile()); err != nil {
+		t.Fatal(err)
+	}
+	k, err := keeper.New(ctx, keeper.Config{Keeper: cfg, Logger: slog.New(slog.DiscardHandler)})
+	if err == nil {
+		k.Close()
+		t.Fatal("a keeper started without its signing key")
+	}
+	if !strings.Contains(err.Error(), "signing_key_file") {
+		t.Fatalf("the error does not name the key file setting: %v", err)
+	}
+}
