@@ -55,7 +55,9 @@ var flags = func() map[string]flag {
 	b, a = str(func(k *Keeper) *string { return &k.Auth.SigningKeyFile })
 	add("signing-key-file", "token signing key file (auth.signing_key_file; default: signing.key in the data dir)", b, a)
 	add("plain-http", "serve the API and UI over plain HTTP too (false: TLS only, tokens never in clear)",
-		func(fs *pflag.FlagSet, k *Keeper, name, usage string) { fs.BoolVar(&k.PlainHTTP, name, k.PlainHTTP, usage) },
+		func(fs *pflag.FlagSet, k *Keeper, name, usage string) {
+			fs.BoolVar(&k.PlainHTTP, name, k.PlainHTTP, usage)
+		},
 		func(dst, src *Keeper) { dst.PlainHTTP = src.PlainHTTP })
 	add("fan-out", "how many hosts one dispatch works on at once",
 		func(fs *pflag.FlagSet, k *Keeper, name, usage string) { fs.IntVar(&k.FanOut, name, k.FanOut, usage) },
