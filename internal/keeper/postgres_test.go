@@ -2,7 +2,6 @@ package keeper_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -36,9 +35,7 @@ func TestPostgresKeepers(t *testing.T) {
 		t.Fatalf("second init on the same database: %v", err)
 	}
 	// Keepers sharing a database share the TLS identity souls pin.
-	if err := os.CopyFS(cfg2.TLSDir(), os.DirFS(cfg.TLSDir())); err != nil {
-		t.Fatal(err)
-	}
+	shareKeeperFiles(t, cfg, cfg2)
 
 	var clients []*apiclient.Client
 	for _, c := range []config.Keeper{cfg, cfg2} {

@@ -136,9 +136,7 @@ func startTwoKeepers(t *testing.T, binary bool) *twoKeepers {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.CopyFS(cfgs[1].TLSDir(), os.DirFS(cfgs[0].TLSDir())); err != nil {
-		t.Fatal(err)
-	}
+	shareKeeperFiles(t, cfgs[0], cfgs[1])
 	for i, cfg := range cfgs {
 		if i == 1 && binary {
 			c.addrs[1] = testutil.FreeAddr(t)

@@ -138,3 +138,22 @@ func TestM6KeeperNeedsTheKeyFile(t *testing.T) {
 		t.Fatalf("the error does not name the key file setting: %v", err)
 	}
 }
+
+// shareKeeperFiles gives the keeper of to what keepers sharing a database
+// share: the TLS identity souls pin and the token signing key file.
+func shareKeeperFiles(t *testing.T, from, to config.Keeper) {
+	t.Helper()
+	if err := os.CopyFS(to.TLSDir(), os.DirFS(from.TLSDir())); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(from.SigningKeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to.SigningKeyFile()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to.SigningKeyFile(), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
