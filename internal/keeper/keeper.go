@@ -143,6 +143,10 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	// Souls may hold their streams to another keeper on the same
 	// PostgreSQL: the engine dispatches through the relay, which reaches
 	// them through the database (a pass-through to the gateway on SQLite).
+	keys, err := derivedKeys(cfg.Keeper, keyTaskIDs, keyRelay)
+	if err != nil {
+		return nil, err
+	}
 	relayURL := ""
 	if cfg.Postgres() {
 		relayURL = cfg.DatabaseURL
@@ -152,14 +156,11 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		Local:          k.gateway,
 		KeeperID:       k.id,
 		DatabaseURL:    relayURL,
+		SealKey:        keys[keyRelay],
 		DefaultTimeout: cfg.TaskTimeout.D(),
 		FanOut:         cfg.FanOut,
 		Logger:         log,
 	})
-	if err != nil {
-		return nil, err
-	}
-	keys, err := derivedKeys(cfg.Keeper, keyTaskIDs, keyRelay)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -127,6 +128,9 @@ func (r *Relay) relay(ctx context.Context, req dispatch.Request, target string) 
 		return unreachable("soul %s is connected to keeper %s, which is not running (no relay listener)", sid, target)
 	}
 	payload, err := json.Marshal(work)
+	if err == nil && r.seal != nil {
+		payload, err = r.seal.seal(payload, adWork)
+	}
 	if err != nil {
 		return failed("encoding work: %v", err)
 	}
@@ -222,7 +226,7 @@ func (r *Relay) discard(id int64, target string, useDone bool) (domain.Result, b
 		if !useDone {
 			return domain.Result{}, false
 		}
-		res, err := decodeResult(row.Result)
+		res, err := r.decodeResult(row.Result)
 		if err != nil {
 			return failed("%v", err), true
 		}
@@ -258,7 +262,7 @@ func (r *Relay) collect(ctx context.Context, id int64) {
 		r.deliver(id, failed("relayed work %d was taken before keeper %s answered it", id, row.ToKeeper))
 		return
 	}
-	res, err := decodeResult(row.Result)
+	res, err := r.decodeResult(row.Result)
 	if err != nil {
 		res = failed("keeper %s answered for soul %s: %v", row.ToKeeper, row.SID, err)
 	}
@@ -276,15 +280,24 @@ func (r *Relay) failWaits(res domain.Result) {
 	}
 }
 
-func encodeResult(res domain.Result) ([]byte, error) {
+func (r *Relay) encodeResult(res domain.Result) ([]byte, error) {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, errors.New("encoding result: " + err.Error())
 	}
-	return b, nil
+	if r.seal == nil {
+		return b, nil
+	}
+	return r.seal.seal(b, adResult)
 }
 
-func decodeResult(b []byte) (domain.Result, error) {
+func (r *Relay) decodeResult(b []byte) (domain.Result, error) {
+	if r.seal != nil {
+		var err error
+		if b, err = r.seal.open(b, adResult); err != nil {
+			return domain.Result{}, fmt.Errorf("decoding relayed result: %w", err)
+		}
+	}
 	res, err := dispatch.DecodeResult(b)
 	if err != nil {
 		return res, errors.New("decoding relayed result: " + err.Error())

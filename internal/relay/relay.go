@@ -94,6 +94,9 @@ type Config struct {
 	PollInterval time.Duration
 	// Logger receives relay events; nil discards them.
 	Logger *slog.Logger
+	// SealKey (32 bytes, the same on every keeper of the database) seals
+	// the work and results of relay rows; required with DatabaseURL.
+	SealKey []byte
 }
 
 // Relay is a dispatch.Dispatcher that reaches souls connected to any
@@ -106,6 +109,7 @@ type Relay struct {
 	pg   *pgx.ConnConfig // nil: pass-through
 	db   *sql.DB         // NOTIFY and liveness queries; the listener has its own connection
 	self string          // this keeper's channel
+	seal *sealer         // seals relay rows; nil: pass-through
 
 	running   atomic.Pointer[runState]
 	listening atomic.Bool
@@ -155,6 +159,10 @@ func New(cfg Config) (*Relay, error) {
 	}
 	if cfg.DatabaseURL == "" {
 		return r, nil
+	}
+	var err error
+	if r.seal, err = newSealer(cfg.SealKey); err != nil {
+		return nil, err
 	}
 	pc, err := pgx.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
@@ -223,7 +231,7 @@ func (r *Relay) reset(ctx context.Context, keeperID, msg string) error {
 	if r.pg == nil {
 		return nil
 	}
-	body, err := encodeResult(domain.Result{Unreachable: true, RC: -1, Msg: msg})
+	body, err := r.encodeResult(domain.Result{Unreachable: true, RC: -1, Msg: msg})
 	if err != nil {
 		return err
 	}

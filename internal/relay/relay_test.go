@@ -132,8 +132,8 @@ func newKeeper(t *testing.T, dbURL, id string, sids ...string) *keeper {
 	k := &keeper{id: id, st: st, gw: newFakeGateway(id, sids...)}
 	k.r, err = relay.New(relay.Config{
 		Store: st, Local: k.gw, KeeperID: id, DatabaseURL: dbURL,
-		PollInterval: 200 * time.Millisecond,
-		Logger:       slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("keeper", id),
+		PollInterval: 200 * time.Millisecond, SealKey: testSealKey,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("keeper", id),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -310,6 +310,38 @@ func TestRelay(t *testing.T) {
 		}
 	})
 
+	// I6: the work row holds rendered params (secret inputs included) and
+	// the result row the unmasked result: both are sealed in PostgreSQL.
+	t.Run("I6 relay rows hold no secret in clear", func(t *testing.T) {
+		const secret = "pw=Hunter2-S3cr3t!"
+		cctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		w := work("slow", time.Minute)
+		w.Call = &dispatch.Call{Module: "core.test.echo", Params: map[string]any{"message": secret}}
+		done := make(chan domain.Result, 1)
+		go func() { done <- dispatchOne(k1, cctx, "slow", w) }()
+		waitFor(t, 5*time.Second, func() bool {
+			r := k2.gw.requests()
+			return len(r) > 0 && last(r).Work.Call != nil && last(r).Work.Call.Params["message"] == secret
+		}, "the secret-bearing work to reach k2 intact")
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var row []byte
+		if err := conn.QueryRow(ctx, `SELECT work FROM relays WHERE sid = 'slow' ORDER BY id DESC LIMIT 1`).Scan(&row); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(row, []byte("Hunter2")) || !bytes.HasPrefix(row, []byte("SSR1")) {
+			t.Fatalf("relay work row in clear: %.200q", row)
+		}
+		cancel(errors.New("cancelled with " + secret))
+		if res := <-done; !strings.Contains(res.Msg, "cancelled") {
+			t.Fatalf("cancelled work: %+v", res)
+		}
+	})
+
 	t.Run("sender's own deadline", func(t *testing.T) {
 		// k8 looks alive (its lock is held) but serves nothing: the sender
 		// gives up after the timeout and both graces, failed.
@@ -471,3 +503,6 @@ func waitFor(t *testing.T, within time.Duration, cond func() bool, what string) 
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// testSealKey is the relay seal key the test keepers share.
+var testSealKey = []byte("0123456789abcdef0123456789abcdef")

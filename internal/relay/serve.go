@@ -53,7 +53,14 @@ func (r *Relay) serve(ctx context.Context, id int64) {
 	}
 	var res domain.Result
 	var work dispatch.Work
-	if err := json.Unmarshal(row.Work, &work); err != nil {
+	payload, err := row.Work, error(nil)
+	if r.seal != nil {
+		payload, err = r.seal.open(payload, adWork)
+	}
+	if err == nil {
+		err = json.Unmarshal(payload, &work)
+	}
+	if err != nil {
 		res = failed("keeper %s could not decode the work relayed for soul %s: %v", r.cfg.KeeperID, row.SID, err)
 	} else {
 		// The sender's bound, measured from now on this keeper's clock
@@ -74,9 +81,9 @@ func (r *Relay) serve(ctx context.Context, id int64) {
 func (r *Relay) finish(id int64, sid string, res domain.Result) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	body, err := encodeResult(res)
+	body, err := r.encodeResult(res)
 	if err != nil {
-		body, _ = encodeResult(failed("keeper %s answered for soul %s: %v", r.cfg.KeeperID, sid, err))
+		body, _ = r.encodeResult(failed("keeper %s answered for soul %s: %v", r.cfg.KeeperID, sid, err))
 	}
 	row, err := r.st.FinishRelay(ctx, id, body, time.Now())
 	if err != nil {
