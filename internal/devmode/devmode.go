@@ -57,6 +57,11 @@ type Options struct {
 	// soulctl's default path, "-" not at all.
 	SoulctlConfig string
 	NoExample     bool   // do not register the hello example
+	// Config is a keeper configuration file (keeper serve's --config) whose
+	// settings apply — the Checker's bindings, say — except where dev mode
+	// decides: data_dir, listen, database_url (SQLite in DataDir), log
+	// level. "" means the defaults.
+	Config string
 	LogLevel      string // keeper log level (the log goes to DataDir/keeper.log)
 	// Getenv reads the environment (soulctl's default config path); nil
 	// means os.Getenv.
@@ -98,6 +103,12 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer logf.Close()
 	cfg := config.Default()
+	if o.Config != "" {
+		if cfg, err = config.Load(o.Config); err != nil {
+			return err
+		}
+	}
+	cfg.DatabaseURL = ""
 	cfg.DataDir = filepath.Join(o.DataDir, "keeper")
 	cfg.Listen = o.Listen
 	cfg.LogLevel = o.LogLevel

@@ -27,6 +27,12 @@ type dev struct {
 // startDev runs devmode.Run until the test ends (or stop).
 func startDev(t *testing.T, dataDir string, souls int) *dev {
 	t.Helper()
+	return startDevConfig(t, dataDir, souls, "")
+}
+
+// startDevConfig is startDev with keeper dev --config configFile.
+func startDevConfig(t *testing.T, dataDir string, souls int, configFile string) *dev {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &testutil.Buffer{}
 	config := filepath.Join(dataDir+"-soulctl", "config.yaml")
@@ -35,7 +41,7 @@ func startDev(t *testing.T, dataDir string, souls int) *dev {
 	go func() {
 		done <- devmode.Run(ctx, devmode.Options{
 			DataDir: dataDir, Listen: "127.0.0.1:0", Souls: souls, NoSouls: souls == 0,
-			SoulBin: filepath.Join(binDir, "soul"), SoulctlConfig: config, Out: out,
+			SoulBin: filepath.Join(binDir, "soul"), SoulctlConfig: config, Out: out, Config: configFile,
 			Ready: func(i devmode.Info) { ready <- i },
 		})
 	}()

@@ -47,5 +47,6 @@ dir: same keeper, same souls, same incarnations. Keeper logs go to
 	fl.StringVar(&o.SoulctlConfig, "soulctl-config", "", `where to write the soulctl config (default soulctl's: $SOULCTL_CONFIG or $XDG_CONFIG_HOME/soulctl/config.yaml); "-" to leave it alone`)
 	fl.BoolVar(&o.NoExample, "no-example", false, "do not register the hello example service")
 	fl.StringVar(&o.LogLevel, "log-level", "info", "keeper log level: debug, info, warn or error")
+	fl.StringVar(&o.Config, "config", "", "keeper configuration file (as keeper serve's, e.g. checker.bindings); dev mode still decides the data dir, listen address, database (SQLite) and log level")
 	return c
 }
