@@ -56,13 +56,13 @@ type Options struct {
 	// SoulctlConfig is where the soulctl config is written; "" means
 	// soulctl's default path, "-" not at all.
 	SoulctlConfig string
-	NoExample     bool   // do not register the hello example
+	NoExample     bool // do not register the hello example
 	// Config is a keeper configuration file (keeper serve's --config) whose
 	// settings apply — the Checker's bindings, say — except where dev mode
 	// decides: data_dir, listen, database_url (SQLite in DataDir), log
 	// level. "" means the defaults.
-	Config string
-	LogLevel      string // keeper log level (the log goes to DataDir/keeper.log)
+	Config   string
+	LogLevel string // keeper log level (the log goes to DataDir/keeper.log)
 	// Getenv reads the environment (soulctl's default config path); nil
 	// means os.Getenv.
 	Getenv func(string) string
