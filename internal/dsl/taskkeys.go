@@ -189,8 +189,8 @@ func (p *parser) loop(u *unit, file string, n *yaml.Node) (any, *cel.Type) {
 		}
 		p.checkRefs(u, pos, "loop", t.Refs(), templateOpts{})
 		lt := p.templateTypes(u, file, n, "loop", t, templateOpts{})
-		if lt != nil && !fitsCel(module.TypeList, lt) {
-			p.add(pos, "loop", fmt.Sprintf("loop: must yield a list, but %s is %s", t.Exprs()[0].Program.Source, expr.TypeName(lt)))
+		if lt != nil && !fitsCel(module.TypeList, lt) && !fitsCel(module.TypeMap, lt) {
+			p.add(pos, "loop", fmt.Sprintf("loop: must yield a list (or a map: item is then {key, value}, in key order), but %s is %s", t.Exprs()[0].Program.Source, expr.TypeName(lt)))
 		}
 		return n.Value, loopElem(nil, lt)
 	}

@@ -248,5 +248,8 @@ func loopElem(v any, lt *cel.Type) *cel.Type {
 	if lt != nil && lt.Kind() == types.ListKind && len(lt.Parameters()) == 1 {
 		return lt.Parameters()[0]
 	}
+	if lt != nil && (lt.Kind() == types.MapKind || lt.Kind() == types.StructKind) {
+		return cel.MapType(cel.StringType, cel.DynType) // {key, value}
+	}
 	return cel.DynType
 }

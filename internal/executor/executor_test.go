@@ -288,6 +288,26 @@ tasks:
 			want: []string{"each=ok"},
 		},
 		{
+			name: "loop over a map: entries in key order, item {key, value} (SPEC §9)",
+			yml: `
+tasks:
+  - name: each
+    module: core.test.echo
+    register: each
+    loop: "${ {'k9': 9, 'k1': 1, 'k5': 5, 'k3': 3, 'k7': 7, 'k2': 2, 'k8': 8, 'k4': 4, 'k6': 6} }"
+    params: {message: "${ item.key }=${ item.value }"}
+  - name: joined
+    module: core.test.echo
+    params: {message: "${ join(register.each.results.map(r, r.stdout), ',') }"}
+`,
+			want: []string{"each=ok", "joined=ok"},
+			check: func(t *testing.T, r domain.Result) {
+				if got := r.Tasks[1].Stdout; got != "k1=1,k2=2,k3=3,k4=4,k5=5,k6=6,k7=7,k8=8,k9=9" {
+					t.Errorf("order = %q", got)
+				}
+			},
+		},
+		{
 			name: "timeout fails the task",
 			yml: `
 tasks:

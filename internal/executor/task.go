@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"path"
 	"time"
 
@@ -105,11 +106,20 @@ func loopItems(ctx context.Context, t *dsl.Task, act *expr.Activation, env *expr
 	if err != nil {
 		return nil, err
 	}
-	items, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("must yield a list, got %T", v)
+	switch x := v.(type) {
+	case []any:
+		return x, nil
+	case map[string]any:
+		// A map loops over its entries in key order (SPEC §9), each item
+		// {key, value}, the same on every host and every run.
+		keys := slices.Sorted(maps.Keys(x))
+		items := make([]any, len(keys))
+		for i, k := range keys {
+			items[i] = map[string]any{"key": k, "value": x[k]}
+		}
+		return items, nil
 	}
-	return items, nil
+	return nil, fmt.Errorf("must yield a list or a map, got %T", v)
 }
 
 func attemptOne(ctx context.Context, t *dsl.Task, act *expr.Activation, o Options) domain.Result {

@@ -107,6 +107,7 @@ func NewEnv(kind Kind, opts ...Option) (*Env, error) {
 		ext.Strings(),
 		cel.OptionalTypes(),
 		cel.CrossTypeNumericComparisons(true),
+		cel.CustomTypeAdapter(orderedAdapter{}),
 		library(e),
 	}
 	env, err := cel.NewEnv(append(base, decls...)...)

@@ -52,7 +52,7 @@ func (l lib) CompileOptions() []cel.EnvOption {
 			}))),
 		cel.Function("split",
 			cel.Overload("split_string_string_global", []*cel.Type{str, str}, cel.ListType(str), cel.BinaryBinding(func(a, b ref.Val) ref.Val {
-				return types.DefaultTypeAdapter.NativeToValue(strings.Split(string(a.(types.String)), string(b.(types.String))))
+				return nativeToValue(strings.Split(string(a.(types.String)), string(b.(types.String))))
 			}))),
 		cel.Function("join",
 			cel.Overload("join_list_string_global", []*cel.Type{listDyn, str}, str, cel.BinaryBinding(joinImpl))),
@@ -184,7 +184,7 @@ func fromJSONImpl(v ref.Val) ref.Val {
 	if dec.More() {
 		return types.NewErr("from_json: trailing data after the JSON value")
 	}
-	return types.DefaultTypeAdapter.NativeToValue(normalizeJSON(out))
+	return nativeToValue(normalizeJSON(out))
 }
 
 // normalizeJSON turns json.Number into int64 when integral, else float64.

@@ -33,7 +33,7 @@ func (r *registerRoot) lookup(key ref.Val) (ref.Val, bool) {
 		if r.self == nil {
 			return types.NewErr("register.self is only set in retry.until, failed_when and changed_when"), true
 		}
-		return types.DefaultTypeAdapter.NativeToValue(r.self), true
+		return nativeToValue(r.self), true
 	}
 	if !r.regs.has(string(name)) {
 		return nil, false
@@ -131,7 +131,7 @@ func (r *registerVal) Find(key ref.Val) (ref.Val, bool) {
 		return types.NewErr("register.%s fields are strings, got %s", r.name, key.Type().TypeName()), true
 	}
 	if field == "hosts" {
-		return types.DefaultTypeAdapter.NativeToValue(r.hostsAny()), true
+		return nativeToValue(r.hostsAny()), true
 	}
 	m, err := r.resolve()
 	if err != nil {
@@ -141,7 +141,7 @@ func (r *registerVal) Find(key ref.Val) (ref.Val, bool) {
 	if !ok {
 		return nil, false
 	}
-	return types.DefaultTypeAdapter.NativeToValue(v), true
+	return nativeToValue(v), true
 }
 
 func (r *registerVal) Get(key ref.Val) ref.Val {
@@ -212,7 +212,7 @@ func convertMap(m map[string]any, typeDesc reflect.Type) (any, error) {
 	if typeDesc.Kind() == reflect.Interface || typeDesc == reflect.TypeOf(m) {
 		return m, nil
 	}
-	return types.DefaultTypeAdapter.NativeToValue(m).ConvertToNative(typeDesc)
+	return nativeToValue(m).ConvertToNative(typeDesc)
 }
 
 func convertToType(v ref.Val, t ref.Type) ref.Val {

@@ -29,7 +29,7 @@ func (s *soulprintVal) Find(key ref.Val) (ref.Val, bool) {
 	}
 	switch k {
 	case "self":
-		return types.DefaultTypeAdapter.NativeToValue(orEmpty(s.sp.Self)), true
+		return nativeToValue(orEmpty(s.sp.Self)), true
 	case "hosts":
 		return hostList(s.sp.Hosts), true
 	}
@@ -42,7 +42,7 @@ func hostList(hosts []map[string]any) ref.Val {
 	if hosts == nil {
 		hosts = []map[string]any{}
 	}
-	return types.DefaultTypeAdapter.NativeToValue(hosts)
+	return nativeToValue(hosts)
 }
 
 func (s *soulprintVal) Get(key ref.Val) ref.Val {
@@ -126,7 +126,7 @@ func (e *Env) filterHosts(hosts traits.Lister, pred ref.Val) ref.Val {
 			out = append(out, h)
 		}
 	}
-	return types.DefaultTypeAdapter.NativeToValue(out)
+	return nativeToValue(out)
 }
 
 // whereOnMap implements soulprint.where("…"): the receiver must be the

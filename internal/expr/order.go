@@ -1,0 +1,50 @@
+package expr
+
+import (
+	"sort"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+)
+
+// Maps iterate in key order everywhere (SPEC §9): a comprehension over a
+// map (essence.users.map(u, u), .all, .exists, …) sees the keys sorted, so
+// the same input gives the same result on every host and every run. Go maps
+// iterate at random, so every map reaching CEL is adapted by orderedAdapter.
+
+// orderedAdapter adapts map[string]any to a map with sorted iteration, and
+// lists so that the maps inside them are adapted the same way.
+type orderedAdapter struct{}
+
+var _ types.Adapter = orderedAdapter{}
+
+func (a orderedAdapter) NativeToValue(v any) ref.Val {
+	switch x := v.(type) {
+	case map[string]any:
+		return &orderedMap{Mapper: types.NewStringInterfaceMap(a, x).(traits.Mapper), m: x}
+	case []any:
+		return types.NewDynamicList(a, x)
+	case []map[string]any:
+		return types.NewDynamicList(a, x)
+	}
+	return types.DefaultTypeAdapter.NativeToValue(v)
+}
+
+// nativeToValue is NativeToValue with ordered maps.
+func nativeToValue(v any) ref.Val { return orderedAdapter{}.NativeToValue(v) }
+
+// orderedMap is a CEL map whose iteration is in sorted key order.
+type orderedMap struct {
+	traits.Mapper
+	m map[string]any
+}
+
+func (o *orderedMap) Iterator() traits.Iterator {
+	keys := make([]string, 0, len(o.m))
+	for k := range o.m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return newStringIterator(keys)
+}
