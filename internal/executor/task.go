@@ -10,8 +10,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/dispatch"
