@@ -237,7 +237,7 @@ func (r *runner) dispatch(ctx context.Context, t *dsl.Task, sid string, wave int
 	if !ok {
 		return domain.Result{Failed: true, RC: -1, Msg: "the dispatcher returned no result for " + sid}
 	}
-	return res
+	return r.awaitReboot(ctx, sid, w, res)
 }
 
 // record stores rows of a wave (results decided by the engine itself:

@@ -36,8 +36,9 @@ const fqdnTimeout = 500 * time.Millisecond
 // (strings, int64, []any, map[string]any) and nested, so CEL reads
 // soulprint.self.os.family:
 //
-//	sid, hostname, kernel, init ("systemd" or "sysv"), covens (empty; the
-//	Keeper fills it),
+//	sid, hostname, kernel, init ("systemd" or "sysv"), boot_id (new at
+//	every boot; core.system.rebooted waits for it to change), covens
+//	(empty; the Keeper fills it),
 //	os.{family,name,version,codename,pretty_name,arch},
 //	network.{primary_ip,interfaces: name -> [ip, …]},
 //	cpu.{count,model}, memory.total_mb.
@@ -61,6 +62,7 @@ func CollectFacts(opts FactsOptions) (map[string]any, error) {
 		"hostname": hostname,
 		"kernel":   kernelRelease(),
 		"init":     initSystem(),
+		"boot_id":  BootID(),
 		"covens":   []any{},
 		"os": map[string]any{
 			"family":      osFamily(osr["ID"], osr["ID_LIKE"]),
@@ -406,4 +408,14 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// BootID returns the kernel's id of the current boot
+// (/proc/sys/kernel/random/boot_id), "" when it cannot be read.
+func BootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

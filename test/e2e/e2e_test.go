@@ -44,14 +44,15 @@ func TestRedisCluster(t *testing.T) {
 		{"host shut down by the lab mid-wave", c.testHostDownMidWave},
 		{"link cut mid-rollout", c.testLinkCutMidRollout},
 		{"keeper restarted mid-run", c.testKeeperRestartMidRun},
-		{"first service guide (seed 002) on the same hosts", c.testFirstService},
+		{"first service guide (seed 002), a soul restarted mid apt-get install", c.testFirstServiceSoulRestarted},
+		{"hosts rebooted from a task (core.system.rebooted)", c.testRebootedFromTask},
 	})
 	t.Logf("the whole end-to-end run took %v", since(start))
 }
 
 // TestRedisClusterSysV runs the smaller set on sysv hosts (tini as PID 1,
-// Redis by its init script, souls started by the test): create and a
-// rolling restart.
+// Redis by its init script, souls started by the test): create, the
+// restarts, and the first-service guide.
 func TestRedisClusterSysV(t *testing.T) {
 	requireRoot(t)
 	start := time.Now()
@@ -61,6 +62,7 @@ func TestRedisClusterSysV(t *testing.T) {
 		{"create", c.testCreate},
 		{"restart replicas two at a time", c.testRestart},
 		{"rolling-restart with a new max_memory", func(t *testing.T) { c.testRollingRestart(t, 96) }},
+		{"first service guide (seed 002) on the same hosts", c.testFirstService},
 	})
 	t.Logf("the sysv end-to-end run took %v", since(start))
 }

@@ -19,6 +19,7 @@ func TestRegistry(t *testing.T) {
 		"core.group.present", "core.http.request", "core.pkg.installed", "core.pkg.removed",
 		"core.service.enabled", "core.service.reloaded", "core.service.restarted", "core.service.running", "core.service.stopped",
 		"core.sysctl.present",
+		"core.system.rebooted",
 		"core.test.echo", "core.test.fail", "core.test.ping", "core.test.sleep",
 		"core.user.present",
 	}
@@ -27,7 +28,8 @@ func TestRegistry(t *testing.T) {
 	}
 	unconfinable := []string{"core.group.present", "core.pkg.installed", "core.pkg.removed",
 		"core.service.enabled", "core.service.reloaded", "core.service.restarted", "core.service.running", "core.service.stopped",
-		"core.sysctl.present", "core.user.present"}
+		"core.sysctl.present",
+		"core.system.rebooted", "core.user.present"}
 	readOnly := []string{"core.file.stat", "core.test.echo", "core.test.ping", "core.test.sleep"}
 	for _, name := range want {
 		m, _ := module.Lookup(name)
