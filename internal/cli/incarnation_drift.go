@@ -36,8 +36,9 @@ func newIncarnationDriftCmd(g *Globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "drift [name] [--scenario S] [--wait|--watch] | --last | --schedule DURATION | --unschedule",
 		Short: "Check whether the hosts drifted from what the incarnation's scenario makes them",
-		Long: `Runs a scenario (default create) in check mode with the incarnation's
-committed input and reports drift: per host, the tasks that would change,
+		Long: `Runs a scenario (default create) in check mode with the committed input
+(for each input the scenario declares, the committed state's value of that
+name, else the creation input) and reports drift: per host, the tasks that would change,
 with their diffs; a host that does not answer is unknown (neither drifted
 nor clean). It changes no host and no state and never locks the
 incarnation. Without --wait or --watch it prints the check's apply_id;

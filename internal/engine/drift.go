@@ -16,9 +16,10 @@ import (
 )
 
 // DriftCheck starts a drift check of an incarnation (SPEC §8.9): scenario
-// ("" = create) in check mode with the incarnation's committed input (its
-// creation input, as far as the scenario declares it; secret values are
-// stored masked, so secret inputs take their defaults). The run reports,
+// ("" = create) in check mode with the committed input: for each input
+// the scenario declares, the committed state's value of that name, else
+// the incarnation's creation input (secret values are stored masked, so
+// secret inputs take their defaults). The run reports,
 // per host, the tasks that would change, with their diffs; when it ends
 // the report replaces the incarnation's last drift report. Like any check
 // run it changes no host and no state and never locks the incarnation,
@@ -55,7 +56,7 @@ func (e *Engine) DriftCheck(ctx context.Context, incarnation, scenario, archonID
 		}
 		sc = &dsl.Scenario{Name: CreateScenario}
 	}
-	resolved, err := sc.Input.Resolve(driftInput(sc, inc.Input))
+	resolved, err := sc.Input.Resolve(driftInput(sc, inc.Input, inc.State))
 	if err != nil {
 		return "", fmt.Errorf("drift check of %s with the incarnation's input: scenario %s: %w", incarnation, scenario, err)
 	}
@@ -68,16 +69,22 @@ func (e *Engine) DriftCheck(ctx context.Context, incarnation, scenario, archonID
 	return run.ID, nil
 }
 
-// driftInput is the part of the incarnation's committed input that sc
-// declares, masked secrets left out.
-func driftInput(sc *dsl.Scenario, committed map[string]any) map[string]any {
+// driftInput is the input a drift check runs with: for each input sc
+// declares, the committed state's value of the same name (what the last
+// runs applied: a rolling-restart that committed max_memory), else the
+// incarnation's creation input; masked secrets are left out (defaults
+// apply).
+func driftInput(sc *dsl.Scenario, created, state map[string]any) map[string]any {
 	out := map[string]any{}
+	secret := sc.Input.Secrets()
 	for _, name := range sc.Input.Names() {
-		v, ok := committed[name]
-		if !ok || v == executor.MaskText {
+		if v, ok := state[name]; ok && !slices.Contains(secret, name) {
+			out[name] = v
 			continue
 		}
-		out[name] = v
+		if v, ok := created[name]; ok && v != executor.MaskText {
+			out[name] = v
+		}
 	}
 	return out
 }

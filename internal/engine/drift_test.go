@@ -16,7 +16,7 @@ const driftCreate = `
 input:
   motd: {type: string, default: hello}
 state_changes:
-  sets: {version: "${ input.motd }"}
+  sets: {version: "${ input.motd }", motd: "${ input.motd }"}
 tasks:
   - name: who is master
     module: core.exec.run
@@ -102,6 +102,18 @@ expect: {outcome: succeeded}
 	d, _ = w.Store.GetDrift(w.ctx, inc.Name)
 	if d.Report.Drifted || d.Report.RunID != id || d.Report.Hosts["b"].Status != store.DriftClean || d.Report.Hosts["c"].Status != store.DriftClean {
 		t.Errorf("after the fix: %+v", d.Report)
+	}
+	// The input is what the state committed last (a later run changed
+	// motd), not the creation input.
+	if run := w.again(map[string]any{"motd": "second"}, false); run.Status != store.RunSucceeded {
+		t.Fatalf("second create: %s %s", run.Status, run.Error)
+	}
+	id, err = w.Engine.DriftCheck(w.ctx, inc.Name, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run := w.wait(id); run.Input["motd"] != "second" {
+		t.Errorf("drift input after a later run: %v", run.Input)
 	}
 	if _, err := w.Engine.DriftCheck(w.ctx, inc.Name, "nope", ""); domain.ErrorCode(err) != domain.CodeInvalid {
 		t.Errorf("unknown scenario: %v", err)
