@@ -55,7 +55,7 @@ tasks: []
 	c2 := repo.Commit(v2, "v2")
 
 	// The committed state {banner} lacks schema: refused, nothing changes.
-	st, body := e.do("POST", "/v1/incarnations/w/upgrade", e.tokens[auth.RoleOperator], `{"ref":"master"}`)
+	st, body := e.do("POST", "/v1/incarnations/w/upgrade", e.tokens[auth.RoleAdmin], `{"ref":"master"}`)
 	ed := e.wantError("POST", "/v1/incarnations/{name}/upgrade", http.StatusUnprocessableEntity, "unprocessable", body, st)
 	if !strings.Contains(ed.Message, "schema") || !strings.Contains(ed.Message, "migrate") {
 		t.Errorf("refusal: %q", ed.Message)
@@ -66,10 +66,10 @@ tasks: []
 
 	// A migration whose state does not fit: the incarnation stays on the
 	// old commit.
-	if _, err := op.UpgradeMigrate(ctx, "w", "master", "nope"); !apiclient.IsCode(err, domain.CodeInvalid) {
+	if _, err := e.client(auth.RoleAdmin).UpgradeMigrate(ctx, "w", "master", "nope"); !apiclient.IsCode(err, domain.CodeInvalid) {
 		t.Errorf("unknown migration scenario: %v", err)
 	}
-	id, err := op.UpgradeMigrate(ctx, "w", "master", "bad-migrate")
+	id, err := e.client(auth.RoleAdmin).UpgradeMigrate(ctx, "w", "master", "bad-migrate")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ tasks: []
 	}
 
 	// The good one: the new commit, with the migrated state.
-	st, body = e.do("POST", "/v1/incarnations/w/upgrade", e.tokens[auth.RoleOperator], `{"ref":"master","migrate":"migrate"}`)
+	st, body = e.do("POST", "/v1/incarnations/w/upgrade", e.tokens[auth.RoleAdmin], `{"ref":"master","migrate":"migrate"}`)
 	if st != http.StatusAccepted || !strings.Contains(string(body), `"apply_id"`) {
 		t.Fatalf("upgrade with migration: %d %s", st, body)
 	}
