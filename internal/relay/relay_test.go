@@ -263,7 +263,8 @@ func TestRelay(t *testing.T) {
 		w.Call = nil
 		w.Bundle = &dispatch.Bundle{Destiny: "site", Files: files, Input: map[string]any{"n": float64(1)}}
 		res := dispatchOne(k1, ctx, "b", w)
-		if !res.Changed || res.Data["work_bytes"].(float64) < float64(len(big)) {
+		// Relayed results decode integers as int64 (dispatch.DecodeResult).
+		if n, _ := res.Data["work_bytes"].(int64); !res.Changed || n < int64(len(big)) {
 			t.Fatalf("large bundle: %+v", res)
 		}
 		reqs := k2.gw.requests()
