@@ -49,7 +49,8 @@ type TaskLogOptions struct {
 type TaskLog struct {
 	mu      sync.Mutex
 	file    *lumberjack.Logger
-	journal *net.UnixConn // nil without a journal
+	journal *net.UnixConn // nil while not connected
+	jpath   string        // the journal socket; "" for none
 }
 
 // SystemdBooted reports whether systemd is PID 1 (sd_booted(3)).
@@ -70,15 +71,51 @@ func OpenTaskLog(path string, o TaskLogOptions) (*TaskLog, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("task log: %w", err)
 	}
-	l := &TaskLog{file: &lumberjack.Logger{Filename: path, MaxSize: o.MaxMB, MaxBackups: o.MaxBackups, LocalTime: false}}
-	if o.Journal != "" {
-		c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: o.Journal, Net: "unixgram"})
-		if err == nil {
-			l.journal = c
-		}
-	}
+	l := &TaskLog{file: &lumberjack.Logger{Filename: path, MaxSize: o.MaxMB, MaxBackups: o.MaxBackups, LocalTime: false}, jpath: o.Journal}
+	_ = l.dialJournal()
 	return l, nil
 }
+
+// dialJournal (re)connects to the journal socket; the caller holds l.mu
+// or owns l alone.
+func (l *TaskLog) dialJournal() error {
+	if l.jpath == "" {
+		return nil
+	}
+	if l.journal != nil {
+		_ = l.journal.Close()
+		l.journal = nil
+	}
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: l.jpath, Net: "unixgram"})
+	if err != nil {
+		return err
+	}
+	l.journal = c
+	return nil
+}
+
+// toJournal sends one entry, reconnecting once (journald restarts).
+func (l *TaskLog) toJournal(msg []byte) error {
+	if l.jpath == "" {
+		return nil
+	}
+	write := func() error {
+		// A stuck journal never holds up the result of a task.
+		_ = l.journal.SetWriteDeadline(time.Now().Add(journalWriteTimeout))
+		_, err := l.journal.Write(msg)
+		return err
+	}
+	if l.journal != nil && write() == nil {
+		return nil
+	}
+	if err := l.dialJournal(); err != nil {
+		return err
+	}
+	return write()
+}
+
+// journalWriteTimeout bounds one datagram to the journal.
+const journalWriteTimeout = time.Second
 
 // Close closes the file and the journal connection.
 func (l *TaskLog) Close() error {
@@ -88,6 +125,7 @@ func (l *TaskLog) Close() error {
 		_ = l.journal.Close()
 		l.journal = nil
 	}
+	l.jpath = ""
 	return l.file.Close()
 }
 
@@ -142,10 +180,8 @@ func (l *TaskLog) Record(w dispatch.Work, r domain.Result, end time.Time) error 
 		if _, err := l.file.Write(append(b, '\n')); err != nil {
 			errs = append(errs, err.Error())
 		}
-		if l.journal != nil {
-			if _, err := l.journal.Write(journalMessage(e)); err != nil {
-				errs = append(errs, "journal: "+err.Error())
-			}
+		if err := l.toJournal(journalMessage(e)); err != nil {
+			errs = append(errs, "journal: "+err.Error())
 		}
 	}
 	if len(errs) > 0 {

@@ -128,6 +128,42 @@ func TestTaskLogRecordsWithoutSecrets(t *testing.T) {
 	}
 }
 
+// A journal that restarts (its socket recreated) is reconnected to.
+func TestTaskLogJournalReconnects(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "journal.sock")
+	listen := func() *net.UnixConn {
+		c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	jl := listen()
+	l, err := OpenTaskLog(filepath.Join(dir, TaskLogFile), TaskLogOptions{Journal: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	w := dispatch.Work{RunID: "r", Call: &dispatch.Call{Module: "core.test.ping"}}
+	if err := l.Record(w, domain.Result{}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	jl.Close()
+	os.Remove(sock)
+	jl = listen()
+	defer jl.Close()
+	if err := l.Record(w, domain.Result{Changed: true}, time.Now()); err != nil {
+		t.Fatalf("after a journal restart: %v", err)
+	}
+	_ = jl.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 4096)
+	n, err := jl.Read(buf)
+	if err != nil || !strings.Contains(string(buf[:n]), "SOULSTACK_STATUS=changed") {
+		t.Fatalf("restarted journal got %q, %v", buf[:n], err)
+	}
+}
+
 // The record is rotated: it never grows past its size, older entries move
 // to backups.
 func TestTaskLogRotates(t *testing.T) {
