@@ -1,8 +1,13 @@
 package checker
 
 import (
+	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/store"
 )
 
 // A command that fails inside a condition is an attempt that did not hold
@@ -92,5 +97,46 @@ func TestStatusCommandNeedsItsOwnBinding(t *testing.T) {
 		{Prefix: "tasks", Executable: "/bin/true"},
 	}}); err != nil {
 		t.Fatalf("New with the tasks binding: %v", err)
+	}
+}
+
+// A run-on-vip task on a keeper that lost leadership stops before its next
+// step: singleton work ends on the old leader (SPEC §10.4).
+func TestRunOnVIPStopsWhenLeadershipIsLost(t *testing.T) {
+	var calls atomic.Int32
+	// Execute asks once, the task before each step: the keeper leads at
+	// the launch and at the first step, not at the second.
+	leading := func() bool { return calls.Add(1) <= 2 }
+	e := newEnv(t, Config{IsLeader: leading})
+	e.put("vip", "config:\n  run-on-vip: true\nsteps:\n  first:\n    action:\n      log: one\n  second:\n    action:\n      log: two\n")
+	task := e.execWait("vip", nil)
+	if task.Status != StatusFailure || !strings.Contains(task.RunError, "no longer the leader") {
+		t.Fatalf("status %s run_error %q", task.Status, task.RunError)
+	}
+	if msgs := logLines(task, LogMessage); len(msgs) != 1 || msgs[0] != "first: one" {
+		t.Errorf("messages %q, want only the first step's", msgs)
+	}
+}
+
+// A run-on-vip launch on a non-leader goes to Forward (the keeper sends it
+// to the leader); without one it is refused.
+func TestRunOnVIPForwardedFromNonLeader(t *testing.T) {
+	var forwarded []string
+	e := newEnv(t, Config{IsLeader: func() bool { return false }, Forward: func(_ context.Context, name string, vars map[string]any) ([]store.CheckerTask, error) {
+		forwarded = append(forwarded, name)
+		return []store.CheckerTask{{ID: "on-the-leader", Procedure: name, Status: StatusPending}}, nil
+	}})
+	e.put("vip", "config:\n  run-on-vip: true\nsteps:\n  s:\n    action:\n      log: hi\n")
+	tasks, err := e.c.Execute(context.Background(), ExecRequest{Procedure: "vip"})
+	if err != nil || len(tasks) != 1 || tasks[0].ID != "on-the-leader" || len(forwarded) != 1 {
+		t.Fatalf("Execute on a non-leader: %+v, %v (forwarded %v)", tasks, err, forwarded)
+	}
+	if all, _ := e.store.ListCheckerTasks(context.Background(), "", 0); len(all) != 0 {
+		t.Errorf("the non-leader created tasks itself: %+v", all)
+	}
+	e2 := newEnv(t, Config{IsLeader: func() bool { return false }})
+	e2.put("vip", "config:\n  run-on-vip: true\nsteps:\n  s:\n    action:\n      log: hi\n")
+	if _, err := e2.c.Execute(context.Background(), ExecRequest{Procedure: "vip"}); domain.ErrorCode(err) != domain.CodeUnavailable {
+		t.Errorf("without Forward: %v, want unavailable", err)
 	}
 }

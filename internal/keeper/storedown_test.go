@@ -19,9 +19,10 @@ import (
 
 // TestStoreDownAnswers503 serves a keeper whose PostgreSQL connections go
 // through a proxy, then cuts the proxy (a dead database server): every API
-// call answers 503 unavailable — never 500 — /readyz fails and the UI
-// says the store is unavailable. With the database back, the keeper is
-// ready again and answers as before.
+// call answers 503 unavailable — never 500 — /readyz fails, the UI says
+// the store is unavailable and the keeper stops leading within seconds.
+// With the database back, the keeper is ready and leads again and answers
+// as before.
 func TestStoreDownAnswers503(t *testing.T) {
 	ctx := context.Background()
 	dbURL := pgtest.FreshDatabase(t)
@@ -40,7 +41,7 @@ func TestStoreDownAnswers503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, addr := serveKeeper(t, cfg, "keeper-1")
+	k, addr := serveKeeper(t, cfg, "keeper-1")
 	cl, err := apiclient.New("http://"+addr, res.Token.Token)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +81,9 @@ func TestStoreDownAnswers503(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 
+	testutil.WaitFor(t, 10*time.Second, k.IsLeader, "keeper-1 to lead")
 	proxy.setDown(true)
+	cut := time.Now()
 	for _, r := range routes {
 		status, body := do(r.method, r.path, r.body)
 		if status != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"unavailable"`) {
@@ -94,8 +97,15 @@ func TestStoreDownAnswers503(t *testing.T) {
 		t.Errorf("/ui/ with the store down: %d %s", status, body)
 	}
 
+	// Cut off from the database, the keeper stops leading (singleton work
+	// stops) within its ping: before the server could give the lock to
+	// another keeper after a real partition (keepalive, about 6 s).
+	testutil.WaitFor(t, 4*time.Second, func() bool { return !k.IsLeader() }, "keeper-1 to stop leading")
+	t.Logf("cut off from the database, keeper-1 stopped leading after %s", time.Since(cut).Round(time.Millisecond))
+
 	proxy.setDown(false)
 	testutil.WaitFor(t, 20*time.Second, func() bool { return cl.Ready(ctx) == nil }, "keeper ready again")
+	testutil.WaitFor(t, 10*time.Second, k.IsLeader, "keeper-1 to lead again")
 	for _, r := range routes[:3] {
 		if status, body := do(r.method, r.path, r.body); status >= 500 {
 			t.Errorf("%s %s with the store back: %d %s", r.method, r.path, status, body)
