@@ -195,9 +195,7 @@ func startChaos(t *testing.T, keepers, souls int) *chaos {
 		t.Fatal(err)
 	}
 	for _, cfg := range cfgs[1:] {
-		if err := os.CopyFS(cfg.TLSDir(), os.DirFS(cfgs[0].TLSDir())); err != nil {
-			t.Fatal(err)
-		}
+		shareKeeperFiles(t, cfgs[0], cfg)
 	}
 	for i, cfg := range cfgs {
 		c.procs = append(c.procs, testutil.StartProcess(t, cfg.KeeperID, keeperBin, "serve", "--data-dir", cfg.DataDir,

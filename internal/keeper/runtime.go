@@ -102,17 +102,32 @@ func selfAddr(addr net.Addr) string {
 	return net.JoinHostPort(host, port)
 }
 
+// ensureArchon returns the Archon called name, creating it if needed.
+// Keepers starting together on one database may both try to create it:
+// the one that loses reads the winner's.
 func ensureArchon(ctx context.Context, a *auth.Authority, name string, role auth.Role) (store.Archon, error) {
-	all, err := a.Archons(ctx)
-	if err != nil {
-		return store.Archon{}, err
+	find := func() (store.Archon, bool, error) {
+		all, err := a.Archons(ctx)
+		if err != nil {
+			return store.Archon{}, false, err
+		}
+		for _, ar := range all {
+			if ar.Name == name {
+				return ar, true, nil
+			}
+		}
+		return store.Archon{}, false, nil
 	}
-	for _, ar := range all {
-		if ar.Name == name {
-			return ar, nil
+	if ar, ok, err := find(); err != nil || ok {
+		return ar, err
+	}
+	ar, err := a.CreateArchon(ctx, name, role)
+	if domain.ErrorCode(err) == domain.CodeConflict {
+		if found, ok, ferr := find(); ferr == nil && ok {
+			return found, nil
 		}
 	}
-	return a.CreateArchon(ctx, name, role)
+	return ar, err
 }
 
 // background runs the keeper's long-lived duties beside the HTTP server:
