@@ -22,6 +22,11 @@ dist:
 	  cp $(DIST)/linux-$$a/soul $(DIST)/soul-linux-$$a; \
 	done
 
+# .deb and .rpm of soulstack-keeper, soulstack-soul and soulctl for each
+# arch in dist/ (nfpm as a Go library: internal/install/packages.go).
+package: dist
+	$(GO) run ./internal/install/mkpackage -version $(VERSION) -dist $(DIST) -arch $(shell echo $(ARCHES) | tr ' ' ,)
+
 test:
 	bash scripts/test.sh
 

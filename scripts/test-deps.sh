@@ -15,6 +15,11 @@ command -v dpkg-scanpackages >/dev/null 2>&1 || need+=(dpkg-dev)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v git >/dev/null 2>&1 || need+=(git)
+# install14: install.sh is run with curl; the .rpm is inspected with rpm;
+# the scripts are checked with shellcheck.
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v rpm >/dev/null 2>&1 || need+=(rpm)
+command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test-deps: installing ${need[*]}"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null

@@ -33,6 +33,7 @@ import (
 	"github.com/soulstack/soulstack/internal/catalog"
 	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/engine"
+	"github.com/soulstack/soulstack/internal/install"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -58,6 +59,9 @@ type Config struct {
 	// every join token for the soul to pin; "" leaves POST /v1/join-tokens
 	// out.
 	Fingerprint string
+	// Install serves GET /install.sh and GET /v1/soul/binary; nil leaves
+	// them out.
+	Install *install.Server
 	// TLSPin is "sha256//<base64>" of the served certificate's public key,
 	// told by GET /v1/version for `curl --pinnedpubkey`; "" tells none.
 	TLSPin string

@@ -72,6 +72,10 @@ type Keeper struct {
 	// it). false answers plain connections with a refusal naming https://:
 	// Archon tokens then never cross the network in clear.
 	PlainHTTP bool `yaml:"plain_http"`
+	// SoulDir holds the soul binaries (soul-linux-amd64, soul-linux-arm64)
+	// served at GET /v1/soul/binary and by install.sh; empty means next to
+	// the keeper executable, then /usr/lib/soulstack (the keeper package).
+	SoulDir string `yaml:"soul_dir"`
 }
 
 // Services bounds the service trees materialized in the data dir.

@@ -227,6 +227,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		Souls:       api.StoreSouls{Store: k.store, Disconnect: k.relay.Disconnect},
 		Fingerprint: k.fp,
 		TLSPin:      install.PublicKeyPin(k.tls),
+		Install:     newInstallServer(cfg.Keeper, k.tls, log),
 		Registry:    k.registry,
 		Logger:      log.With("component", "api"),
 	})
@@ -427,3 +428,13 @@ func (k *Keeper) Fingerprint() string { return k.fp }
 // Handler serves everything the keeper serves (tests mount it on their own
 // listeners).
 func (k *Keeper) Handler() http.Handler { return k.handler }
+
+// newInstallServer serves install.sh and the soul binaries from
+// cfg.SoulDir, else next to the keeper executable and /usr/lib/soulstack.
+func newInstallServer(cfg config.Keeper, tc *tls.Config, log *slog.Logger) *install.Server {
+	dirs := install.DefaultSoulDirs()
+	if cfg.SoulDir != "" {
+		dirs = []string{cfg.SoulDir}
+	}
+	return &install.Server{Binaries: &install.SoulBinaries{Dirs: dirs}, TLSPin: install.PublicKeyPin(tc), Logger: log.With("component", "install")}
+}

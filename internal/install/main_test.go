@@ -1,0 +1,52 @@
+package install_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/soulstack/soulstack/internal/testutil"
+)
+
+// bins are keeper, soul and soulctl built as `make dist` builds them
+// (CGO_ENABLED=0, the version of scripts/version.sh) by TestMain.
+var (
+	bins    map[string]string
+	binDir  string
+	repoDir string
+)
+
+func TestMain(m *testing.M) {
+	var cleanup func()
+	var err error
+	binDir, bins, cleanup, err = testutil.BuildStaticBinaries(
+		"github.com/soulstack/soulstack/cmd/keeper", "github.com/soulstack/soulstack/cmd/soul", "github.com/soulstack/soulstack/cmd/soulctl")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	repoDir, _ = filepath.Abs(filepath.Join("..", ".."))
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+// run runs a command and returns its trimmed stdout, failing the test on
+// an error.
+func run(t *testing.T, dir string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("%s %v: %v\n%s%s", name, args, err, out, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}

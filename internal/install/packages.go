@@ -1,0 +1,222 @@
+package install
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/goreleaser/nfpm/v2"
+	_ "github.com/goreleaser/nfpm/v2/deb" // registers the deb packager
+	"github.com/goreleaser/nfpm/v2/files"
+	_ "github.com/goreleaser/nfpm/v2/rpm" // registers the rpm packager
+
+	"github.com/soulstack/soulstack/packaging"
+)
+
+// Package names.
+const (
+	PkgKeeper  = "soulstack-keeper"
+	PkgSoul    = "soulstack-soul"
+	PkgSoulctl = "soulctl"
+)
+
+// Where the packages put things.
+const (
+	unitDir = "/usr/lib/systemd/system"
+	// SoulLibDir is where the keeper package puts the soul binaries the
+	// Keeper serves (soul-linux-<arch>).
+	SoulLibDir = "/usr/lib/soulstack"
+)
+
+// PackageOptions says what BuildPackages builds.
+type PackageOptions struct {
+	// Version is the release (v1.2.3, or what scripts/version.sh prints).
+	Version string
+	// Arch is the Go architecture of the binaries: amd64 or arm64.
+	Arch string
+	// BinDir holds keeper, soul and soulctl built for linux/Arch (static).
+	BinDir string
+	// SoulBinaries maps a Go architecture to a soul binary that the keeper
+	// package ships as SoulLibDir/soul-linux-<arch>, for GET
+	// /v1/soul/binary; nil ships BinDir's soul alone.
+	SoulBinaries map[string]string
+	// LicenseFile is the LICENSE text shipped in every package.
+	LicenseFile string
+	// OutDir receives the packages.
+	OutDir string
+	// Formats are "deb" and/or "rpm"; nil means both.
+	Formats []string
+	// Packages are some of PkgKeeper, PkgSoul, PkgSoulctl; nil means all.
+	Packages []string
+}
+
+// BuildPackages builds the .deb and .rpm packages of the keeper, the soul
+// and soulctl with nfpm and returns their paths.
+func BuildPackages(o PackageOptions) ([]string, error) {
+	if o.Arch != "amd64" && o.Arch != "arm64" {
+		return nil, fmt.Errorf("building packages: arch %q: want amd64 or arm64", o.Arch)
+	}
+	if o.Formats == nil {
+		o.Formats = []string{"deb", "rpm"}
+	}
+	if o.Packages == nil {
+		o.Packages = []string{PkgKeeper, PkgSoul, PkgSoulctl}
+	}
+	if o.SoulBinaries == nil {
+		o.SoulBinaries = map[string]string{o.Arch: filepath.Join(o.BinDir, "soul")}
+	}
+	tmp, err := os.MkdirTemp("", "soulstack-pkg-")
+	if err != nil {
+		return nil, fmt.Errorf("building packages: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := unpackPackaging(tmp); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("building packages: %w", err)
+	}
+	var out []string
+	for _, name := range o.Packages {
+		for _, format := range o.Formats {
+			info, err := packageInfo(name, o, tmp)
+			if err != nil {
+				return nil, err
+			}
+			p, err := buildOne(info, format, o.OutDir)
+			if err != nil {
+				return nil, fmt.Errorf("building %s %s: %w", name, format, err)
+			}
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// unpackPackaging writes the embedded packaging files into dir, the units
+// rewritten for /usr/bin and named after their packages.
+func unpackPackaging(dir string) error {
+	return fs.WalkDir(packaging.Files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := packaging.Files.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, p)
+		if strings.HasSuffix(p, ".service") {
+			b = []byte(strings.ReplaceAll(string(b), "/usr/local/bin/", "/usr/bin/"))
+			b = []byte(strings.ReplaceAll(string(b), "systemctl enable --now soul\n", "systemctl enable --now soulstack-soul\n"))
+			dst = filepath.Join(dir, "soulstack-"+p)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+}
+
+func packageInfo(name string, o PackageOptions, tmp string) (*nfpm.Info, error) {
+	script := func(s string) string { return filepath.Join(tmp, "scripts", s) }
+	file := func(src, dst string, mode fs.FileMode) *files.Content {
+		return &files.Content{Source: src, Destination: dst, FileInfo: &files.ContentFileInfo{Mode: mode}}
+	}
+	info := &nfpm.Info{
+		Name:       name,
+		Arch:       o.Arch,
+		Platform:   "linux",
+		Version:    o.Version,
+		Maintainer: "Soul Stack <soulstack@example.org>",
+		Vendor:     "Soul Stack",
+		Homepage:   "https://github.com/soulstack/soulstack",
+		License:    "Apache-2.0",
+		Section:    "admin",
+		Priority:   "optional",
+	}
+	if o.LicenseFile != "" {
+		info.Contents = append(info.Contents, file(o.LicenseFile, "/usr/share/doc/"+name+"/copyright", 0o644))
+	}
+	bin := func(n string) (string, error) {
+		p := filepath.Join(o.BinDir, n)
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("building %s: %w (build it first: make dist)", name, err)
+		}
+		return p, nil
+	}
+	switch name {
+	case PkgSoul:
+		info.Description = "Soul Stack soul: the agent that runs a Keeper's work on this host (runs as root)"
+		p, err := bin("soul")
+		if err != nil {
+			return nil, err
+		}
+		info.Contents = append(info.Contents,
+			file(p, "/usr/bin/soul", 0o755),
+			file(filepath.Join(tmp, "soulstack-soul.service"), unitDir+"/soulstack-soul.service", 0o644),
+			&files.Content{Source: filepath.Join(tmp, "soul.env"), Destination: "/etc/soulstack/soul.env", Type: files.TypeConfigNoReplace, FileInfo: &files.ContentFileInfo{Mode: 0o600}},
+		)
+		info.Scripts = nfpm.Scripts{PostInstall: script("soul-postinstall.sh"), PreRemove: script("soul-preremove.sh"), PostRemove: script("soul-postremove.sh")}
+	case PkgKeeper:
+		info.Description = "Soul Stack Keeper: Operator API, web UI, run engine, soul gateway and Checker"
+		p, err := bin("keeper")
+		if err != nil {
+			return nil, err
+		}
+		info.Contents = append(info.Contents,
+			file(p, "/usr/bin/keeper", 0o755),
+			file(filepath.Join(tmp, "soulstack-keeper.service"), unitDir+"/soulstack-keeper.service", 0o644),
+			&files.Content{Source: filepath.Join(tmp, "keeper.yaml"), Destination: "/etc/soulstack/keeper.yaml", Type: files.TypeConfigNoReplace,
+				FileInfo: &files.ContentFileInfo{Mode: 0o640, Owner: "root", Group: "soulstack"}},
+		)
+		arches := make([]string, 0, len(o.SoulBinaries))
+		for a := range o.SoulBinaries {
+			arches = append(arches, a)
+		}
+		slices.Sort(arches)
+		for _, a := range arches {
+			info.Contents = append(info.Contents, file(o.SoulBinaries[a], SoulLibDir+"/soul-linux-"+a, 0o755))
+		}
+		info.Scripts = nfpm.Scripts{PreInstall: script("keeper-preinstall.sh"), PostInstall: script("keeper-postinstall.sh"),
+			PreRemove: script("keeper-preremove.sh"), PostRemove: script("keeper-postremove.sh")}
+	case PkgSoulctl:
+		info.Description = "soulctl: the Soul Stack command line for Archons"
+		p, err := bin("soulctl")
+		if err != nil {
+			return nil, err
+		}
+		info.Contents = append(info.Contents, file(p, "/usr/bin/soulctl", 0o755))
+	default:
+		return nil, fmt.Errorf("unknown package %q: want %s, %s or %s", name, PkgKeeper, PkgSoul, PkgSoulctl)
+	}
+	return info, nil
+}
+
+func buildOne(info *nfpm.Info, format, outDir string) (string, error) {
+	pkgr, err := nfpm.Get(format)
+	if err != nil {
+		return "", err
+	}
+	info = nfpm.WithDefaults(info)
+	if err := nfpm.PrepareForPackager(info, format); err != nil {
+		return "", err
+	}
+	path := filepath.Join(outDir, pkgr.ConventionalFileName(info))
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	if err := pkgr.Package(info, f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", errors.Join(err, os.Remove(path))
+	}
+	return path, nil
+}

@@ -1,0 +1,229 @@
+package install_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/config"
+	"github.com/soulstack/soulstack/internal/install"
+	"github.com/soulstack/soulstack/internal/keeper"
+	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/testutil"
+)
+
+// liveKeeper is a real Keeper serving soul binaries from soulDir.
+type liveKeeper struct {
+	addr, url string
+	token     string
+	client    *apiclient.Client
+	pin       string
+}
+
+func startKeeper(t *testing.T, soulDir string) *liveKeeper {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(t.TempDir(), "keeper")
+	cfg.ShutdownTimeout = config.Duration(2 * time.Second)
+	cfg.SoulDir = soulDir
+	ini, err := keeper.Init(ctx, keeper.InitOptions{Keeper: cfg, ArchonName: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := keeper.New(ctx, keeper.Config{Keeper: cfg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- k.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("keeper stopped: %v", err)
+		}
+		k.Close()
+	})
+	lk := &liveKeeper{addr: ln.Addr().String(), url: "https://" + ln.Addr().String(), token: ini.Token.Token}
+	c, err := apiclient.New(lk.url, lk.token, apiclient.WithFingerprint(ini.Fingerprint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk.client = c
+	testutil.WaitFor(t, 10*time.Second, func() bool { return c.Ready(ctx) == nil }, "keeper ready")
+	v, err := c.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk.pin = v.TLSPin
+	return lk
+}
+
+// fetchScript downloads install.sh as a user would, with curl pinned to
+// the Keeper's public key.
+func (k *liveKeeper) fetchScript(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "install.sh")
+	run(t, "", "curl", "-fsS", "-k", "--pinnedpubkey", k.pin, "-o", p, k.url+"/install.sh")
+	return p
+}
+
+// install.sh fetched from a real Keeper installs the soul binary it serves
+// (SHA-256 checked), the unit and soul.env into a root; the installed soul
+// started as the unit would start it joins with the token and shows up
+// connected with its version. Faults leave the root as it was: a wrong pin,
+// an architecture the Keeper has no binary for, a soul already installed.
+func TestInstallScript(t *testing.T) {
+	for _, tool := range []string{"curl", "sha256sum"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed (scripts/test-deps.sh installs it)", tool)
+		}
+	}
+	soulDir := t.TempDir()
+	b, err := os.ReadFile(bins["soul"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(soulDir, "soul-linux-"+runtime.GOARCH), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	k := startKeeper(t, soulDir)
+	ctx := context.Background()
+
+	// The binary endpoint: the bytes and their SHA-256; 404 with the reason
+	// for an architecture without a binary.
+	resp, err := (&http.Client{Transport: insecure()}).Get(k.url + "/v1/soul/binary?os=linux&arch=" + runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get(install.HeaderSHA256) != hex.EncodeToString(sum[:]) || resp.ContentLength != int64(len(b)) {
+		t.Fatalf("soul binary: %d, sha %q, length %d", resp.StatusCode, resp.Header.Get(install.HeaderSHA256), resp.ContentLength)
+	}
+	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[runtime.GOARCH]
+	resp, err = (&http.Client{Transport: insecure()}).Get(k.url + "/v1/soul/binary?os=linux&arch=" + other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("soul binary for %s: %d, want 404", other, resp.StatusCode)
+	}
+
+	script := k.fetchScript(t)
+	if _, err := exec.LookPath("shellcheck"); err == nil {
+		run(t, "", "shellcheck", "-s", "sh", script)
+	}
+	jt, err := k.client.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"web"}, TTL: apiclient.Duration(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A wrong pin: nothing is installed.
+	bad := t.TempDir()
+	wrong := strings.Replace(readFile(t, script), k.pin, "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", -1)
+	if err := os.WriteFile(script+".wrong", []byte(wrong), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := shScript(script+".wrong", "--root", bad, "--init", "systemd", "--join-token", jt.Token); err == nil || !strings.Contains(out, "nothing installed") {
+		t.Fatalf("wrong pin: %v\n%s", err, out)
+	}
+	assertEmptyTree(t, bad)
+
+	// The real installation into a root.
+	root := t.TempDir()
+	out, err := shScript(script, "--root", root, "--init", "systemd", "--join-token", jt.Token)
+	if err != nil {
+		t.Fatalf("install.sh: %v\n%s", err, out)
+	}
+	got, err := os.ReadFile(filepath.Join(root, "usr/local/bin/soul"))
+	if err != nil || sha256.Sum256(got) != sum {
+		t.Fatalf("installed soul differs from the served one (%v)", err)
+	}
+	env := readFile(t, filepath.Join(root, "etc/soulstack/soul.env"))
+	if !strings.Contains(env, "SOULSTACK_KEEPER="+k.url+"\n") || !strings.Contains(env, "SOUL_JOIN_TOKEN="+jt.Token+"\n") {
+		t.Fatalf("soul.env:\n%s", env)
+	}
+	if fi, _ := os.Stat(filepath.Join(root, "etc/soulstack/soul.env")); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("soul.env mode %v", fi.Mode().Perm())
+	}
+	unit := readFile(t, filepath.Join(root, "etc/systemd/system/soulstack-soul.service"))
+	if !strings.Contains(unit, "ExecStart=/usr/local/bin/soul run --keeper ${SOULSTACK_KEEPER}") || !strings.Contains(unit, "KillMode=process") {
+		t.Fatalf("unit:\n%s", unit)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(root, "*", "*", "*", ".soulstack-install.*"))
+	if len(leftovers) > 0 {
+		t.Fatalf("staging files left: %v", leftovers)
+	}
+
+	// Installed again: refused without --reinstall, the install untouched.
+	if out, err := shScript(script, "--root", root, "--init", "systemd", "--join-token", jt.Token); err == nil || !strings.Contains(out, "--reinstall") {
+		t.Fatalf("second install: %v\n%s", err, out)
+	}
+	// SysV flavour: an init script instead of the unit.
+	sysv := t.TempDir()
+	if out, err := shScript(script, "--root", sysv, "--init", "sysv", "--join-token", jt.Token); err != nil {
+		t.Fatalf("sysv: %v\n%s", err, out)
+	}
+	if s := readFile(t, filepath.Join(sysv, "etc/init.d/soulstack-soul")); !strings.Contains(s, "Provides:          soulstack-soul") {
+		t.Fatalf("init script:\n%s", s)
+	}
+
+	// Start the installed soul as its unit does (environment file, same
+	// arguments, data dir under the root): it joins with the token.
+	for _, line := range strings.Split(env, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(k, "#") {
+			t.Setenv(k, v)
+		}
+	}
+	soulCmd := testutil.StartProcess(t, "installed soul", filepath.Join(root, "usr/local/bin/soul"),
+		"run", "--keeper", k.url, "--sid", "fresh-host", "--data-dir", filepath.Join(root, "var/lib/soulstack/soul"), "--root", filepath.Join(root, "files"))
+	_ = soulCmd
+	testutil.WaitFor(t, 20*time.Second, func() bool {
+		s, err := k.client.GetSoul(ctx, "fresh-host")
+		return err == nil && s.Status == store.SoulConnected
+	}, "the installed soul connected")
+	s, _ := k.client.GetSoul(ctx, "fresh-host")
+	if want := run(t, "", bins["soul"], "--version"); !strings.Contains(want, s.Version) || s.Version == "" {
+		t.Fatalf("keeper shows version %q, the soul says %q", s.Version, want)
+	}
+}
+
+// shScript runs an install.sh with sh and returns its combined output.
+func shScript(script string, args ...string) (string, error) {
+	out, err := exec.Command("sh", append([]string{script}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+func insecure() *http.Transport {
+	return &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+}
+
+// assertEmptyTree fails if dir holds any file (directories may remain).
+func assertEmptyTree(t *testing.T, dir string) {
+	t.Helper()
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			t.Errorf("left behind: %s", p)
+		}
+		return nil
+	})
+}
