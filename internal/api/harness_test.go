@@ -21,6 +21,7 @@ import (
 	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/engine"
+	"github.com/soulstack/soulstack/internal/install"
 	_ "github.com/soulstack/soulstack/internal/module/core" // modules the DSL validates against
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/store/sqlite"
@@ -81,7 +82,8 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { eng.Close(context.Background()) })
 	reg := prometheus.NewRegistry()
-	s, err := api.New(api.Config{Store: st, Auth: a, Catalog: cat, Checker: ck, Engine: eng, Fingerprint: fingerprint, Registry: reg})
+	s, err := api.New(api.Config{Store: st, Auth: a, Catalog: cat, Checker: ck, Engine: eng, Fingerprint: fingerprint, Registry: reg,
+		Install: &install.Server{Binaries: &install.SoulBinaries{Dirs: []string{t.TempDir()}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
