@@ -184,6 +184,34 @@ func TestServices(t *testing.T) {
 		}
 	})
 
+	t.Run("state and disable", func(t *testing.T) {
+		task := func(state string, enabled bool) string {
+			return "  - name: state\n    module: core.service.state\n    params: {name: redis-server, state: " + state +
+				", enabled: " + map[bool]string{true: "true", false: "false"}[enabled] + "}\n"
+		}
+		if r := one(t, h, task("stopped", false), true); !r.Changed || r.Failed {
+			t.Errorf("check stopped+disabled: %+v", r)
+		}
+		if got := sh(t, h, "systemctl is-active redis-server; systemctl is-enabled redis-server"); got != "active\nenabled" {
+			t.Fatalf("check mode changed redis-server: %q", got)
+		}
+		if r := one(t, h, task("stopped", false), false); !r.Changed || r.Failed || !strings.Contains(r.Diff, "enabled -> disabled") {
+			t.Errorf("stopped+disabled: %+v", r)
+		}
+		if got := sh(t, h, "systemctl is-active redis-server; systemctl is-enabled redis-server || true"); got != "inactive\ndisabled" {
+			t.Errorf("after stopped+disabled: %q", got)
+		}
+		if r := one(t, h, task("stopped", false), false); r.Changed || r.Failed {
+			t.Errorf("stopped+disabled again: %+v", r)
+		}
+		if r := one(t, h, task("started", true), false); !r.Changed || r.Failed {
+			t.Errorf("started+enabled: %+v", r)
+		}
+		if got := sh(t, h, "systemctl is-active redis-server; systemctl is-enabled redis-server"); got != "active\nenabled" {
+			t.Errorf("after started+enabled: %q", got)
+		}
+	})
+
 	t.Run("names refused by validation", func(t *testing.T) {
 		for _, name := range []string{"a..b", "redis;reboot", "$(reboot)", "-H"} {
 			res, stderr := apply(t, h, svc("restarted", name), false)

@@ -62,6 +62,7 @@ var coreOutputs = map[string]map[string]module.Field{
 	"core.service.restarted": serviceOutput,
 	"core.service.reloaded":  serviceOutput,
 	"core.service.enabled":   serviceOutput,
+	"core.service.state":     serviceOutput,
 	"core.system.rebooted": {
 		"previous_boot_id": outputField(module.TypeString, "the boot id before the reboot"),
 		"boot_id":          outputField(module.TypeString, "the boot id after it, as the soul reported on its return"),

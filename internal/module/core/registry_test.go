@@ -17,7 +17,7 @@ func TestRegistry(t *testing.T) {
 		"core.file.absent", "core.file.block", "core.file.copied", "core.file.directory", "core.file.line", "core.file.link", "core.file.present", "core.file.rendered",
 		"core.file.replace", "core.file.stat",
 		"core.group.present", "core.http.request", "core.pkg.installed", "core.pkg.removed",
-		"core.service.enabled", "core.service.reloaded", "core.service.restarted", "core.service.running", "core.service.stopped",
+		"core.service.enabled", "core.service.reloaded", "core.service.restarted", "core.service.running", "core.service.state", "core.service.stopped",
 		"core.sysctl.present",
 		"core.system.rebooted",
 		"core.test.echo", "core.test.fail", "core.test.ping", "core.test.sleep",
@@ -27,7 +27,7 @@ func TestRegistry(t *testing.T) {
 		t.Fatalf("registered modules (-want +got):\n%s", diff)
 	}
 	unconfinable := []string{"core.group.present", "core.pkg.installed", "core.pkg.removed",
-		"core.service.enabled", "core.service.reloaded", "core.service.restarted", "core.service.running", "core.service.stopped",
+		"core.service.enabled", "core.service.reloaded", "core.service.restarted", "core.service.running", "core.service.state", "core.service.stopped",
 		"core.sysctl.present",
 		"core.system.rebooted", "core.user.present"}
 	readOnly := []string{"core.file.stat", "core.test.echo", "core.test.ping", "core.test.sleep"}

@@ -49,6 +49,7 @@ type serviceManager interface {
 	action(ctx context.Context, name, verb string) error
 	enabled(ctx context.Context, name string) (bool, error)
 	enable(ctx context.Context, name string) error
+	disable(ctx context.Context, name string) error
 	// prepare is called before anything else: systemd reloads its unit
 	// files when the unit changed on disk (not in check mode); reloaded
 	// says whether it did or, in check mode, would.
@@ -287,39 +288,55 @@ func serviceAction(ctx context.Context, env *module.Env, s *svcCall, verb string
 
 // serviceEnabled makes the service start at boot. It does not start it.
 func serviceEnabled(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
+	return serviceSetEnabled(ctx, p, env, true)
+}
+
+// serviceSetEnabled makes the service start at boot (want) or not.
+func serviceSetEnabled(ctx context.Context, p map[string]any, env *module.Env, want bool) (domain.Result, error) {
 	s, err := serviceCall(ctx, p, env)
 	if err != nil {
 		return domain.Result{}, err
 	}
 	m, name := s.m, s.name
 	data := s.data(s.up)
-	if r, refused, err := s.refuseMasked(ctx, "enable"); refused || err != nil {
-		return r, err
+	if want {
+		if r, refused, err := s.refuseMasked(ctx, "enable"); refused || err != nil {
+			return r, err
+		}
 	}
 	on, err := m.enabled(ctx, name)
 	if err != nil {
 		return domain.Result{}, err
 	}
 	data["enabled"] = on
-	if on {
-		return converged(name+" is enabled", data), nil
+	verb, from, to := "enable", "disabled", "enabled"
+	if !want {
+		verb, from, to = "disable", "enabled", "disabled"
 	}
-	diff := fmt.Sprintf("service %s: disabled -> enabled\n", name)
+	if on == want {
+		return converged(name+" is "+to, data), nil
+	}
+	diff := fmt.Sprintf("service %s: %s -> %s\n", name, from, to)
 	if env.Check {
-		data["enabled"] = true
-		return domain.Result{Changed: true, Diff: diff, Msg: "would enable " + name, Data: data}, nil
+		data["enabled"] = want
+		return domain.Result{Changed: true, Diff: diff, Msg: "would " + verb + " " + name, Data: data}, nil
 	}
-	if err := m.enable(ctx, name); err != nil {
+	if want {
+		err = m.enable(ctx, name)
+	} else {
+		err = m.disable(ctx, name)
+	}
+	if err != nil {
 		return domain.Result{}, err
 	}
 	if on, err = m.enabled(ctx, name); err != nil {
 		return domain.Result{}, err
 	}
 	data["enabled"] = on
-	res := domain.Result{Changed: true, Diff: diff, Msg: "enabled " + name, Data: data}
-	if !on {
+	res := domain.Result{Changed: true, Diff: diff, Msg: to + " " + name, Data: data}
+	if on != want {
 		res.Failed = true
-		res.Msg = fmt.Sprintf("enabling %s returned success but it is still not enabled", name)
+		res.Msg = fmt.Sprintf("%s %s returned success but it is still %s", verb, name, from)
 	}
 	return res, nil
 }

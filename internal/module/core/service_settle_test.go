@@ -21,6 +21,7 @@ func (m *lateManager) active(context.Context, string) (bool, error) {
 func (m *lateManager) action(context.Context, string, string) error  { return nil }
 func (m *lateManager) enabled(context.Context, string) (bool, error) { return true, nil }
 func (m *lateManager) enable(context.Context, string) error          { return nil }
+func (m *lateManager) disable(context.Context, string) error         { return nil }
 func (m *lateManager) prepare(context.Context, string, bool) (bool, error) {
 	return false, nil
 }

@@ -97,6 +97,10 @@ func (m systemdManager) enable(ctx context.Context, name string) error {
 	return m.action(ctx, name, "enable")
 }
 
+func (m systemdManager) disable(ctx context.Context, name string) error {
+	return m.action(ctx, name, "disable")
+}
+
 // prepare runs `systemctl daemon-reload` when the unit changed on disk
 // since systemd loaded it (NeedDaemonReload=yes): otherwise a start or
 // restart would run the old definition.

@@ -112,3 +112,19 @@ func (sysvManager) masked(context.Context, string) (bool, error) { return false,
 
 // why has nothing to add: the script's own output is in the error.
 func (sysvManager) why(context.Context, string) string { return "" }
+
+// disable turns the script's start links into stop links.
+func (m sysvManager) disable(ctx context.Context, name string) error {
+	if _, err := m.script(name); err != nil {
+		return err
+	}
+	argv := []string{"update-rc.d", name, "disable"}
+	r, err := runCmd(ctx, nil, argv...)
+	if err != nil {
+		return fmt.Errorf("disabling %s: %w", name, err)
+	}
+	if r.rc != 0 {
+		return fmt.Errorf("disabling %s: %w", name, cmdError(argv, r))
+	}
+	return nil
+}
