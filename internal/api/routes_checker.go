@@ -159,7 +159,9 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, _ auth.Pr
 	return nil
 }
 
-func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+// createSchedule adds a schedule owned by the caller: it pauses while the
+// caller's Archon is disabled, and its ticks are audited under it.
+func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	var req apiclient.CreateScheduleRequest
 	if err := decode(r, &req); err != nil {
 		return err
@@ -168,9 +170,13 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, _ auth.P
 		return invalidf("procedure and cron are required")
 	}
 	SetAuditTarget(r, req.Procedure)
-	sc, err := s.cfg.Checker.AddSchedule(r.Context(), req.Procedure, req.Vars, req.Cron)
+	sc, err := s.cfg.Checker.AddSchedule(r.Context(), req.Procedure, req.Vars, req.Cron, p.ArchonID)
 	if err != nil {
 		return err
+	}
+	AddAuditField(r, "schedule_id", sc.ID)
+	if ar, err := s.auth.Archon(r.Context(), p.ArchonID); err == nil {
+		sc.Owner = ar.Name
 	}
 	writeJSON(w, http.StatusCreated, sc)
 	return nil

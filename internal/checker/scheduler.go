@@ -12,10 +12,16 @@ import (
 	"github.com/soulstack/soulstack/internal/store"
 )
 
-// AddSchedule validates and stores a schedule: the procedure must exist,
-// the vars must be a valid launch (public, typed; fan-out allowed) and the
-// cron expression a standard 5-field one (or a descriptor like @hourly).
-func (c *Checker) AddSchedule(ctx context.Context, procedure string, vars map[string]any, cronExpr string) (store.Schedule, error) {
+// AddSchedule validates and stores a schedule owned by the Archon ownerID
+// (its maker): the procedure must exist, the vars must be a valid launch
+// (public, typed; fan-out allowed) and the cron expression a standard
+// 5-field one (or a descriptor like @hourly). The schedule runs only while
+// its owner is enabled, and the tasks it starts are audited under the
+// owner (SPEC §10.2, audit M4).
+func (c *Checker) AddSchedule(ctx context.Context, procedure string, vars map[string]any, cronExpr, ownerID string) (store.Schedule, error) {
+	if ownerID == "" {
+		return store.Schedule{}, domain.Errorf(domain.CodeInvalid, "a schedule needs an owner")
+	}
 	if _, err := cron.ParseStandard(cronExpr); err != nil {
 		return store.Schedule{}, domain.Errorf(domain.CodeInvalid, "invalid cron expression %q: %v", cronExpr, err)
 	}
@@ -26,7 +32,7 @@ func (c *Checker) AddSchedule(ctx context.Context, procedure string, vars map[st
 	if _, err := launchVars(proc, vars); err != nil {
 		return store.Schedule{}, err
 	}
-	sc := store.Schedule{ID: uuid.NewString(), Procedure: procedure, Vars: vars, Cron: cronExpr, CreatedAt: c.clock.Now()}
+	sc := store.Schedule{ID: uuid.NewString(), Procedure: procedure, Vars: vars, Cron: cronExpr, OwnerID: ownerID, CreatedAt: c.clock.Now()}
 	if err := c.store.CreateSchedule(ctx, sc); err != nil {
 		return store.Schedule{}, fmt.Errorf("creating schedule of %s: %w", procedure, err)
 	}
@@ -66,13 +72,14 @@ type Scheduler struct {
 	since   time.Time            // when this keeper was first seen leading; zero while it does not
 	last    map[string]time.Time // per schedule: ticks up to here were handled
 	running map[string][]string  // per schedule: task ids of its latest run
+	paused  map[string]bool      // per schedule: paused at the last check (logged once)
 }
 
 // NewScheduler returns a Scheduler launching through c (with c's store,
 // clock and leader check).
 func NewScheduler(c *Checker, cfg SchedulerConfig) *Scheduler {
 	s := &Scheduler{c: c, grace: cfg.Grace, reload: cfg.Reload, log: cfg.Logger, wake: cfg.Wake,
-		last: map[string]time.Time{}, running: map[string][]string{}}
+		last: map[string]time.Time{}, running: map[string][]string{}, paused: map[string]bool{}}
 	if s.grace <= 0 {
 		s.grace = time.Minute
 	}
@@ -131,6 +138,9 @@ func (s *Scheduler) check(ctx context.Context, now time.Time) time.Time {
 	live := map[string]bool{}
 	for _, sc := range schedules {
 		live[sc.ID] = true
+		if s.pause(sc, now) {
+			continue
+		}
 		spec, err := cron.ParseStandard(sc.Cron)
 		if err != nil {
 			s.log.Error("checker scheduler: invalid cron expression", "schedule", sc.ID, "cron", sc.Cron, "err", err)
@@ -145,9 +155,28 @@ func (s *Scheduler) check(ctx context.Context, now time.Time) time.Time {
 		if !live[id] {
 			delete(s.last, id)
 			delete(s.running, id)
+			delete(s.paused, id)
 		}
 	}
 	return wake
+}
+
+// pause reports whether sc is paused (its owner disabled, deleted or
+// unknown: audit M4), logging when that changes. Ticks that pass while it
+// is paused count as handled: a resumed schedule does not replay them.
+func (s *Scheduler) pause(sc store.Schedule, now time.Time) bool {
+	was := s.paused[sc.ID]
+	s.paused[sc.ID] = sc.Paused
+	switch {
+	case sc.Paused && !was:
+		s.log.Warn("checker scheduler: schedule paused", "schedule", sc.ID, "procedure", sc.Procedure, "reason", sc.PauseReason)
+	case !sc.Paused && was:
+		s.log.Info("checker scheduler: schedule resumed", "schedule", sc.ID, "procedure", sc.Procedure, "owner", sc.Owner)
+	}
+	if sc.Paused {
+		s.last[sc.ID] = now
+	}
+	return sc.Paused
 }
 
 // tick handles schedule sc at now: it starts its latest due tick, if any.
@@ -210,6 +239,14 @@ func (s *Scheduler) tick(ctx context.Context, sc store.Schedule, spec cron.Sched
 	}
 	s.c.metrics.tick("run", 1)
 	s.log.Info("checker scheduler: tick started", "schedule", sc.ID, "procedure", sc.Procedure, "tick", latest, "tasks", ids)
+	// The tasks run on the owner's behalf: the audit log says so under
+	// the owner, not under the Checker's own archon (audit M4).
+	if err := s.c.store.AppendAudit(ctx, store.AuditEntry{
+		Time: now, ArchonID: sc.OwnerID, Action: "checker.schedule.tick", Target: sc.ID,
+		Summary: map[string]any{"procedure": sc.Procedure, "tick": latest.UTC().Format(time.RFC3339), "tasks": ids, "owner": sc.Owner},
+	}); err != nil {
+		s.log.Error("checker scheduler: auditing a scheduled start", "schedule", sc.ID, "err", err)
+	}
 }
 
 // logMissedWhileDown logs the ticks between the schedule's last run (or

@@ -32,7 +32,7 @@ func schedEnv(t *testing.T, cronExpr string, leader func() bool) (*env, *checker
 	clock := checkertest.NewFakeClock(t0, false)
 	e := newEnv(t, Config{Clock: clock, IsLeader: leader})
 	e.put("hello", helloProc)
-	sc, err := e.c.AddSchedule(context.Background(), "hello", map[string]any{"who": "cron"}, cronExpr)
+	sc, err := e.c.AddSchedule(context.Background(), "hello", map[string]any{"who": "cron"}, cronExpr, e.owner())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ steps:
           - {filter: "@", op: "==", value: 2}
         attempts: {max: 100, interval: 60}
 `)
-	sc, err := e.c.AddSchedule(context.Background(), "slow", nil, "* * * * *")
+	sc, err := e.c.AddSchedule(context.Background(), "slow", nil, "* * * * *", e.owner())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestAddScheduleValidates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := e.c.AddSchedule(context.Background(), tt.proc, tt.vars, tt.cron)
+			_, err := e.c.AddSchedule(context.Background(), tt.proc, tt.vars, tt.cron, e.owner())
 			if got := domain.ErrorCode(err); got != tt.want {
 				t.Errorf("code %s (%v), want %s", got, err, tt.want)
 			}

@@ -230,9 +230,13 @@ func newScheduleListCmd(g *Globals) *cobra.Command {
 }
 
 func scheduleTable(w io.Writer, ss []store.Schedule) error {
-	row(w, "ID", "PROCEDURE", "CRON", "VARS", "CREATED")
+	row(w, "ID", "PROCEDURE", "CRON", "VARS", "OWNER", "STATE", "CREATED")
 	for _, s := range ss {
-		row(w, s.ID, s.Procedure, s.Cron, compactJSON(s.Vars), ago(s.CreatedAt))
+		owner, state := dash(s.Owner), "active"
+		if s.Paused {
+			state = "paused: " + s.PauseReason
+		}
+		row(w, s.ID, s.Procedure, s.Cron, compactJSON(s.Vars), owner, state, ago(s.CreatedAt))
 	}
 	return nil
 }
