@@ -1,8 +1,13 @@
 package hostsec
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"net"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -81,6 +86,38 @@ printf 'server {}\n' > `+d+`/etc/site`)
 			t.Fatalf("second apply: %+v", r)
 		}
 		if now := stamp(d + "/bin/tool"); now != s {
+			t.Fatalf("second apply touched the file: %s -> %s", s, now)
+		}
+	})
+	t.Run("downloaded", func(t *testing.T) {
+		// Served from the lab bridge, where a Keeper would listen.
+		ln, err := net.Listen("tcp", net.JoinHostPort(shared.lab.GatewayIP(), "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hits atomic.Int64
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			_, _ = w.Write([]byte("artifact v1\n"))
+		})}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		sum := sha256.Sum256([]byte("artifact v1\n"))
+		task := `  - {name: t, module: core.file.downloaded, params: {path: ` + d + `/opt/artifact, url: "http://` + ln.Addr().String() + `/a", sha256: ` + hex.EncodeToString(sum[:]) + `, makedirs: true}}` + "\n"
+		if r := apply(t, h, d+"/d/dl", task, true); r.Failed || !r.Changed || hits.Load() != 0 {
+			t.Fatalf("check mode: %+v (%d fetches)", r, hits.Load())
+		}
+		if r := apply(t, h, d+"/d/dl", task, false); r.Failed || !r.Changed {
+			t.Fatalf("apply: %+v", r)
+		}
+		if got := sh(t, h, "cat "+d+"/opt/artifact"); got != "artifact v1\n" {
+			t.Fatalf("downloaded %q", got)
+		}
+		s := stamp(d + "/opt/artifact")
+		if r := apply(t, h, d+"/d/dl", task, false); r.Failed || r.Changed || hits.Load() != 1 {
+			t.Fatalf("second apply: %+v (%d fetches)", r, hits.Load())
+		}
+		if now := stamp(d + "/opt/artifact"); now != s {
 			t.Fatalf("second apply touched the file: %s -> %s", s, now)
 		}
 	})

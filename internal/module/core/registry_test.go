@@ -14,7 +14,7 @@ import (
 func TestRegistry(t *testing.T) {
 	want := []string{
 		"core.cloud.created", "core.cmd.shell", "core.exec.run",
-		"core.file.absent", "core.file.block", "core.file.copied", "core.file.directory", "core.file.line", "core.file.link", "core.file.present", "core.file.rendered",
+		"core.file.absent", "core.file.block", "core.file.copied", "core.file.directory", "core.file.downloaded", "core.file.line", "core.file.link", "core.file.present", "core.file.rendered",
 		"core.file.replace", "core.file.stat",
 		"core.group.present", "core.http.request", "core.pkg.installed", "core.pkg.removed",
 		"core.service.enabled", "core.service.reloaded", "core.service.restarted", "core.service.running", "core.service.state", "core.service.stopped",
