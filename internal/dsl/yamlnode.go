@@ -37,7 +37,11 @@ func (p *parser) parseYAML(file string, data []byte) (root *yaml.Node, ok bool) 
 			msg = m[2]
 		}
 		line, col := problemLine(data, line)
-		p.add(Pos{File: file, Line: line, Col: col}, "", "invalid YAML: "+msg+yamlHint(msg))
+		text := ""
+		if lines := strings.Split(string(data), "\n"); line >= 1 && line <= len(lines) {
+			text = lines[line-1]
+		}
+		p.add(Pos{File: file, Line: line, Col: col}, "", "invalid YAML: "+msg+yamlHint(msg, text))
 		return nil, false
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
@@ -69,8 +73,17 @@ func problemLine(data []byte, reported int) (int, int) {
 	return reported, 1
 }
 
-func yamlHint(msg string) string {
+// colonInValueRE matches "key: value" where the unquoted value itself holds
+// ": " (a CEL predicate comparing with a string such as "a: b").
+var colonInValueRE = regexp.MustCompile(`^\s*(?:-\s+)?([A-Za-z_][\w.]*):\s+([^'"\s].*:\s.*)$`)
+
+// yamlHint adds advice for the classic YAML traps; line is the text of the
+// offending line.
+func yamlHint(msg, line string) string {
 	switch {
+	case strings.Contains(msg, "mapping values are not allowed") && colonInValueRE.MatchString(line):
+		m := colonInValueRE.FindStringSubmatch(line)
+		return fmt.Sprintf(` (the value of %s: holds ": ", which YAML reads as the start of another key, not indentation: quote the whole value, e.g. %s: '%s')`, m[1], m[1], strings.ReplaceAll(strings.TrimSpace(m[2]), "'", "''"))
 	case strings.Contains(msg, "mapping values are not allowed"),
 		strings.Contains(msg, "did not find expected key"),
 		strings.Contains(msg, "did not find expected '-' indicator"):

@@ -5,14 +5,21 @@ package textutil
 import "strings"
 
 // Suggest returns " (did you mean x?)" for the candidate closest to word
-// (edit distance at most 2, or a prefix of at least 3 letters either way),
-// or "" when none is close.
+// (edit distance at most 2, or 3 for words of 5 letters or more that start
+// with the same 3 letters — retires → retry —, or a prefix of at least 3
+// letters either way), or "" when none is close.
 func Suggest(word string, candidates []string) string {
 	best, bestD := "", 3
 	for _, c := range candidates {
 		d := Distance(word, c)
 		if len(word) >= 3 && (strings.HasPrefix(c, word) || strings.HasPrefix(word, c)) {
 			d = min(d, 1)
+		}
+		if d == 3 && len(word) >= 5 && len(c) >= 3 && word[:3] == c[:3] {
+			d = 2 // counts as close, after every real distance-2 candidate
+			if bestD == 2 {
+				continue
+			}
 		}
 		if d < bestD {
 			best, bestD = c, d

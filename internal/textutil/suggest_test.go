@@ -14,6 +14,15 @@ func TestSuggest(t *testing.T) {
 			t.Errorf("Suggest(%q) = %q, want %q", tc.word, got, tc.want)
 		}
 	}
+	taskKeys := []string{"retry", "register", "require", "run_once"}
+	for _, tc := range []struct{ word, want string }{
+		{"retires", " (did you mean retry?)"},
+		{"rexxxx", ""},
+	} {
+		if got := Suggest(tc.word, taskKeys); got != tc.want {
+			t.Errorf("Suggest(%q) = %q, want %q", tc.word, got, tc.want)
+		}
+	}
 	if d := Distance("kitten", "sitting"); d != 3 {
 		t.Errorf("Distance = %d, want 3", d)
 	}
