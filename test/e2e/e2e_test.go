@@ -40,6 +40,8 @@ func TestRedisCluster(t *testing.T) {
 		{"restart replicas two at a time", c.testRestart},
 		{"rolling-restart with a new max_memory", func(t *testing.T) { c.testRollingRestart(t, 96) }},
 		{"rolling-restart again restarts nothing", func(t *testing.T) { c.testRollingRestartAgain(t, 96) }},
+		{"rollout failed on wave 2, resumed after the fix", c.testResumeRollout},
+		{"hand edit shows as drift until create", c.testDrift},
 		{"soul killed (kill -9 of its main PID) before the probe", c.testSoulKilledBeforeProbe},
 		{"host shut down by the lab mid-wave", c.testHostDownMidWave},
 		{"link cut mid-rollout", c.testLinkCutMidRollout},
