@@ -34,6 +34,7 @@ type runView struct {
 	Status      string     `json:"status"`
 	Error       string     `json:"error"`
 	ResumedFrom string     `json:"resumed_from"`
+	Drift       bool       `json:"drift"`
 	CreatedAt   time.Time  `json:"created_at"`
 	StartedAt   *time.Time `json:"started_at"`
 	FinishedAt  *time.Time `json:"finished_at"`

@@ -61,8 +61,13 @@ func newRunListCmd(g *Globals) *cobra.Command {
 						dur = human(r.FinishedAt.Sub(*r.StartedAt))
 					}
 					sc := r.Scenario
-					if r.Check {
+					switch {
+					case r.Drift:
+						sc += " (drift check)"
+					case r.Check:
 						sc += " (check)"
+					case r.ResumedFrom != "":
+						sc += " (resume)"
 					}
 					row(w, r.ApplyID, r.Incarnation, sc, r.Status, ago(started), dur)
 				}

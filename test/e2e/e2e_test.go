@@ -46,6 +46,7 @@ func TestRedisCluster(t *testing.T) {
 		{"host shut down by the lab mid-wave", c.testHostDownMidWave},
 		{"link cut mid-rollout", c.testLinkCutMidRollout},
 		{"keeper restarted mid-run", c.testKeeperRestartMidRun},
+		{"keeper killed mid-rollout, the aborted run resumed", c.testResumeAfterKeeperCrash},
 		{"first service guide (seed 002), a soul restarted mid apt-get install", c.testFirstServiceSoulRestarted},
 		{"hosts rebooted from a task (core.system.rebooted)", c.testRebootedFromTask},
 	})

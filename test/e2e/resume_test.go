@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -145,4 +146,50 @@ func (c *cluster) testDrift(t *testing.T) {
 	if rep := report(); rep.Drifted {
 		t.Errorf("still drifted after create: %+v", rep.Hosts)
 	}
+}
+
+// testResumeAfterKeeperCrash: the keeper is killed (SIGKILL) while a
+// rolling-restart is in wave 1 and started again; the run is aborted, and
+// once the souls are back it is resumed (not rerun): the rollout goes on
+// from the interrupted wave and commits, with the new value live
+// everywhere.
+func (c *cluster) testResumeAfterKeeperCrash(t *testing.T) {
+	ctx := t.Context()
+	replicas := c.replicas()
+	id := c.startRun(t, "rolling-restart", map[string]any{"max_memory": "176mb"})
+	c.watchRun(t, id, "wave 1 to render on "+replicas[0], func(r apiclient.RunDetail) bool {
+		return slices.Contains(hostsOf(task(r, taskRender), ran), replicas[0])
+	})
+	if err := c.keeper.kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.keeper.start(); err != nil {
+		t.Fatal(err)
+	}
+	c.waitKeeperReady(t)
+	aborted := c.waitRun(t, id)
+	requireOutcome(t, aborted, store.RunAborted)
+	c.waitSouls(t, store.SoulConnected, c.sids()...)
+	eventually(t, 20*time.Second, "Redis on "+replicas[0]+" to answer again", func() error {
+		out, _, err := c.host(t, replicas[0]).Exec(ctx, "redis-cli ping")
+		if err != nil || strings.TrimSpace(out) != "PONG" {
+			return fmt.Errorf("redis-cli ping: %q, %v", out, err)
+		}
+		return nil
+	})
+
+	start := time.Now()
+	resumed, err := c.api.ResumeRun(ctx, id, apiclient.ResumeRequest{Reason: "e2e: the keeper is back"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.waitRun(t, resumed)
+	logRun(t, r, since(start))
+	requireOutcome(t, r, store.RunSucceeded)
+	assertEqual(t, "resumed_from", r.ResumedFrom, id)
+	live, file := c.maxMemories(t)
+	assertEqual(t, "live maxmemory after the resume", live, uniform(c.sids(), maxMemoryBytes(176)))
+	assertEqual(t, "maxmemory in redis.conf after the resume", file, uniform(c.sids(), "176mb"))
+	assertEqual[any](t, "committed max_memory", c.incarnation(t).State["max_memory"], "176mb")
+	c.assertReplicating(t, c.primary())
 }
