@@ -43,6 +43,7 @@ func TestRedisCluster(t *testing.T) {
 		{"rollout failed on wave 2, resumed after the fix", c.testResumeRollout},
 		{"hand edit shows as drift until create", c.testDrift},
 		{"soul killed (kill -9 of its main PID) before the probe", c.testSoulKilledBeforeProbe},
+		{"soul killed (systemctl kill) before the probe", c.testSoulSystemctlKilledBeforeProbe},
 		{"host shut down by the lab mid-wave", c.testHostDownMidWave},
 		{"link cut mid-rollout", c.testLinkCutMidRollout},
 		{"keeper restarted mid-run", c.testKeeperRestartMidRun},

@@ -22,9 +22,35 @@ var rolloutTasks = []string{taskRender, taskReplicaRestart, taskReplicaHealth, t
 // anything is touched, the incarnation is error_locked and its state is
 // unchanged. Then the incarnation is unlocked and the soul restarted.
 func (c *cluster) testSoulKilledBeforeProbe(t *testing.T) {
+	c.soulKilledBeforeProbe(t, c.killSoul)
+}
+
+// testSoulSystemctlKilledBeforeProbe is testSoulKilledBeforeProbe with the
+// soul killed by `systemctl kill --signal=SIGKILL soul` (systemd hosts).
+func (c *cluster) testSoulSystemctlKilledBeforeProbe(t *testing.T) {
+	c.soulKilledBeforeProbe(t, func(t *testing.T, sid string) {
+		t.Helper()
+		pid := c.mainPID(t, sid, "soul")
+		if _, _, err := c.host(t, sid).Exec(t.Context(), "systemctl kill --signal=SIGKILL soul"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "the soul of "+sid+" to die", func() error {
+			if _, _, err := c.host(t, sid).Exec(t.Context(), fmt.Sprintf("kill -0 %d", pid)); err == nil {
+				return fmt.Errorf("pid %d still running", pid)
+			}
+			return nil
+		})
+	})
+}
+
+func (c *cluster) soulKilledBeforeProbe(t *testing.T, kill func(t *testing.T, sid string)) {
 	victim := c.replicas()[2]
 	before, inc := c.redisServers(t), c.incarnation(t)
-	c.killSoul(t, victim)
+	restarts := ""
+	if c.flavour == lab.FlavourSystemd {
+		restarts = c.unitProp(t, victim, "soul", "NRestarts")
+	}
+	kill(t, victim)
 	c.waitSouls(t, store.SoulDisconnected, victim)
 
 	r := c.run(t, "rolling-restart", map[string]any{"max_memory": "128mb"})
@@ -46,8 +72,8 @@ func (c *cluster) testSoulKilledBeforeProbe(t *testing.T) {
 	if c.flavour == lab.FlavourSystemd {
 		// Restart=always: systemd starts the soul again by itself.
 		c.waitSouls(t, store.SoulConnected, victim)
-		if n := c.unitProp(t, victim, "soul", "NRestarts"); n == "0" {
-			t.Errorf("soul.service on %s: NRestarts = %s after its main process was killed", victim, n)
+		if n := c.unitProp(t, victim, "soul", "NRestarts"); n == restarts {
+			t.Errorf("soul.service on %s: NRestarts = %s before and after its main process was killed", victim, n)
 		}
 		t.Logf("systemd restarted the soul of %s and it reconnected %v after the unlock", victim, since(start))
 		return

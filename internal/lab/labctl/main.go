@@ -4,6 +4,7 @@
 //	labctl up   --name demo --hosts 3 [--flavour systemd|sysv] [--packages redis-server,redis-tools,hello] [--dir DIR]
 //	labctl exec --name demo --host lab-host-1 [-- command args…]   (default: an interactive bash)
 //	labctl status --name demo
+//	labctl boot|shutdown|reboot --name demo --host lab-host-1
 //	labctl down --name demo
 //
 // A lab started by up keeps running after labctl exits, until down (or a
@@ -37,6 +38,7 @@ const usage = `usage:
   labctl up     --name NAME [--hosts N] [--flavour systemd|sysv] [--packages P,Q] [--dir DIR]
   labctl exec   --name NAME [--host HOST] [-- COMMAND ARGS...]
   labctl status --name NAME
+  labctl boot|shutdown|reboot --name NAME --host HOST
   labctl down   --name NAME
 `
 
@@ -76,6 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	case "exec":
 		return execIn(ctx, *name, *host, fs.Args(), stdout, stderr)
+	case "boot", "shutdown", "reboot":
+		err = power(ctx, args[0], *name, *host, stdout)
 	default:
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -169,4 +173,30 @@ func execIn(ctx context.Context, name, host string, argv []string, stdout, stder
 		return 1
 	}
 	return 0
+}
+
+// power boots, cleanly stops or reboots one host of a running lab. A
+// reboot asked from inside a host of a lab that labctl up started is not
+// completed by anyone (labctl has exited): boot the host with this.
+func power(ctx context.Context, op, name, host string, stdout io.Writer) error {
+	l, err := lab.Attach(name)
+	if err != nil {
+		return err
+	}
+	h := l.Host(host)
+	if h == nil {
+		return fmt.Errorf("lab %s has no host %s", name, host)
+	}
+	switch op {
+	case "boot":
+		err = h.Boot(ctx)
+	case "shutdown":
+		err = h.Shutdown(ctx)
+	default:
+		err = h.Reboot(ctx)
+	}
+	if err == nil {
+		fmt.Fprintf(stdout, "%s: %s done (init pid %d)\n", host, op, h.InitPID())
+	}
+	return err
 }
