@@ -20,6 +20,9 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v rpm >/dev/null 2>&1 || need+=(rpm)
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
+# install14: soulctl souls bootstrap is tested against a real sshd.
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test-deps: installing ${need[*]}"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null

@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 )
 
@@ -22,4 +23,14 @@ type KeeperVersion struct {
 func (c *Client) Version(ctx context.Context) (KeeperVersion, error) {
 	var v KeeperVersion
 	return v, c.Do(ctx, http.MethodGet, "/v1/version", nil, nil, &v)
+}
+
+// InstallScript returns the Keeper's install.sh (GET /install.sh), read
+// over this client's trusted connection.
+func (c *Client) InstallScript(ctx context.Context) ([]byte, error) {
+	var raw json.RawMessage
+	if err := c.Do(ctx, http.MethodGet, "/install.sh", nil, nil, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
 }

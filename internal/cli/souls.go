@@ -20,7 +20,7 @@ func newSoulsCmd(g *Globals) *cobra.Command {
 		Aliases: []string{"soul"},
 		Short:   "List, inspect, accept, reject, delete and rekey souls; set their covens",
 	}
-	c.AddCommand(newSoulsListCmd(g))
+	c.AddCommand(newSoulsListCmd(g), newSoulsBootstrapCmd(g))
 	for _, sub := range []*cobra.Command{newSoulsShowCmd(g), newSoulsAcceptCmd(g), newSoulsRejectCmd(g), newSoulsCovensCmd(g),
 		newSoulsDeleteCmd(g), newSoulsRekeyCmd(g)} {
 		c.AddCommand(withNames(g, sub, kindSoul, "sid"))

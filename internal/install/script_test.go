@@ -27,10 +27,11 @@ import (
 
 // liveKeeper is a real Keeper serving soul binaries from soulDir.
 type liveKeeper struct {
-	addr, url string
-	token     string
-	client    *apiclient.Client
-	pin       string
+	addr, url   string
+	token       string
+	fingerprint string
+	client      *apiclient.Client
+	pin         string
 }
 
 func startKeeper(t *testing.T, soulDir string) *liveKeeper {
@@ -61,7 +62,7 @@ func startKeeper(t *testing.T, soulDir string) *liveKeeper {
 		}
 		k.Close()
 	})
-	lk := &liveKeeper{addr: ln.Addr().String(), url: "https://" + ln.Addr().String(), token: ini.Token.Token}
+	lk := &liveKeeper{addr: ln.Addr().String(), url: "https://" + ln.Addr().String(), token: ini.Token.Token, fingerprint: ini.Fingerprint}
 	c, err := apiclient.New(lk.url, lk.token, apiclient.WithFingerprint(ini.Fingerprint))
 	if err != nil {
 		t.Fatal(err)
