@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -177,12 +178,19 @@ func Parse(file, name string, data []byte, svc *dsl.Service, sc *dsl.Scenario) (
 	var spec fileSpec
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
+	var keyProblems Problems
 	if err := dec.Decode(&spec); err != nil {
-		return nil, yamlProblems(file, err)
+		// Unknown keys and wrong types leave the rest decoded: report them
+		// with every other problem of the file, not alone.
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, yamlProblems(file, err)
+		}
+		keyProblems = yamlProblems(file, err).(Problems)
 	}
 	var root yaml.Node
 	_ = yaml.Unmarshal(data, &root)
-	v := &validator{file: file, root: &root}
+	v := &validator{file: file, root: &root, problems: keyProblems}
 	t := &Test{
 		Name: name, File: file, Scenario: sc.Name, Description: spec.Description,
 		Hosts: spec.Hosts, Incarnation: spec.Incarnation, Input: spec.Input, Essence: spec.Essence, Check: spec.Check,
@@ -200,6 +208,7 @@ func Parse(file, name string, data []byte, svc *dsl.Service, sc *dsl.Scenario) (
 	}
 	v.expect(t, sc)
 	if len(v.problems) > 0 {
+		sort.SliceStable(v.problems, func(i, j int) bool { return v.problems[i].Line < v.problems[j].Line })
 		return nil, v.problems
 	}
 	return t, nil

@@ -93,6 +93,11 @@ expect: {outcome: succeeded}
 hosts: [{sid: h1}]
 `, []string{"expect: is required"}},
 		{"not YAML", "hosts: [\n", []string{"did not find expected node content"}},
+		{"an unknown key and other problems: all reported", `
+hosts: [{sid: h1}]
+stubs: [{module: core.exec.run, hosts: [h7]}]
+expect: {outcome: passed, statuss: ready}
+`, []string{"2: h7 is not a host of this test", `3: field statuss is not a key of`, `3: outcome "passed"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := scenariotest.LoadFS(repo(map[string]string{"bad.yml": tc.body}))
