@@ -81,6 +81,7 @@ type Server struct {
 	metrics *metrics
 	mux     *http.ServeMux
 	routes  []Route
+	probe   writeProbe // /readyz's cached store write probe
 }
 
 // New builds the Server and registers every route group.
