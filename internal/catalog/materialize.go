@@ -46,6 +46,9 @@ func (c *Catalog) materialize(ctx context.Context, repo *git.Repository, name st
 	if err != nil {
 		return "", fmt.Errorf("reading tree of %s: %w", commit, err)
 	}
+	if err := checkTreePaths(repo, tree, ""); err != nil {
+		return "", err
+	}
 	parent := filepath.Dir(dst)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", fmt.Errorf("creating %s: %w", parent, err)
