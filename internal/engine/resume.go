@@ -221,6 +221,9 @@ type resumePlan struct {
 	// rows are the old run's results by seq and SID (its own and those it
 	// carried from the run it resumed).
 	rows map[int]map[string]store.HostResult
+	// replaying is set while a block before the restart point is entered
+	// again for its probes (walkResumed).
+	replaying bool
 }
 
 // planResume finds where a resumed run restarts: the first top-level task
@@ -293,13 +296,40 @@ func (r *runner) walkResumed(ctx context.Context) {
 			r.walk(ctx, tasks[i:], top)
 			return
 		}
-		if t.IsProbe() {
+		switch {
+		case t.IsProbe():
 			r.task(ctx, t, top)
-			continue
+		case holdsProbe(t):
+			// The block is entered again (its where/when see live data)
+			// so its probes run; its other tasks are carried over.
+			r.resume.replaying = true
+			r.task(ctx, t, top)
+			r.resume.replaying = false
+		default:
+			r.carry(t, nil)
 		}
-		r.carry(t, nil)
 	}
 	r.walk(ctx, tasks[r.resume.restart:], top)
+}
+
+// holdsProbe reports whether block t holds a read-only probe.
+func holdsProbe(t *dsl.Task) bool {
+	return slices.ContainsFunc(t.Block, func(c *dsl.Task) bool { return c.IsProbe() || holdsProbe(c) })
+}
+
+// replayed carries the old results of a non-probe task of a block being
+// replayed (walkResumed) on hosts instead of running it; false when t is
+// to run.
+func (r *runner) replayed(t *dsl.Task, hosts []string) bool {
+	if r.resume == nil || !r.resume.replaying || t.IsProbe() {
+		return false
+	}
+	only := make(map[string]bool, len(hosts))
+	for _, sid := range hosts {
+		only[sid] = true
+	}
+	r.carry(t, only)
+	return true
 }
 
 // resumeWave reports whether wave hosts of serial task t finished in the

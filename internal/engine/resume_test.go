@@ -275,3 +275,65 @@ expect: {outcome: succeeded}
 		t.Errorf("state after the resume: %v", st)
 	}
 }
+
+// TestResumeRunsProbesInsideBlocksAgain: a block finished before the
+// failure is entered again on resume so that its read-only probe runs
+// with live data; its other tasks are carried over, not run.
+func TestResumeRunsProbesInsideBlocksAgain(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/deploy/main.yml": `
+tasks:
+  - name: prepare
+    block:
+      - name: health
+        module: core.exec.run
+        register: health
+        changed_when: false
+        params: {cmd: "check-health"}
+      - name: write config
+        module: core.file.present
+        register: conf
+        params: {path: /etc/app.conf, content: v2}
+  - name: restart app
+    module: core.service.restarted
+    params: {name: app}
+state_changes:
+  sets:
+    version: '${ register.health.hosts["a"].stdout }'
+`})
+	w := newWorld(t, svc, "deploy", `
+hosts: [{sid: a}, {sid: b}]
+stubs:
+  - {module: core.exec.run, result: {stdout: "sick"}}
+  - {module: core.file.present, result: {changed: true}}
+  - {module: core.service.restarted, hosts: [b], result: {failed: true, msg: broken}}
+expect:
+  outcome: failed
+`)
+	first := w.run()
+	before := len(w.Sim.Calls())
+	w.Sim.SetStubs([]dispatch.Stub{{Module: "core.exec.run", Results: []domain.Result{{Stdout: "healthy"}}}})
+	id, err := resume(t, w, first.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run := w.wait(id); run.Status != store.RunSucceeded {
+		t.Fatalf("resume: %s %s", run.Status, run.Error)
+	}
+	calls := w.Sim.Calls()[before:]
+	if got := callsTo(calls, "health"); len(got) != 2 {
+		t.Errorf("the probe inside the block ran again on %d hosts, want 2", len(got))
+	}
+	if got := callsTo(calls, "write config"); len(got) != 0 {
+		t.Errorf("the config was written again: %v", got)
+	}
+	rs := w.results(id)
+	if row := rowsOf(rs, "0.1")["a"]; row.Data["carried_from"] != first.ID || !row.Changed {
+		t.Errorf("write config on a not carried: %+v", row)
+	}
+	if row := rowsOf(rs, "0")["b"]; !row.Changed {
+		t.Errorf("the block's row on b: %+v", row)
+	}
+	if st := w.incarnation().State; st["version"] != "healthy" {
+		t.Errorf("state from the fresh probe: %v", st)
+	}
+}

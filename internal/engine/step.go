@@ -33,6 +33,9 @@ type hostRun struct {
 // hosts (the probe's completeness check), and a result it changes is
 // recorded again.
 func (r *runner) step(ctx context.Context, t *dsl.Task, hosts []string, wave int, sc scope, count int) {
+	if r.replayed(t, hosts) {
+		return
+	}
 	regs := r.base.Registers
 	if t.Register != "" {
 		regs.Declare(t.Register)
