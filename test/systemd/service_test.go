@@ -173,7 +173,9 @@ func TestServices(t *testing.T) {
 	})
 
 	t.Run("a unit that fails to start", func(t *testing.T) {
-		sh(t, h, `printf '[Service]\nExecStart=/bin/sh -c "echo boom-marker-17 >&2; exit 3"\n' >/etc/systemd/system/broken.service`)
+		// Type=oneshot: systemctl start waits for it and reports the
+		// failure (a Type=simple unit counts as started once forked).
+		sh(t, h, `printf '[Service]\nType=oneshot\nExecStart=/bin/sh -c "echo boom-marker-17 >&2; exit 3"\n' >/etc/systemd/system/broken.service`)
 		r := one(t, h, svc("running", "broken"), false)
 		if !r.Failed || !strings.Contains(r.Msg, "broken") || !strings.Contains(r.Stderr, "boom-marker-17") {
 			t.Errorf("failing unit: %+v, want a failure with its journal in stderr", r)
