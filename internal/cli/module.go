@@ -257,6 +257,9 @@ func groups(gs [][]string) [][]string {
 // the first param of each exactly-one/at-least-one group, filled with
 // placeholders (or the param's default).
 func moduleExample(name string, s module.Schema) string {
+	if s.Example != "" {
+		return s.Example
+	}
 	var use []string
 	seen := map[string]bool{}
 	add := func(p string) {

@@ -96,6 +96,9 @@ type Schema struct {
 	// ReadOnly marks modules that never change anything (test.ping, …), so
 	// they run in check mode too.
 	ReadOnly bool
+	// Example, when set, is the task `soulctl module show` prints (one
+	// YAML list item); otherwise one is made from the params.
+	Example string
 }
 
 // Env is what a module sees of the world besides its params.
