@@ -15,6 +15,7 @@ import (
 	"github.com/soulstack/soulstack/internal/cli"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/version"
 )
 
 // checkerArchon is the identity the Checker's apicall commands run as. It
@@ -85,7 +86,7 @@ func (k *Keeper) register(ctx context.Context) error {
 	k.commander.token.Store(&tok.Token)
 	now := time.Now()
 	return k.store.RegisterKeeper(ctx, store.KeeperRecord{
-		ID: k.id, Address: k.advertise(), CheckerTokenID: tok.ID, StartedAt: now, HeartbeatAt: now,
+		ID: k.id, Address: k.advertise(), Version: version.Version(), CheckerTokenID: tok.ID, StartedAt: now, HeartbeatAt: now,
 	})
 }
 
