@@ -53,7 +53,7 @@ steps:
 	clock := checkertest.NewFakeClock(t0, false)
 	e2 := newEnv(t, Config{Clock: clock, Metrics: m})
 	e2.put("hello", helloProc)
-	if _, err := e2.c.AddSchedule(context.Background(), "hello", map[string]any{"who": "cron"}, "*/5 * * * *"); err != nil {
+	if _, err := e2.c.AddSchedule(context.Background(), "hello", map[string]any{"who": "cron"}, "*/5 * * * *", e2.owner()); err != nil {
 		t.Fatal(err)
 	}
 	s := NewScheduler(e2.c, SchedulerConfig{Logger: slog.New(slog.DiscardHandler)})

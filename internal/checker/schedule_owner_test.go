@@ -48,6 +48,10 @@ func TestM4DisabledOwnerPausesSchedule(t *testing.T) {
 	if got := scheduledTasks(t, e.store, sc.ID); len(got) != 1 {
 		t.Fatalf("%d tasks at 12:05, want 1\n%s", len(got), logs)
 	}
+	// Let it end: a tick that comes while it still runs would be skipped.
+	if _, err := e.c.Wait(ctx, scheduledTasks(t, e.store, sc.ID)[0].ID); err != nil {
+		t.Fatal(err)
+	}
 	entries, err := e.store.ListAudit(ctx, store.AuditFilter{Action: "checker.schedule.tick"})
 	if err != nil {
 		t.Fatal(err)
