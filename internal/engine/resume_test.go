@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -335,5 +336,48 @@ expect:
 	}
 	if st := w.incarnation().State; st["version"] != "healthy" {
 		t.Errorf("state from the fresh probe: %v", st)
+	}
+}
+
+// TestResumeAsksForSecretsAgain: the run stored its secret input masked;
+// a resume must be given it again, and nothing else of the input changes.
+func TestResumeAsksForSecretsAgain(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/deploy/main.yml": `
+input:
+  token: {type: string, secret: true, required: true}
+  tier: {type: string, default: gold}
+tasks:
+  - name: login
+    module: core.exec.run
+    params: {cmd: "login ${ input.token }"}
+`})
+	w := newWorld(t, svc, "deploy", `
+hosts: [{sid: a}]
+input: {token: s3cr3t}
+stubs:
+  - {module: core.exec.run, result: {failed: true, msg: "denied"}}
+expect:
+  outcome: failed
+`)
+	first := w.run()
+	w.Sim.SetStubs(nil)
+	if _, err := resume(t, w, first.ID, nil); domain.ErrorCode(err) != domain.CodeUnprocessable || !strings.Contains(err.Error(), "token") {
+		t.Errorf("resume without the secret: %v", err)
+	}
+	if _, err := resume(t, w, first.ID, map[string]any{"token": "s3cr3t", "tier": "silver"}); domain.ErrorCode(err) != domain.CodeInvalid {
+		t.Errorf("resume changing a plain input: %v", err)
+	}
+	before := len(w.Sim.Calls())
+	id, err := resume(t, w, first.ID, map[string]any{"token": "s3cr3t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := w.wait(id)
+	if run.Status != store.RunSucceeded || run.Input["token"] != "****" || run.Input["tier"] != "gold" {
+		t.Fatalf("resume with the secret: %+v", run)
+	}
+	calls := w.Sim.Calls()[before:]
+	if len(calls) != 1 || !strings.Contains(fmt.Sprint(calls[0].Params), "login s3cr3t") {
+		t.Errorf("the login did not get the secret again: %+v", calls)
 	}
 }
