@@ -152,7 +152,7 @@ func attemptOne(ctx context.Context, t *dsl.Task, act *expr.Activation, o Option
 		call.Files = o.Files
 		call.TemplateData = TemplateData(act)
 	}
-	if t.Module == "core.file.copied" {
+	if t.Module == "core.file.copied" || t.Module == "core.archive.extracted" {
 		call.Files = CopiedFiles(o.Files, params)
 	}
 	timeout := t.Timeout
@@ -354,7 +354,8 @@ func readsItem(v any, env *expr.Env) bool {
 	return false
 }
 
-// CopiedFiles is what a core.file.copied call ships: only its src, from
+// CopiedFiles is what a core.file.copied (or core.archive.extracted) call
+// ships: only its src, from
 // the files/ directory of the scenario or destiny (nothing when src is
 // missing or not a string: the module then says so).
 func CopiedFiles(files map[string][]byte, params map[string]any) map[string][]byte {

@@ -63,6 +63,33 @@ const maxHops = 40
 type FS struct {
 	// Root confines every path to this directory ("" = the real /).
 	Root string
+	// rootID, set by Confine, is the inode Root must still be when a
+	// walk opens it.
+	rootID *[2]uint64
+}
+
+// Confine returns an FS confined to the directory p (resolved by fsys,
+// following a symlink at p under the rules of this package) — for
+// extracting an archive into it. Each walk checks that Root is still the
+// directory resolved here, so swapping it for a symlink afterwards leads
+// nowhere.
+func (fsys FS) Confine(p string) (FS, error) {
+	t, err := fsys.Open(p, Options{Follow: true})
+	if err != nil {
+		return FS{}, err
+	}
+	defer t.Close()
+	info, ok, err := t.Lstat()
+	if err != nil {
+		return FS{}, err
+	}
+	if !ok {
+		return FS{}, fmt.Errorf("directory %s does not exist: %w", p, fs.ErrNotExist)
+	}
+	if !info.IsDir() {
+		return FS{}, fmt.Errorf("%s is not a directory", p)
+	}
+	return FS{Root: t.HostPath(), rootID: &[2]uint64{info.dev, info.ino}}, nil
 }
 
 // Options say how Open resolves a path.

@@ -210,3 +210,36 @@ func TestH1UnsafeTransitions(t *testing.T) {
 		}
 	}
 }
+
+// Confine pins the directory it resolved: swapped for a symlink (or
+// another directory) afterwards, it is refused instead of followed.
+func TestConfineRefusesASwappedRoot(t *testing.T) {
+	base := t.TempDir()
+	dest, other := filepath.Join(base, "dest"), filepath.Join(base, "other")
+	for _, d := range []string{dest, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	into, err := FS{}.Confine(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt, err := into.Open("/f", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt.Close()
+	if err := os.Rename(dest, dest+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, dest); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := into.Open("/f", Options{}); !errors.Is(err, ErrUnsafe) {
+		t.Fatalf("open in a swapped root: err %v, want ErrUnsafe", err)
+	}
+	if _, err := (FS{}).Confine(filepath.Join(base, "none")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Confine of a missing directory: %v", err)
+	}
+}

@@ -74,6 +74,10 @@ func (w *walker) openRoot() error {
 		_ = unix.Close(fd)
 		return fileErr("stat", root, err)
 	}
+	if id := w.fsys.rootID; id != nil && (uint64(f.st.Dev) != id[0] || f.st.Ino != id[1]) {
+		_ = unix.Close(fd)
+		return fmt.Errorf("%w: %s was replaced while in use", ErrUnsafe, root)
+	}
 	w.stack = []frame{f}
 	return nil
 }

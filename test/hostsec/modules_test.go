@@ -121,6 +121,37 @@ printf 'server {}\n' > `+d+`/etc/site`)
 			t.Fatalf("second apply touched the file: %s -> %s", s, now)
 		}
 	})
+	t.Run("archive", func(t *testing.T) {
+		// A tar.gz made on the host by tar itself, extracted by the soul's
+		// library code.
+		sh(t, h, `set -e; mkdir -p `+d+`/d/arch/files `+d+`/src/app/conf `+d+`/www; cd `+d+`/src; echo 'a=1' > app/conf/app.conf; ln -s conf/app.conf app/current; tar czf `+d+`/d/arch/files/app.tgz app`)
+		task := `  - {name: t, module: core.archive.extracted, params: {path: ` + d + `/www, src: app.tgz}}` + "\n"
+		if r := apply(t, h, d+"/d/arch", task, true); r.Failed || !r.Changed {
+			t.Fatalf("check mode: %+v", r)
+		}
+		if got := sh(t, h, "ls -A "+d+"/www"); got != "" {
+			t.Fatalf("check mode extracted %q", got)
+		}
+		if r := apply(t, h, d+"/d/arch", task, false); r.Failed || !r.Changed {
+			t.Fatalf("apply: %+v", r)
+		}
+		if got := sh(t, h, "cat "+d+"/www/app/current"); got != "a=1\n" {
+			t.Fatalf("extracted %q", got)
+		}
+		s := stamp(d + "/www/app/conf/app.conf")
+		if r := apply(t, h, d+"/d/arch", task, false); r.Failed || r.Changed {
+			t.Fatalf("second apply: %+v", r)
+		}
+		if now := stamp(d + "/www/app/conf/app.conf"); now != s {
+			t.Fatalf("second apply touched the file: %s -> %s", s, now)
+		}
+		// An archive with an entry escaping the destination is refused whole.
+		sh(t, h, `set -e; mkdir -p `+d+`/d/evil/files; cd `+d+`/src; tar czf `+d+`/d/evil/files/evil.tgz -P app ../../../etc/os-release`)
+		r := apply(t, h, d+"/d/evil", `  - {name: t, module: core.archive.extracted, params: {path: `+d+`/www, src: evil.tgz}}`+"\n", false)
+		if !r.Failed || !strings.Contains(r.Msg, "climbs out") {
+			t.Fatalf("escaping archive: %+v", r)
+		}
+	})
 	t.Run("stat", func(t *testing.T) {
 		task := `  - {name: t, module: core.file.stat, params: {path: ` + d + `/etc/redis.conf}, register: st}` + "\n"
 		// The destiny's output exposes the probe's fields.
