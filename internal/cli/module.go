@@ -209,7 +209,7 @@ func moduleDoc(name string, s module.Schema) ModuleDoc {
 	case s.ReadOnly:
 		d.CheckMode = "runs as usual: it changes nothing"
 	case s.RunsProgram:
-		d.CheckMode = "not executed (skipped), unless the task declares it a read-only probe with changed_when: false"
+		d.CheckMode = "not executed: reported unknown (\"would run\"), unless the task declares it a read-only probe with changed_when: false"
 	default:
 		d.CheckMode = "changes nothing: reports changed, with a diff, when it would change something"
 	}

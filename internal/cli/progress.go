@@ -323,7 +323,7 @@ func hostSummary(hs []hostView, check bool) string {
 	} else if changed > 0 {
 		s += fmt.Sprintf(", %d changed", changed)
 	}
-	for _, st := range []domain.HostStatus{domain.StatusSkipped, domain.StatusFailed, domain.StatusUnreachable, domain.StatusRunning, domain.StatusPending} {
+	for _, st := range []domain.HostStatus{domain.StatusSkipped, domain.StatusUnknown, domain.StatusFailed, domain.StatusUnreachable, domain.StatusRunning, domain.StatusPending} {
 		if n[st] > 0 {
 			s += fmt.Sprintf(", %d %s", n[st], st)
 		}

@@ -65,10 +65,13 @@ type HostStatus string
 
 // Host statuses of a task result.
 const (
-	StatusOK          HostStatus = "ok"
-	StatusChanged     HostStatus = "changed"
-	StatusFailed      HostStatus = "failed"
-	StatusSkipped     HostStatus = "skipped"
+	StatusOK      HostStatus = "ok"
+	StatusChanged HostStatus = "changed"
+	StatusFailed  HostStatus = "failed"
+	StatusSkipped HostStatus = "skipped"
+	// StatusUnknown is a command that would run in check mode: its result
+	// cannot be known without running it (SPEC §9).
+	StatusUnknown     HostStatus = "unknown"
 	StatusUnreachable HostStatus = "unreachable"
 	StatusRunning     HostStatus = "running"
 	StatusPending     HostStatus = "pending"
@@ -78,20 +81,23 @@ const (
 // produced on one host. The standard fields are always present; module
 // specific fields live in Data and are flattened into the register value.
 type Result struct {
-	Changed     bool           `json:"changed"`
-	Failed      bool           `json:"failed"`
-	Skipped     bool           `json:"skipped"`
-	Unreachable bool           `json:"unreachable,omitempty"`
-	RC          int            `json:"rc"`
-	Stdout      string         `json:"stdout"`
-	Stderr      string         `json:"stderr"`
-	Msg         string         `json:"msg"`
-	Diff        string         `json:"diff"`
-	DurationMS  int64          `json:"duration_ms"`
-	Data        map[string]any `json:"data,omitempty"`    // module-specific fields
-	Output      map[string]any `json:"output,omitempty"`  // a destiny's declared output
-	Results     []Result       `json:"results,omitempty"` // per-item results of a loop
-	Tasks       []TaskResult   `json:"tasks,omitempty"`   // per-task results inside a destiny or block
+	Changed     bool `json:"changed"`
+	Failed      bool `json:"failed"`
+	Skipped     bool `json:"skipped"`
+	Unreachable bool `json:"unreachable,omitempty"`
+	// Unknown marks a command not run in check mode: it would run, its
+	// result is unknown (SPEC §9).
+	Unknown    bool           `json:"unknown,omitempty"`
+	RC         int            `json:"rc"`
+	Stdout     string         `json:"stdout"`
+	Stderr     string         `json:"stderr"`
+	Msg        string         `json:"msg"`
+	Diff       string         `json:"diff"`
+	DurationMS int64          `json:"duration_ms"`
+	Data       map[string]any `json:"data,omitempty"`    // module-specific fields
+	Output     map[string]any `json:"output,omitempty"`  // a destiny's declared output
+	Results    []Result       `json:"results,omitempty"` // per-item results of a loop
+	Tasks      []TaskResult   `json:"tasks,omitempty"`   // per-task results inside a destiny or block
 
 	// Abandoned marks the Keeper's own verdict on work it stopped waiting
 	// for (timed out, cancelled): the soul may still answer, and that late
@@ -114,6 +120,8 @@ func (r Result) Status() HostStatus {
 		return StatusUnreachable
 	case r.Failed:
 		return StatusFailed
+	case r.Unknown:
+		return StatusUnknown
 	case r.Skipped:
 		return StatusSkipped
 	case r.Changed:

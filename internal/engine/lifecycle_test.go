@@ -256,7 +256,7 @@ expect:
   state: {version: "1.0"}
   tasks:
     - {task: probe, ran: [a, b]}
-    - {task: migrate, ran: [], skipped: [a]}
+    - {task: migrate, ran: [], skipped: [], unknown: [a]}
     - {task: config, changed: [a, b]}
 `)
 	run := w.run()

@@ -118,6 +118,7 @@ func (x *taskIndex) storedResults(rows []store.HostResult) resultFunc {
 			Changed:     row.Changed,
 			Failed:      st == domain.StatusFailed,
 			Skipped:     st == domain.StatusSkipped,
+			Unknown:     st == domain.StatusUnknown,
 			Unreachable: st == domain.StatusUnreachable,
 		}
 	}

@@ -383,8 +383,8 @@ tasks:
 	if r.Tasks[0].Stdout != "probed" {
 		t.Fatalf("probe did not run in check mode: %+v", r.Tasks[0])
 	}
-	if !r.Tasks[1].Skipped {
-		t.Fatalf("command ran in check mode: %+v", r.Tasks[1])
+	if !r.Tasks[1].Unknown || r.Tasks[1].Status() != domain.StatusUnknown || !strings.Contains(r.Tasks[1].Msg, "would run") {
+		t.Fatalf("a command in check mode is not reported unknown (would run): %+v", r.Tasks[1])
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("check mode executed a command")

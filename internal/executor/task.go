@@ -143,7 +143,7 @@ func attemptOne(ctx context.Context, t *dsl.Task, act *expr.Activation, o Option
 	check := o.Check
 	if check && commandModules[t.Module] {
 		if !t.IsProbe() {
-			return domain.Result{Skipped: true, Msg: "not executed in check mode (declare it read-only with changed_when: false to run it as a probe)"}
+			return domain.Result{Unknown: true, Msg: "would run; result unknown in check mode (declare it read-only with changed_when: false to run it as a probe)"}
 		}
 		check = false
 	}
@@ -213,7 +213,7 @@ func retryDone(ctx context.Context, t *dsl.Task, act *expr.Activation, r domain.
 // step answered (failed_when may read the task's own register across
 // hosts). Skipped and unreachable results are returned unchanged.
 func Finalize(ctx context.Context, t *dsl.Task, act *expr.Activation, r domain.Result, env *expr.Env) domain.Result {
-	if r.Unreachable || (r.Skipped && !r.Failed) {
+	if r.Unreachable || r.Unknown || (r.Skipped && !r.Failed) {
 		return r
 	}
 	vt := t

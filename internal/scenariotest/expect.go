@@ -64,6 +64,7 @@ func (h *Harness) Check(ctx context.Context, run store.Run, results []store.Host
 		check("changed", te.Changed, func(r store.HostResult) bool { return r.Changed })
 		check("failed", te.Failed, statusIs(domain.StatusFailed))
 		check("unreachable", te.Unreachable, statusIs(domain.StatusUnreachable))
+		check("unknown", te.Unknown, statusIs(domain.StatusUnknown))
 		if te.Waves != nil {
 			want := make([][]string, len(*te.Waves))
 			for i, w := range *te.Waves {

@@ -87,6 +87,8 @@ type TaskExpect struct {
 	Changed     *[]string   `yaml:"changed"`
 	Failed      *[]string   `yaml:"failed"`
 	Unreachable *[]string   `yaml:"unreachable"`
+	// Unknown are the hosts where a command would run in check mode.
+	Unknown *[]string `yaml:"unknown"`
 }
 
 // fileSpec is the YAML shape of a test file.
@@ -429,7 +431,7 @@ func (v *validator) expect(t *Test, sc *dsl.Scenario) {
 		for _, l := range []struct {
 			key  string
 			list *[]string
-		}{{"ran", te.Ran}, {"skipped", te.Skipped}, {"changed", te.Changed}, {"failed", te.Failed}, {"unreachable", te.Unreachable}} {
+		}{{"ran", te.Ran}, {"skipped", te.Skipped}, {"changed", te.Changed}, {"failed", te.Failed}, {"unreachable", te.Unreachable}, {"unknown", te.Unknown}} {
 			if l.list != nil {
 				v.hostList(append(slices.Clone(path), l.key), *l.list, true)
 			}

@@ -55,6 +55,7 @@ var statusOrder = []string{
 	string(domain.StatusPending),
 	string(domain.StatusChanged),
 	string(domain.StatusOK),
+	string(domain.StatusUnknown),
 	string(domain.StatusSkipped),
 }
 

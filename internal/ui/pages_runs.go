@@ -147,7 +147,7 @@ func timeline(snaps []store.Snapshot, limit int) []historyEntry {
 				}
 			}
 		}
-		for _, k := range []string{"ok", "changed", "failed", "skipped"} {
+		for _, k := range []string{"ok", "changed", "failed", "skipped", "unknown"} {
 			if totals[k] > 0 {
 				e.Totals = append(e.Totals, statusCount{k, totals[k]})
 			}
