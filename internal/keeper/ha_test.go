@@ -1,6 +1,8 @@
 package keeper_test
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -9,7 +11,9 @@ import (
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/checker"
+	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/keeper"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/testutil"
 )
@@ -204,4 +208,59 @@ func firstErr(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// TestDeclaredDeadKeeperRejoins: a keeper the leader declared dead (cut off
+// from the database for a while: its row deleted, its souls marked
+// disconnected) finds its row gone at its next heartbeat, registers again
+// with a new Checker token and records the souls it still holds connected.
+func TestDeclaredDeadKeeperRejoins(t *testing.T) {
+	ctx := context.Background()
+	f := &fleet{t: t, ctx: ctx, dir: t.TempDir(), souls: map[string]*testutil.Process{}}
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(f.dir, "keeper")
+	cfg.KeeperID = "keeper-1"
+	cfg.ShutdownTimeout = config.Duration(5 * time.Second)
+	res, err := keeper.Init(ctx, keeper.InitOptions{Keeper: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k *keeper.Keeper
+	k, f.addr = serveKeeper(t, cfg, "keeper-1")
+	f.fp, f.token = res.Fingerprint, res.Token.Token
+	f.connect()
+	f.startSouls()
+	st := k.Store()
+	before, err := st.GetKeeper(ctx, "keeper-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// What the leader's cleanup does to a keeper it found dead.
+	if ok, err := st.DeleteKeeper(ctx, "keeper-1", time.Time{}); err != nil || !ok {
+		t.Fatalf("DeleteKeeper: %v, %v", ok, err)
+	}
+	if err := st.MarkKeeperSoulsDisconnected(ctx, "keeper-1"); err != nil {
+		t.Fatal(err)
+	}
+	f.waitSouls(store.SoulConnected, fleetSIDs...)
+	after, err := st.GetKeeper(ctx, "keeper-1")
+	if err != nil {
+		t.Fatalf("the keeper did not register again: %v", err)
+	}
+	if after.CheckerTokenID == before.CheckerTokenID || after.Address != f.addr {
+		t.Errorf("row after rejoining: %+v (before %+v)", after, before)
+	}
+	// Its Checker works with the new token.
+	if _, err := f.c.PutProcedure(ctx, "souls", disconnectedSouls); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := f.c.ExecuteProcedure(ctx, "souls", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 15*time.Second, func() bool {
+		task, err := st.GetCheckerTask(ctx, ex.Tasks[0].ID)
+		return err == nil && task.Status == checker.StatusSuccess
+	}, "the checker to call souls list with its new token")
 }
