@@ -37,6 +37,11 @@ func newTestLab(t *testing.T, name, flavour string, hosts int, dir string) *Lab 
 	defer cancel()
 	start := time.Now()
 	l, err := New(ctx, Config{Name: name, Hosts: hosts, Dir: dir, Packages: testPackages, Flavour: flavour})
+	// Another `go test` of this package on the machine may hold the name.
+	for errors.Is(err, ErrLocked) && ctx.Err() == nil {
+		time.Sleep(time.Second)
+		l, err = New(ctx, Config{Name: name, Hosts: hosts, Dir: dir, Packages: testPackages, Flavour: flavour})
+	}
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -14,12 +14,12 @@ import (
 	"time"
 )
 
-// errLocked reports that another process (or another Lab in this one)
-// holds a lab's lock.
-var errLocked = errors.New("locked by another process")
+// ErrLocked reports that another process (or another Lab in this one)
+// holds a lab's lock: New of a lab name in use fails with it.
+var ErrLocked = errors.New("locked by another process")
 
 // lockFile takes an exclusive flock on path. With wait it retries until ctx
-// ends; without, it fails at once with errLocked. The lock lasts until the
+// ends; without, it fails at once with ErrLocked. The lock lasts until the
 // returned file is closed or the process ends, so a crash never leaves a
 // stale lock behind.
 func lockFile(ctx context.Context, path string, wait bool) (*os.File, error) {
@@ -41,7 +41,7 @@ func lockFile(ctx context.Context, path string, wait bool) (*os.File, error) {
 		}
 		if !wait {
 			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, errLocked)
+			return nil, fmt.Errorf("lock %s: %w", path, ErrLocked)
 		}
 		select {
 		case <-ctx.Done():

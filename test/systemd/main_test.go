@@ -62,8 +62,13 @@ func newHost(t *testing.T) *lab.Host {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
-	l, err := lab.New(ctx, lab.Config{Name: labName, Hosts: 1, Flavour: lab.FlavourSystemd,
-		Packages: []string{"hello", "redis-server", "redis-tools"}})
+	cfg := lab.Config{Name: labName, Hosts: 1, Flavour: lab.FlavourSystemd, Packages: []string{"hello", "redis-server", "redis-tools"}}
+	l, err := lab.New(ctx, cfg)
+	// Another `go test` of this package on the machine may hold the name.
+	for errors.Is(err, lab.ErrLocked) && ctx.Err() == nil {
+		time.Sleep(time.Second)
+		l, err = lab.New(ctx, cfg)
+	}
 	if err != nil {
 		t.Fatalf("building the lab: %v", err)
 	}
