@@ -29,6 +29,10 @@ const labName = "modules"
 
 var soulBin string
 
+// labPackages are installable offline on the host; the same set as
+// test/systemd's, so both share one cached repository.
+var labPackages = []string{"hello", "redis-server", "redis-tools"}
+
 // shared is the one lab host every test of the package uses (booted by
 // the first test that needs it, closed by TestMain).
 var shared struct {
@@ -78,7 +82,7 @@ func host(t *testing.T) *lab.Host {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		start := time.Now()
-		l, err := lab.New(ctx, lab.Config{Name: labName, Hosts: 1})
+		l, err := lab.New(ctx, lab.Config{Name: labName, Hosts: 1, Packages: labPackages})
 		if err != nil {
 			shared.err = fmt.Errorf("building the lab: %w", err)
 			return

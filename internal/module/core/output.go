@@ -52,7 +52,8 @@ var coreOutputs = map[string]map[string]module.Field{
 		"json":    outputField(module.TypeAny, "the response body decoded, when it is JSON"),
 	},
 	"core.pkg.installed": {
-		"installed": outputField(module.TypeMap, "package name → installed version"),
+		"installed":       outputField(module.TypeMap, "package name → installed version"),
+		"cache_refreshed": outputField(module.TypeBool, "the package index was refreshed first (update_cache); a refresh alone is not a change"),
 	},
 	"core.pkg.removed": {
 		"removed": outputField(module.TypeStrList, "packages removed (or to remove in check mode)"),

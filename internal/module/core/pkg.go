@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/module"
@@ -16,9 +17,13 @@ func init() {
 	register("core.pkg.installed", module.Schema{
 		Summary: "Ensure packages are installed (apt or dnf), optionally at an exact version",
 		Params: map[string]module.Param{
-			"name":    str(false, "package to install"),
-			"names":   typed(module.TypeStrList, "packages to install"),
-			"version": str(false, "exact version wanted (apt: 7:7.0.15-1~deb12u1); only with a single package"),
+			"name":             str(false, "package to install"),
+			"names":            typed(module.TypeStrList, "packages to install"),
+			"version":          str(false, "exact version wanted (apt: 7:7.0.15-1~deb12u1); only with a single package"),
+			"update_cache":     {Type: module.TypeBool, Default: false, Description: "refresh the package index first (apt-get update, dnf makecache)"},
+			"cache_valid_time": typed(module.TypeInt, "with update_cache: skip the refresh when the index is younger than this many seconds (apt)"),
+			"default_release":  str(false, "apt only: install from this release (apt-get -t), e.g. bookworm-backports"),
+			"enablerepo":       typed(module.TypeStrList, "dnf only: repositories enabled for this install (--enablerepo)"),
 		},
 		AtLeastOne:   [][]string{{"name", "names"}},
 		Unconfinable: true,
@@ -43,7 +48,9 @@ type pkgState struct {
 }
 
 // pkgManager is one package tool family. Implementations query first and
-// only run the installer for what is missing.
+// only run the installer for what is missing. A new family (zypper,
+// pacman) is one file: a type implementing this interface and an init()
+// adding it to pkgBackends.
 type pkgManager interface {
 	name() string
 	query(ctx context.Context, pkg string) (pkgState, error)
@@ -51,9 +58,33 @@ type pkgManager interface {
 	matches(installed, want string) bool
 	// install installs specs (name or name+version); a package the sources
 	// do not know gives an error naming it.
-	install(ctx context.Context, specs []pkgSpec) error
+	install(ctx context.Context, specs []pkgSpec, o installOpts) error
 	remove(ctx context.Context, names []string, purge bool) error
+	// refresh downloads the package index (apt-get update, dnf makecache).
+	refresh(ctx context.Context, env *module.Env) error
+	// cacheTime is when the index was last refreshed (zero: unknown).
+	cacheTime(env *module.Env) time.Time
+	// repoPath is the file defining repository name; repoFile renders it.
+	repoPath(name string) string
+	repoFile(r repoSpec) ([]byte, error)
 }
+
+// installOpts are core.pkg.installed's per-family options; a family that
+// has no such option refuses it by name.
+type installOpts struct {
+	defaultRelease string // apt -t
+	enableRepo     []string
+}
+
+// pkgBackend is one package family pickManager can choose.
+type pkgBackend struct {
+	family string // the soulprint's os.family
+	probe  string // a program whose presence means this family
+	make   func() pkgManager
+}
+
+// pkgBackends lists the families, registered by each pkg_<tool>.go's init.
+var pkgBackends []pkgBackend
 
 type pkgSpec struct{ name, version string }
 
@@ -85,19 +116,21 @@ func pkgNames(a *args) ([]string, error) {
 // without facts, from the tools found on the host.
 func pickManager(env *module.Env) (pkgManager, error) {
 	family := factString(env.Facts, "os.family")
-	switch family {
-	case "debian":
-		return aptManager{}, nil
-	case "redhat":
-		return newDNFManager(), nil
+	for _, b := range pkgBackends {
+		if b.family == family {
+			return b.make(), nil
+		}
 	}
-	if _, err := exec.LookPath("dpkg-query"); err == nil {
-		return aptManager{}, nil
+	for _, b := range pkgBackends {
+		if _, err := exec.LookPath(b.probe); err == nil {
+			return b.make(), nil
+		}
 	}
-	if _, err := exec.LookPath("rpm"); err == nil {
-		return newDNFManager(), nil
+	var probes []string
+	for _, b := range pkgBackends {
+		probes = append(probes, b.probe)
 	}
-	return nil, fmt.Errorf("no supported package manager: os.family is %q and neither dpkg-query nor rpm is installed", family)
+	return nil, fmt.Errorf("no supported package manager: os.family is %q and none of %s is installed", family, strings.Join(probes, ", "))
 }
 
 // factString reads a dotted fact ("os.family") from nested maps, or from a
@@ -137,6 +170,10 @@ func pkgInstalled(ctx context.Context, p map[string]any, env *module.Env) (domai
 	if err != nil {
 		return domain.Result{}, err
 	}
+	opts, refreshed, err := pkgPrepare(ctx, a, mgr, env)
+	if err != nil {
+		return domain.Result{}, err
+	}
 	installed := map[string]any{}
 	var todo []pkgSpec
 	var diff []string
@@ -157,13 +194,13 @@ func pkgInstalled(ctx context.Context, p map[string]any, env *module.Env) (domai
 		}
 	}
 	if len(todo) == 0 {
-		return converged("installed: "+strings.Join(names, ", "), map[string]any{"installed": installed}), nil
+		return converged("installed: "+strings.Join(names, ", "), map[string]any{"installed": installed, "cache_refreshed": refreshed}), nil
 	}
 	what := specList(todo)
 	if env.Check {
-		return domain.Result{Changed: true, Diff: strings.Join(diff, "\n") + "\n", Msg: "would install " + what, Data: map[string]any{"installed": installed}}, nil
+		return domain.Result{Changed: true, Diff: strings.Join(diff, "\n") + "\n", Msg: "would install " + what, Data: map[string]any{"installed": installed, "cache_refreshed": false}}, nil
 	}
-	if err := mgr.install(ctx, todo); err != nil {
+	if err := mgr.install(ctx, todo, opts); err != nil {
 		return domain.Result{}, err
 	}
 	res := domain.Result{Changed: true, Diff: strings.Join(diff, "\n") + "\n", Msg: "installed " + what}
@@ -178,7 +215,7 @@ func pkgInstalled(ctx context.Context, p map[string]any, env *module.Env) (domai
 		}
 		installed[s.name] = st.version
 	}
-	res.Data = map[string]any{"installed": installed}
+	res.Data = map[string]any{"installed": installed, "cache_refreshed": refreshed}
 	return res, nil
 }
 

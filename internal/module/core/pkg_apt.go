@@ -3,12 +3,21 @@ package core
 import (
 	"context"
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/module"
+	"github.com/soulstack/soulstack/internal/safefs"
 )
 
 // aptManager drives dpkg-query and apt-get for the Debian family.
 type aptManager struct{}
+
+func init() {
+	pkgBackends = append(pkgBackends, pkgBackend{family: "debian", probe: "dpkg-query", make: func() pkgManager { return aptManager{} }})
+}
 
 var aptEnv = map[string]string{
 	"DEBIAN_FRONTEND":          "noninteractive",
@@ -92,8 +101,14 @@ func aptNotFound(stderr string) string {
 // install runs apt-get install; when apt does not know a package or
 // version it refreshes the package lists once (apt-get update) and retries,
 // so a freshly added source or an empty list cache works.
-func (m aptManager) install(ctx context.Context, specs []pkgSpec) error {
+func (m aptManager) install(ctx context.Context, specs []pkgSpec, o installOpts) error {
+	if len(o.enableRepo) > 0 {
+		return paramErr("enablerepo", "is a dnf option; apt has default_release (-t) instead")
+	}
 	argv := append([]string{"apt-get", "install"}, aptOpts...)
+	if o.defaultRelease != "" {
+		argv = append(argv, "-t", o.defaultRelease)
+	}
 	for _, s := range specs {
 		if s.version != "" {
 			argv = append(argv, "--allow-downgrades")
@@ -146,4 +161,118 @@ func (aptManager) remove(ctx context.Context, names []string, purge bool) error 
 		return fmt.Errorf("removing %s: %w", strings.Join(names, ", "), cmdError(argv, r))
 	}
 	return nil
+}
+
+// aptStamp is touched after each successful apt-get update by a soul (the
+// file Debian's apt.systemd.daily touches too): cache_valid_time reads it.
+const aptStamp = "/var/lib/apt/periodic/update-success-stamp"
+
+func (aptManager) refresh(ctx context.Context, env *module.Env) error {
+	argv := append([]string{"apt-get", "update"}, aptOpts...)
+	r, err := runPkgCmd(ctx, aptEnv, argv...)
+	if err == nil && r.rc != 0 {
+		err = cmdError(argv, r)
+	}
+	if err != nil {
+		return fmt.Errorf("refreshing the apt index: %w", err)
+	}
+	t, err := fsOf(env).Open(aptStamp, safefs.Options{MakeDirs: true})
+	if err != nil {
+		return fmt.Errorf("stamping the apt refresh: %w", err)
+	}
+	defer t.Close()
+	return t.WriteFile(nil, 0o644, 0, 0)
+}
+
+func (aptManager) cacheTime(env *module.Env) time.Time {
+	t, err := fsOf(env).Open(aptStamp, safefs.Options{})
+	if err != nil {
+		return time.Time{}
+	}
+	defer t.Close()
+	fi, exists, err := t.Lstat()
+	if err != nil || !exists {
+		return time.Time{}
+	}
+	return fi.ModTime
+}
+
+// repoFile renders a deb822 .sources file. signed_by is a keyring path or
+// the armored key itself, embedded as a multi-line field (apt ≥ 2.3).
+func (aptManager) repoPath(name string) string {
+	return path.Join("/etc/apt/sources.list.d", name+".sources")
+}
+
+func (aptManager) repoFile(r repoSpec) ([]byte, error) {
+	if r.baseurl != "" || r.gpgkey != "" {
+		return nil, paramErr("baseurl", "baseurl and gpgkey are dnf params; apt takes uris, suites, components and signed_by")
+	}
+	if len(r.uris) == 0 {
+		return nil, paramErr("uris", "at least one URI is required")
+	}
+	if len(r.suites) == 0 {
+		return nil, paramErr("suites", "at least one suite is required (\"./\" for a flat repository)")
+	}
+	flat := strings.HasSuffix(r.suites[0], "/")
+	if flat && len(r.components) > 0 {
+		return nil, paramErr("components", "a flat repository (suite ending in /) has no components")
+	}
+	if !flat && len(r.components) == 0 {
+		return nil, paramErr("components", "at least one component is required (e.g. main)")
+	}
+	for _, f := range [][]string{r.uris, r.suites, r.components, r.types, r.architectures} {
+		for _, v := range f {
+			if v == "" || strings.ContainsAny(v, " \t\r\n#") {
+				return nil, paramErr("uris", "%q: values are single words without spaces or #", v)
+			}
+		}
+	}
+	for _, u := range r.uris {
+		if !strings.Contains(u, ":") {
+			return nil, paramErr("uris", "%q is not a URI (http://, https://, file:, …)", u)
+		}
+	}
+	types := r.types
+	if len(types) == 0 {
+		types = []string{"deb"}
+	}
+	for _, t := range types {
+		if t != "deb" && t != "deb-src" {
+			return nil, paramErr("types", "%q: want deb or deb-src", t)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Managed by Soul Stack (core.pkg.repository %s); local changes are overwritten.\n", r.name)
+	fmt.Fprintf(&b, "Types: %s\nURIs: %s\nSuites: %s\n", strings.Join(types, " "), strings.Join(r.uris, " "), strings.Join(r.suites, " "))
+	if len(r.components) > 0 {
+		fmt.Fprintf(&b, "Components: %s\n", strings.Join(r.components, " "))
+	}
+	if len(r.architectures) > 0 {
+		fmt.Fprintf(&b, "Architectures: %s\n", strings.Join(r.architectures, " "))
+	}
+	if !r.enabled {
+		b.WriteString("Enabled: no\n")
+	}
+	if r.trusted {
+		b.WriteString("Trusted: yes\n")
+	}
+	switch key := strings.TrimSpace(r.signedBy); {
+	case key == "":
+	case strings.HasPrefix(key, "/"):
+		if strings.ContainsAny(key, " \t\r\n") {
+			return nil, paramErr("signed_by", "%q: a keyring path has no spaces", key)
+		}
+		fmt.Fprintf(&b, "Signed-By: %s\n", key)
+	case strings.HasPrefix(key, "-----BEGIN PGP PUBLIC KEY BLOCK-----") && strings.HasSuffix(key, "-----END PGP PUBLIC KEY BLOCK-----"):
+		b.WriteString("Signed-By:\n")
+		for _, l := range strings.Split(key, "\n") {
+			if l = strings.TrimRight(l, " \t\r"); l == "" {
+				l = "."
+			}
+			b.WriteString(" " + l + "\n")
+		}
+	default:
+		return nil, paramErr("signed_by", "want a keyring path (/usr/share/keyrings/x.gpg) or an ASCII-armored public key (-----BEGIN PGP PUBLIC KEY BLOCK----- …)")
+	}
+	return []byte(b.String()), nil
 }

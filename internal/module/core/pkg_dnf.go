@@ -4,12 +4,20 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path"
 	"regexp"
 	"strings"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/module"
 )
 
 // dnfManager drives rpm and dnf (or yum on old hosts) for the RedHat family.
 type dnfManager struct{ tool string }
+
+func init() {
+	pkgBackends = append(pkgBackends, pkgBackend{family: "redhat", probe: "rpm", make: func() pkgManager { return newDNFManager() }})
+}
 
 func newDNFManager() dnfManager {
 	if _, err := exec.LookPath("dnf"); err != nil {
@@ -53,8 +61,14 @@ func (dnfManager) matches(installed, want string) bool {
 
 var dnfNoMatchRe = regexp.MustCompile(`(?:No match for argument|Unable to find a match):?\s*(\S+)`)
 
-func (m dnfManager) install(ctx context.Context, specs []pkgSpec) error {
+func (m dnfManager) install(ctx context.Context, specs []pkgSpec, o installOpts) error {
+	if o.defaultRelease != "" {
+		return paramErr("default_release", "is an apt option (-t); dnf has enablerepo instead")
+	}
 	argv := []string{m.tool, "install", "-y", "-q"}
+	for _, r := range o.enableRepo {
+		argv = append(argv, "--enablerepo="+r)
+	}
 	for _, s := range specs {
 		if s.version != "" {
 			argv = append(argv, s.name+"-"+s.version)
@@ -95,4 +109,62 @@ func (m dnfManager) remove(ctx context.Context, names []string, _ bool) error {
 		return fmt.Errorf("removing %s: %w", strings.Join(names, ", "), cmdError(argv, r))
 	}
 	return nil
+}
+
+func (m dnfManager) refresh(ctx context.Context, _ *module.Env) error {
+	argv := []string{m.tool, "makecache", "-q"}
+	r, err := runPkgCmd(ctx, nil, argv...)
+	if err == nil && r.rc != 0 {
+		err = cmdError(argv, r)
+	}
+	if err != nil {
+		return fmt.Errorf("refreshing the %s metadata: %w", m.tool, err)
+	}
+	return nil
+}
+
+// cacheTime is unknown for dnf, which expires its metadata itself
+// (metadata_expire): update_cache always runs makecache.
+func (dnfManager) cacheTime(*module.Env) time.Time { return time.Time{} }
+
+// repoFile renders a yum/dnf .repo file.
+func (dnfManager) repoPath(name string) string { return path.Join("/etc/yum.repos.d", name+".repo") }
+
+func (dnfManager) repoFile(r repoSpec) ([]byte, error) {
+	if len(r.uris) > 0 || len(r.suites) > 0 || len(r.components) > 0 || r.signedBy != "" {
+		return nil, paramErr("uris", "uris, suites, components and signed_by are apt params; dnf takes baseurl and gpgkey")
+	}
+	if r.baseurl == "" {
+		return nil, paramErr("baseurl", "required for a dnf repository")
+	}
+	for _, f := range []struct{ param, v string }{{"baseurl", r.baseurl}, {"gpgkey", r.gpgkey}} {
+		for _, u := range strings.Fields(f.v) {
+			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "file://") {
+				return nil, paramErr(f.param, "%q: want http://, https:// or file:// URLs", u)
+			}
+		}
+		if strings.ContainsAny(f.v, "\r\n") {
+			return nil, paramErr(f.param, "URLs are separated by spaces")
+		}
+	}
+	desc := r.description
+	if desc == "" {
+		desc = r.name
+	}
+	if strings.ContainsAny(desc, "\r\n") {
+		return nil, paramErr("description", "must be one line")
+	}
+	b := func(v bool) int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "# Managed by Soul Stack (core.pkg.repository %s); local changes are overwritten.\n[%s]\nname=%s\nbaseurl=%s\nenabled=%d\ngpgcheck=%d\n",
+		r.name, r.name, desc, r.baseurl, b(r.enabled), b(r.gpgcheck))
+	if r.gpgkey != "" {
+		fmt.Fprintf(&sb, "gpgkey=%s\n", r.gpgkey)
+	}
+	return []byte(sb.String()), nil
 }
