@@ -89,7 +89,7 @@ func TestPkgInstallAndRemove(t *testing.T) {
 	if !st.installed || st.version == "" {
 		t.Fatalf("%s not installed after apply: %+v", testPkg, st)
 	}
-	if diff := cmp.Diff(map[string]any{"installed": map[string]any{testPkg: st.version}}, res.Data); diff != "" {
+	if diff := cmp.Diff(map[string]any{"installed": map[string]any{testPkg: st.version}, "cache_refreshed": false}, res.Data); diff != "" {
 		t.Errorf("data (-want +got):\n%s", diff)
 	}
 
@@ -102,7 +102,7 @@ func TestPkgInstallAndRemove(t *testing.T) {
 	} {
 		res = run(t, "core.pkg.installed", p, env)
 		wantChanged(t, res, false)
-		if diff := cmp.Diff(map[string]any{"installed": map[string]any{testPkg: st.version}}, res.Data); diff != "" {
+		if diff := cmp.Diff(map[string]any{"installed": map[string]any{testPkg: st.version}, "cache_refreshed": false}, res.Data); diff != "" {
 			t.Errorf("converged data (-want +got):\n%s", diff)
 		}
 	}
