@@ -212,7 +212,7 @@ func bootstrapOne(ctx context.Context, t Target, o BootstrapOptions, auth []ssh.
 	stdin.Write(o.Script)
 	out, err = runSSH(client, sudo+"sh -s -- "+strings.Join(quoted, " "), &stdin)
 	if err != nil {
-		fail("%s", lastLine(out, err.Error()))
+		fail("installing: %s", lastLine(out, err.Error()+" (no output)"))
 		return
 	}
 	r.Status, r.Message = HostInstalled, lastLine(out, "")

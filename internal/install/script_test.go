@@ -149,6 +149,23 @@ func TestInstallScript(t *testing.T) {
 	}
 	assertEmptyTree(t, bad)
 
+	// A revoked token and a token of another keeper are refused before the
+	// host is touched, each with its reason.
+	revoked, err := k.client.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"web"}, TTL: apiclient.Duration(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.client.RevokeJoinToken(ctx, revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	foreign := jt.Token[:strings.LastIndex(jt.Token, ".")+1] + strings.Repeat("ab", 32)
+	for tok, why := range map[string]string{revoked.Token: "unknown, expired, revoked or used up", foreign: "for another keeper", "SSJ1.x y": "malformed"} {
+		if out, err := shScript(script, "--root", bad, "--init", "systemd", "--join-token", tok); err == nil || !strings.Contains(out, why) || !strings.Contains(out, "nothing installed") {
+			t.Fatalf("token %q: %v\n%s", tok, err, out)
+		}
+	}
+	assertEmptyTree(t, bad)
+
 	// The real installation into a root.
 	root := t.TempDir()
 	out, err := shScript(script, "--root", root, "--init", "systemd", "--join-token", jt.Token)

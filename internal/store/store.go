@@ -525,6 +525,10 @@ type Store interface {
 	// counts a use, atomically: of concurrent uses at most MaxUses succeed.
 	// An unknown, expired, revoked or used-up token is ErrNotFound.
 	UseJoinToken(ctx context.Context, secretHash []byte, now time.Time) (JoinToken, error)
+	// PeekJoinToken is UseJoinToken without counting a use: the token a
+	// use at now would get (install.sh checks its token before touching
+	// the host). Same ErrNotFound.
+	PeekJoinToken(ctx context.Context, secretHash []byte, now time.Time) (JoinToken, error)
 	// ListJoinTokens lists every join token, oldest first, without its
 	// SecretHash.
 	ListJoinTokens(ctx context.Context) ([]JoinToken, error)

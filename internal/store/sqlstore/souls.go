@@ -243,6 +243,17 @@ func (s *Store) UseJoinToken(ctx context.Context, secretHash []byte, now time.Ti
 	return t, s.wrap("using join token", err)
 }
 
+// PeekJoinToken returns the token a use at now would count, without
+// counting it (and without its secret hash).
+func (s *Store) PeekJoinToken(ctx context.Context, secretHash []byte, now time.Time) (store.JoinToken, error) {
+	t, err := scanJoinToken(s.reader().row(ctx, `SELECT `+joinTokenCols+` FROM join_tokens
+		WHERE secret_hash = ? AND expires_at > ? AND revoked_at IS NULL AND (max_uses = 0 OR uses < max_uses)`, secretHash, s.ts(now)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.JoinToken{}, &domain.Error{Code: domain.CodeNotFound, Message: "join token unknown, expired, revoked or used up", Err: domain.ErrNotFound}
+	}
+	return t, s.wrap("reading join token", err)
+}
+
 // ListJoinTokens returns every join token, oldest first, without secret
 // hashes.
 func (s *Store) ListJoinTokens(ctx context.Context) ([]store.JoinToken, error) {

@@ -250,10 +250,15 @@ func testJoinTokens(t *testing.T, s store.Store) {
 	must(t, s.CreateJoinToken(ctx, jt))
 	wantConflict(t, s.CreateJoinToken(ctx, jt))
 
+	peek, err := s.PeekJoinToken(ctx, secret[:], at(time.Minute))
+	must(t, err)
+	if peek.ID != "j1" || peek.Uses != 0 || len(peek.Covens) != 2 {
+		t.Fatalf("PeekJoinToken = %+v", peek)
+	}
 	got, err := s.UseJoinToken(ctx, secret[:], at(time.Minute))
 	must(t, err)
 	jt.Covens, jt.Uses = []string{"dc1", "redis"}, 1
-	diff(t, "UseJoinToken", got, jt) // SecretHash included
+	diff(t, "UseJoinToken", got, jt) // SecretHash included: the peek counted no use
 	got, err = s.UseJoinToken(ctx, secret[:], at(59*time.Minute))
 	must(t, err)
 	if got.Uses != 2 {
@@ -261,6 +266,8 @@ func testJoinTokens(t *testing.T, s store.Store) {
 	}
 
 	// Expired: exactly at ExpiresAt and after.
+	_, err = s.PeekJoinToken(ctx, secret[:], at(time.Hour))
+	wantNotFound(t, err)
 	_, err = s.UseJoinToken(ctx, secret[:], at(time.Hour))
 	wantNotFound(t, err)
 	_, err = s.UseJoinToken(ctx, secret[:], at(2*time.Hour))
@@ -297,6 +304,8 @@ func testJoinTokenLimits(t *testing.T, s store.Store) {
 	}
 	_, err = s.UseJoinToken(ctx, once[:], at(time.Minute))
 	wantNotFound(t, err)
+	_, err = s.PeekJoinToken(ctx, once[:], at(time.Minute))
+	wantNotFound(t, err) // used up
 	for range 2 {
 		_, err = s.UseJoinToken(ctx, twice[:], at(time.Minute))
 		must(t, err)
