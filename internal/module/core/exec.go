@@ -16,7 +16,7 @@ func init() {
 	register("core.exec.run", module.Schema{
 		Summary: "Run a program (cmd with args, no shell) or a command line (command, via /bin/sh -c)",
 		Params: map[string]module.Param{
-			"command": str(false, "command line run by /bin/sh -c"),
+			"command": str(false, "command line run by /bin/sh -c; quote interpolated values: ${ shquote(input.x) }"),
 			"cmd":     str(false, "program to run with args as argv, no shell"),
 			"args":    typed(module.TypeStrList, "argv after cmd"),
 			"env":     typed(module.TypeMap, "extra environment variables"),
@@ -29,7 +29,7 @@ func init() {
 	register("core.cmd.shell", module.Schema{
 		Summary: "Run a command line through /bin/sh -c",
 		Params: map[string]module.Param{
-			"cmd":   str(true, "command line run by /bin/sh -c"),
+			"cmd":   str(true, "command line run by /bin/sh -c; quote interpolated values: ${ shquote(input.x) }"),
 			"env":   typed(module.TypeMap, "extra environment variables"),
 			"cwd":   str(false, "working directory (absolute)"),
 			"stdin": str(false, "data written to stdin"),
