@@ -146,6 +146,17 @@ func newCluster(t *testing.T, flavour string) *cluster {
 	}
 	c.waitSouls(t, store.SoulConnected, c.sids()...)
 	t.Logf("%d souls connected in %v", hostCount, since(start))
+	// The soulprint says which init the host runs, from the host itself.
+	souls, err := c.api.ListSouls(ctx, apiclient.SoulQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range souls {
+		id, _ := c.host(t, s.SID).BootID()
+		if s.Soulprint["init"] != flavour || s.Soulprint["boot_id"] != id {
+			t.Errorf("soulprint of %s: init %v, boot_id %v; want %s, %s", s.SID, s.Soulprint["init"], s.Soulprint["boot_id"], flavour, id)
+		}
+	}
 	return c
 }
 
