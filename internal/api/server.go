@@ -65,6 +65,10 @@ type Config struct {
 	// TLSPin is "sha256//<base64>" of the served certificate's public key,
 	// told by GET /v1/version for `curl --pinnedpubkey`; "" tells none.
 	TLSPin string
+	// KeeperID is this keeper's id (GET /v1/keepers marks it self).
+	KeeperID string
+	// Leader returns the id of the keeper that leads; nil: none is shown.
+	Leader func(ctx context.Context) (string, error)
 	// Registry receives the API's metrics and is served at /metrics; nil
 	// creates a private one.
 	Registry *prometheus.Registry

@@ -11,6 +11,7 @@ import (
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/checker"
+	"github.com/soulstack/soulstack/internal/cli"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/keeper"
@@ -86,6 +87,25 @@ func TestDeadKeeperCleanedUp(t *testing.T) {
 			t.Fatalf("checker token of %s: %+v, %v (one keeper's start revoked another's)", kr.ID, tok, err)
 		}
 	}
+
+	t.Run("keepers list", func(t *testing.T) {
+		// Through keeper-2, with soulctl's command tree (as a procedure's
+		// "keepers list" would).
+		v, err := cli.Exec(ctx, c.clients[1], []string{"keepers", "list"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, _ := v.([]any)
+		if len(list) != 2 {
+			t.Fatalf("keepers list: %v", v)
+		}
+		for i, e := range list {
+			k := e.(map[string]any)
+			if k["keeper_id"] != c.ids[i] || k["leader"] != (i == 0) || k["self"] != (i == 1) || k["address"] != c.addrs[i] {
+				t.Errorf("keeper %d: %v", i, k)
+			}
+		}
+	})
 
 	t.Run("run-on-vip forwarded to the leader", func(t *testing.T) {
 		if _, err := c.clients[1].PutProcedure(ctx, "vip", vipProc); err != nil {

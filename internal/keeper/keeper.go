@@ -228,6 +228,8 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		Fingerprint: k.fp,
 		TLSPin:      install.PublicKeyPin(k.tls),
 		Install:     newInstallServer(cfg.Keeper, k.tls, log),
+		KeeperID:    k.id,
+		Leader:      k.leader.find,
 		Registry:    k.registry,
 		Logger:      log.With("component", "api"),
 	})
