@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -153,5 +154,36 @@ func TestProcedureValidationErrors(t *testing.T) {
 				t.Errorf("err %v, want %s containing %q", err, tt.code, tt.want)
 			}
 		})
+	}
+}
+
+// TestScheduleOddCronIs400: a schedule with "TZ=UTC" (which made the cron
+// library panic and dropped the connection) or another odd spec is a 400
+// naming the problem; a schedule with a valid time zone is created.
+func TestScheduleOddCronIs400(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	op := e.client(auth.RoleOperator)
+	if _, err := op.PutProcedure(ctx, "greet", greetProc); err != nil {
+		t.Fatal(err)
+	}
+	for spec, want := range map[string]string{
+		"TZ=UTC":                    "without a schedule",
+		"CRON_TZ=":                  "names no time zone",
+		"TZ=Nowhere/City * * * * *": "unknown time zone",
+		"* * * * * *":               "6 fields",
+		"@every 1s":                 "at least 1m",
+		"61 * * * *":                "above maximum",
+	} {
+		body, _ := json.Marshal(map[string]any{"procedure": "greet", "vars": map[string]any{"who": "x"}, "cron": spec})
+		st, b := e.do("POST", "/v1/schedules", e.tokens[auth.RoleOperator], string(body))
+		d := e.wantError("POST", "/v1/schedules "+spec, http.StatusBadRequest, "invalid", b, st)
+		if !strings.Contains(d.Message, want) || !strings.Contains(d.Message, spec) {
+			t.Errorf("%q: message %q, want it to quote the spec and say %q", spec, d.Message, want)
+		}
+	}
+	sc, err := op.CreateSchedule(ctx, apiclient.CreateScheduleRequest{Procedure: "greet", Vars: map[string]any{"who": "x"}, Cron: "CRON_TZ=Europe/Paris 0 9 * * 1-5"})
+	if err != nil || sc.Cron != "CRON_TZ=Europe/Paris 0 9 * * 1-5" {
+		t.Errorf("a schedule with a valid zone: %+v, %v", sc, err)
 	}
 }

@@ -209,14 +209,16 @@ func maskedValues(v any) any {
 }
 
 // measure records latency by route and status and logs the request (at
-// debug level when quiet: probes and scrapes).
+// debug level when quiet: probes and scrapes) with its request id; a panic
+// in h is recovered into a 500 (Recover).
 func (s *Server) measure(h http.Handler, quiet bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		r = withRequestID(w, r)
 		st := &reqState{}
 		r = r.WithContext(context.WithValue(r.Context(), reqStateKey{}, st))
 		sw := asRecorder(w)
-		h.ServeHTTP(sw, r)
+		Recover(s.log, h).ServeHTTP(sw, r)
 		d := time.Since(start)
 		route := r.Pattern
 		if route == "" || route == "/" {
@@ -231,6 +233,7 @@ func (s *Server) measure(h http.Handler, quiet bool) http.Handler {
 			level = slog.LevelWarn
 		}
 		s.log.LogAttrs(r.Context(), level, "http request",
+			slog.String("request_id", RequestID(r.Context())), slog.String("client", r.RemoteAddr),
 			slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
 			slog.Int("status", sw.status), slog.Duration("duration", d), slog.String("archon", st.archon))
 	})

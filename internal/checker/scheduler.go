@@ -22,7 +22,7 @@ func (c *Checker) AddSchedule(ctx context.Context, procedure string, vars map[st
 	if ownerID == "" {
 		return store.Schedule{}, domain.Errorf(domain.CodeInvalid, "a schedule needs an owner")
 	}
-	if _, err := cron.ParseStandard(cronExpr); err != nil {
+	if _, err := ParseCron(cronExpr); err != nil {
 		return store.Schedule{}, domain.Errorf(domain.CodeInvalid, "invalid cron expression %q: %v", cronExpr, err)
 	}
 	proc, err := c.LoadProcedure(ctx, procedure)
@@ -141,7 +141,7 @@ func (s *Scheduler) check(ctx context.Context, now time.Time) time.Time {
 		if s.pause(sc, now) {
 			continue
 		}
-		spec, err := cron.ParseStandard(sc.Cron)
+		spec, err := ParseCron(sc.Cron)
 		if err != nil {
 			s.log.Error("checker scheduler: invalid cron expression", "schedule", sc.ID, "cron", sc.Cron, "err", err)
 			continue

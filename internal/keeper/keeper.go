@@ -249,7 +249,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	k.api.Mount("/ui", k.ui.Handler())
 	mux := http.NewServeMux()
 	pattern, stream := k.gateway.Handler()
-	mux.Handle(pattern, stream)
+	mux.Handle(pattern, api.Recover(log.With("component", "gateway"), stream))
 	mux.Handle("/", k.api.Handler())
 	k.handler = mux
 	return k, nil

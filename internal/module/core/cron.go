@@ -58,6 +58,11 @@ func checkCronSchedule(s string) error {
 	if s == "@reboot" {
 		return nil
 	}
+	if strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ=") {
+		// robfig/cron panics on "TZ=UTC\t…"; cron.d takes CRON_TZ as a
+		// variable line, not in the schedule.
+		return fmt.Errorf("%q: a time zone is not part of a cron.d schedule (set CRON_TZ in env:)", s)
+	}
 	if strings.HasPrefix(s, "@every") {
 		return fmt.Errorf("%q: @every is not understood by cron", s)
 	}
