@@ -184,7 +184,7 @@ func (p *provider) FindStructFieldType(name, field string) (*types.FieldType, bo
 		return p.Provider.FindStructFieldType(name, field)
 	}
 	if t, ok := s.Fields[field]; ok {
-		return &types.FieldType{Type: t}, true
+		return &types.FieldType{Type: nullable(t)}, true
 	}
 	if s.Open {
 		return &types.FieldType{Type: types.DynType}, true
@@ -193,6 +193,16 @@ func (p *provider) FindStructFieldType(name, field string) (*types.FieldType, bo
 	p.misses[field] = s
 	p.mu.Unlock()
 	return nil, false
+}
+
+// nullable lets a scalar field be compared with null (an optional input not
+// given, a fact a host does not report): x != null must type-check.
+func nullable(t *types.Type) *types.Type {
+	switch t.Kind() {
+	case types.BoolKind, types.IntKind, types.UintKind, types.DoubleKind, types.StringKind, types.BytesKind:
+		return types.NewNullableType(t)
+	}
+	return t
 }
 
 func sortedFields(s *Shape) []string {
@@ -294,9 +304,29 @@ func (e *Env) TypeCheck(src string, sc *TypeScope) (*cel.Type, error) {
 	}
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
-		return nil, p.typeError(iss, sc)
+		if err := p.typeError(iss, sc); err != nil {
+			return nil, err
+		}
+		return cel.DynType, nil // only numeric cross-type equality: fine
 	}
 	return ast.OutputType(), nil
+}
+
+var numericArgRE = regexp.MustCompile(`^(wrapper\()?(int|uint|double)\)?$`)
+
+// crossNumericEquality reports a checker issue about == or != between
+// numbers of different types, which CEL's heterogeneous equality evaluates
+// (6379 == 6379.0 is true at run time): not a type error.
+func crossNumericEquality(msg string) bool {
+	m := overloadRE.FindStringSubmatch(msg)
+	if m == nil || (m[1] != operators.Equals && m[1] != operators.NotEquals) {
+		return false
+	}
+	args := strings.Split(m[2], ", ")
+	if len(args) != 2 {
+		return false
+	}
+	return numericArgRE.MatchString(args[0]) && numericArgRE.MatchString(args[1])
 }
 
 func orOpen(s *Shape, name string) *Shape {
@@ -352,9 +382,14 @@ func opName(fn string) string {
 
 // typeError renders the first checker issue in the words of the DSL.
 func (p *provider) typeError(iss *cel.Issues, sc *TypeScope) error {
-	errs := iss.Errors()
+	var errs []*cel.Error
+	for _, ie := range iss.Errors() {
+		if !crossNumericEquality(ie.Message) {
+			errs = append(errs, ie)
+		}
+	}
 	if len(errs) == 0 {
-		return &TypeError{Msg: iss.String()}
+		return nil
 	}
 	ie := errs[0]
 	col := 0
@@ -374,13 +409,19 @@ func (p *provider) typeError(iss *cel.Issues, sc *TypeScope) error {
 	} else if m := overloadRE.FindStringSubmatch(msg); m != nil {
 		msg = fmt.Sprintf("%s cannot take (%s): the values have types it does not accept; convert one with int(), double() or string()", opName(m[1]), m[2])
 	}
-	msg = objTypeRE.ReplaceAllStringFunc(msg, func(s string) string { return strings.TrimPrefix(s, typePrefix) })
-	return &TypeError{Col: col, Msg: msg}
+	return &TypeError{Col: col, Msg: cleanTypeNames(msg)}
 }
 
 func didYouMean(name string, cands []string) string { return textutil.Suggest(name, cands) }
 
 // TypeName renders a checked type for messages ("string", "list(int)").
-func TypeName(t *cel.Type) string {
-	return objTypeRE.ReplaceAllStringFunc(t.String(), func(s string) string { return strings.TrimPrefix(s, typePrefix) })
+func TypeName(t *cel.Type) string { return cleanTypeNames(t.String()) }
+
+var wrapperRE = regexp.MustCompile(`wrapper\(([a-z]+)\)`)
+
+// cleanTypeNames drops the checker's internals from type names: the object
+// type prefix and the nullable wrappers of scalar fields.
+func cleanTypeNames(s string) string {
+	s = wrapperRE.ReplaceAllString(s, "$1")
+	return objTypeRE.ReplaceAllStringFunc(s, func(x string) string { return strings.TrimPrefix(x, typePrefix) })
 }
