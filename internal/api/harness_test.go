@@ -23,6 +23,7 @@ import (
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/install"
 	_ "github.com/soulstack/soulstack/internal/module/core" // modules the DSL validates against
+	"github.com/soulstack/soulstack/internal/secrets"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/store/sqlite"
 )
@@ -47,6 +48,8 @@ type env struct {
 	cat      *catalog.Catalog
 	sim      *dispatch.Sim  // the engine's simulated souls (add hosts with sim.AddHost)
 	eng      *engine.Engine // the run engine behind incarnations and runs
+	secrets  *secrets.Store // the secret store behind /v1/secrets
+	dbFile   string         // the SQLite database file
 }
 
 func newEnv(t *testing.T) *env {
@@ -82,14 +85,22 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { eng.Close(context.Background()) })
 	reg := prometheus.NewRegistry()
-	s, err := api.New(api.Config{Store: st, Auth: a, Catalog: cat, Checker: ck, Engine: eng, Fingerprint: fingerprint, Registry: reg,
+	secretsKey, err := secrets.LoadOrCreateKey(secrets.KeyFile(keyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, err := secrets.New(st, secretsKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := api.New(api.Config{Store: st, Auth: a, Catalog: cat, Checker: ck, Engine: eng, Secrets: sec, Fingerprint: fingerprint, Registry: reg,
 		Install: &install.Server{Binaries: &install.SoulBinaries{Dirs: []string{t.TempDir()}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	e := &env{t: t, st: st, auth: a, api: s, srv: srv, reg: reg, services: filepath.Join(dir, "services"), cat: cat, sim: sim, eng: eng,
+	e := &env{t: t, st: st, auth: a, api: s, srv: srv, reg: reg, services: filepath.Join(dir, "services"), cat: cat, sim: sim, eng: eng, secrets: sec, dbFile: filepath.Join(dir, "keeper.db"),
 		tokens: map[auth.Role]string{}, archons: map[auth.Role]store.Archon{}}
 	for _, r := range auth.Roles {
 		ar, err := a.CreateArchon(ctx, string(r)+"-archon", r)

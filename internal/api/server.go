@@ -34,6 +34,7 @@ import (
 	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/install"
+	"github.com/soulstack/soulstack/internal/secrets"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -55,6 +56,8 @@ type Config struct {
 	Checker *checker.Checker
 	// Engine serves incarnations and runs; nil leaves them out.
 	Engine *engine.Engine
+	// Secrets serves /v1/secrets (SPEC §10.5); nil leaves them out.
+	Secrets *secrets.Store
 	// Fingerprint is the SHA-256 fingerprint of the Keeper's CA, put into
 	// every join token for the soul to pin; "" leaves POST /v1/join-tokens
 	// out.

@@ -43,6 +43,7 @@ import (
 	_ "github.com/soulstack/soulstack/internal/module/core" // the modules services are validated against
 	"github.com/soulstack/soulstack/internal/netguard"
 	"github.com/soulstack/soulstack/internal/relay"
+	"github.com/soulstack/soulstack/internal/secrets"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/ui"
 )
@@ -70,6 +71,7 @@ type Keeper struct {
 	api       *api.Server
 	engine    *engine.Engine
 	checker   *checker.Checker
+	secrets   *secrets.Store
 	ui        *ui.UI
 	leader    *leader
 	commander *selfCommander
@@ -116,6 +118,15 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		return nil, err
 	}
 	if k.auth, err = auth.New(ctx, k.store, cfg.SigningKeyFile()); err != nil {
+		return nil, err
+	}
+	// The secrets key lives beside the signing key, created on first
+	// start (SPEC §10.5); keepers sharing a database share it.
+	secretsKey, err := secrets.LoadOrCreateKey(secrets.KeyFile(cfg.SigningKeyFile()))
+	if err != nil {
+		return nil, err
+	}
+	if k.secrets, err = secrets.New(k.store, secretsKey); err != nil {
 		return nil, err
 	}
 	k.catalog, err = catalog.New(catalog.Config{
@@ -219,6 +230,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		return nil, err
 	}
 	k.api, err = api.New(api.Config{
+		Secrets:     k.secrets,
 		Engine:      k.engine,
 		Checker:     k.checker,
 		Store:       k.store,
@@ -440,3 +452,6 @@ func newInstallServer(cfg config.Keeper, tc *tls.Config, log *slog.Logger) *inst
 	}
 	return &install.Server{Binaries: &install.SoulBinaries{Dirs: dirs}, TLSPin: install.PublicKeyPin(tc), Logger: log.With("component", "install")}
 }
+
+// Secrets is the keeper's secret store (SPEC §10.5).
+func (k *Keeper) Secrets() *secrets.Store { return k.secrets }

@@ -18,6 +18,7 @@ import (
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/secrets"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/store/postgres"
 	"github.com/soulstack/soulstack/internal/store/sqlite"
@@ -121,6 +122,9 @@ func Init(ctx context.Context, opts InitOptions) (Initialized, error) {
 	}
 	a, err := auth.New(ctx, st, cfg.SigningKeyFile())
 	if err != nil {
+		return Initialized{}, err
+	}
+	if _, err := secrets.LoadOrCreateKey(secrets.KeyFile(cfg.SigningKeyFile())); err != nil {
 		return Initialized{}, err
 	}
 	ar, tok, err := a.Bootstrap(ctx, name, ttl)

@@ -415,6 +415,17 @@ type KeeperRecord struct {
 	HeartbeatAt    time.Time `json:"heartbeat_at"`
 }
 
+// Secret is one entry of the Keeper's secret store (SPEC §10.5). The
+// store holds only Ciphertext (sealed by internal/secrets); the clear value
+// never reaches the database. Owner is the Archon that first set it.
+type Secret struct {
+	Name       string    `json:"name"`
+	Ciphertext []byte    `json:"-"`
+	Owner      string    `json:"owner"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
 // Store is everything Soul Stack persists.
 type Store interface {
 	// Ping checks the database is reachable (readyz).
@@ -456,6 +467,16 @@ type Store interface {
 	PutSetting(ctx context.Context, key string, value []byte) error
 	// DeleteSetting removes key; a missing key is no error.
 	DeleteSetting(ctx context.Context, key string) error
+
+	// Secrets (ciphertext only). PutSecret inserts s or replaces the
+	// ciphertext and UpdatedAt of an existing one, keeping its Owner and
+	// CreatedAt (a zero UpdatedAt is now; a new secret's CreatedAt is its
+	// UpdatedAt). GetSecret and DeleteSecret: ErrNotFound when missing.
+	PutSecret(ctx context.Context, s Secret) error
+	GetSecret(ctx context.Context, name string) (Secret, error)
+	// ListSecrets lists every secret by name, without ciphertext.
+	ListSecrets(ctx context.Context) ([]Secret, error)
+	DeleteSecret(ctx context.Context, name string) error
 
 	// Souls.
 	UpsertSoul(ctx context.Context, s Soul) error // insert or replace all fields but CreatedAt

@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"Resume", resumeTests},
 		{"Keepers", keeperTests},
 		{"Hardening", hardeningTests},
+		{"Secrets", secretTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
