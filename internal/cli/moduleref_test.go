@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/soulstack/soulstack/internal/module"
+)
+
+// TestModuleReferenceCurrent: docs/modules.md is what the modules' schemas
+// generate today; a module, param, default, result field or example that
+// changed without `go generate ./internal/cli` fails here.
+func TestModuleReferenceCurrent(t *testing.T) {
+	var want bytes.Buffer
+	if err := WriteModuleReference(&want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join("..", "..", ModuleReferencePath))
+	if err != nil {
+		t.Fatalf("%v (run: go generate ./internal/cli)", err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(want.String(), "\n")
+		for i := 0; i < len(gl) || i < len(wl); i++ {
+			var g, w string
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				t.Fatalf("%s is stale (run: go generate ./internal/cli); first difference at line %d:\n have %q\n want %q", ModuleReferencePath, i+1, g, w)
+			}
+		}
+	}
+	// Every module has its section and its example.
+	for _, n := range module.Names() {
+		if !strings.Contains(want.String(), "\n### "+n+"\n") {
+			t.Errorf("no section for %s", n)
+		}
+	}
+}
