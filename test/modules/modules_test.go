@@ -50,15 +50,36 @@ func converge(t *testing.T, h *lab.Host, dir, task string, watch ...string) {
 	}
 }
 
-// wantRefused runs task for real and asserts it fails naming the module,
-// the param and the host.
+// wantRefused runs task for real and asserts it is refused: a literal
+// bad value when the destiny loads (main.yml:line, the param and the
+// module), a value computed by ${…} when the module runs (the module, the
+// param and the host). Either way nothing ran.
 func wantRefused(t *testing.T, h *lab.Host, dir, task, module, param string) {
 	t.Helper()
-	host := strings.TrimSpace(sh(t, h, "hostname"))
-	r := apply(t, h, dir, "  - "+task+"\n", false)
-	for _, want := range []string{module + " on " + host, fmt.Sprintf("param %q", param)} {
-		if !r.Failed || !strings.Contains(r.Msg, want) {
-			t.Fatalf("%s: failed %v, msg %q does not say %q", task, r.Failed, r.Msg, want)
+	raw := applyRaw(t, h, dir, "input: {}\ntasks:\n  - "+task+"\n", false)
+	var res struct {
+		Tasks  []taskResult `json:"tasks"`
+		Failed bool         `json:"failed"`
+		Msg    string       `json:"msg"`
+	}
+	if err := json.Unmarshal([]byte(raw), &res); err != nil {
+		t.Fatalf("soul apply output %q: %v", raw, err)
+	}
+	var wants []string
+	msg := res.Msg
+	if atLoad := !strings.Contains(task, "${"); atLoad != (len(res.Tasks) == 0) {
+		t.Fatalf("%s: refused at load %v, want %v: %s", task, len(res.Tasks) == 0, atLoad, raw)
+	}
+	if len(res.Tasks) == 0 {
+		wants = []string{"main.yml:3:", fmt.Sprintf("param %s of %s", param, module)}
+	} else {
+		host := strings.TrimSpace(sh(t, h, "hostname"))
+		msg = res.Tasks[0].Msg
+		wants = []string{module + " on " + host, fmt.Sprintf("param %q", param)}
+	}
+	for _, want := range wants {
+		if !res.Failed || !strings.Contains(msg, want) {
+			t.Fatalf("%s: failed %v, msg %q does not say %q", task, res.Failed, msg, want)
 		}
 	}
 }
@@ -71,6 +92,7 @@ func TestCronOnLabHost(t *testing.T) {
 		t.Fatalf("cron file: %q", got)
 	}
 	wantRefused(t, h, "/srv/m/cron-bad", `{name: t, module: core.cron.present, params: {name: bad, schedule: "61 * * * *", job: "true"}}`, "core.cron.present", "schedule")
+	wantRefused(t, h, "/srv/m/cron-bad2", `{name: t, module: core.cron.present, params: {name: bad, schedule: "${ '61 * * * *' }", job: "true"}}`, "core.cron.present", "schedule")
 	if got := sh(t, h, "ls /etc/cron.d/bad 2>&1 || true"); !strings.Contains(got, "No such file") {
 		t.Fatalf("a refused job left a file: %q", got)
 	}
@@ -86,6 +108,7 @@ func TestAuthorizedKeyOnLabHost(t *testing.T) {
 		t.Fatalf("authorized_keys: %q", got)
 	}
 	wantRefused(t, h, "/srv/m/key-bad", `{name: t, module: core.ssh.authorized_key, params: {user: alice, key: "ssh-rsa AAAAnotakey alice"}}`, "core.ssh.authorized_key", "key")
+	wantRefused(t, h, "/srv/m/key-bad2", `{name: t, module: core.ssh.authorized_key, params: {user: alice, key: "${ 'ssh-rsa AAAAnotakey alice' }"}}`, "core.ssh.authorized_key", "key")
 	// alice owns her home: a link she plants at .ssh/authorized_keys is
 	// refused, not written through as root.
 	sh(t, h, "rm -rf /home/alice/.ssh && setpriv --reuid=alice --regid=alice --init-groups sh -c 'mkdir -m 700 /home/alice/.ssh && ln -s /etc/shadow /home/alice/.ssh/authorized_keys'")
@@ -117,7 +140,7 @@ func TestHostnameAndTimezoneOnLabHost(t *testing.T) {
 	if got := sh(t, h, "readlink /etc/localtime; env -u TZ date +%Z"); !strings.HasPrefix(got, "/usr/share/zoneinfo/Europe/Berlin\n") || !strings.Contains(got, "CE") {
 		t.Fatalf("time zone: %q", got)
 	}
-	wantRefused(t, h, "/srv/m/tz-bad", `{name: t, module: core.system.timezone, params: {name: Mars/Olympus}}`, "core.system.timezone", "name")
+	wantRefused(t, h, "/srv/m/tz-bad", `{name: t, module: core.system.timezone, params: {name: "${ 'Mars/Olympus' }"}}`, "core.system.timezone", "name")
 }
 
 func TestSystemdUnitOnLabHost(t *testing.T) {
@@ -170,11 +193,8 @@ func TestSystemdUnitOnLabHost(t *testing.T) {
 	if now := sh(t, h, "systemctl show -p MainPID --value soultest.service"); now != pid {
 		t.Fatalf("the unchanged service was restarted: %s -> %s", pid, now)
 	}
-	// A literal bad name is refused when the destiny loads, at its line.
-	raw := applyRaw(t, h, "/srv/m/unit-bad", "input: {}\ntasks:\n  - {name: t, module: core.systemd.unit, params: {name: soultest, content: x}}\n", false)
-	if !strings.Contains(raw, "main.yml:3:") || !strings.Contains(raw, "param name of core.systemd.unit") || !strings.Contains(raw, "no unit type suffix") {
-		t.Fatalf("bad unit name: %s", raw)
-	}
+	wantRefused(t, h, "/srv/m/unit-bad", `{name: t, module: core.systemd.unit, params: {name: soultest, content: x}}`, "core.systemd.unit", "name")
+	wantRefused(t, h, "/srv/m/unit-bad2", `{name: t, module: core.systemd.unit, params: {name: "${ 'soultest' }", content: x}}`, "core.systemd.unit", "name")
 }
 
 func TestWaitOnLabHost(t *testing.T) {

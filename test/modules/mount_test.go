@@ -28,7 +28,7 @@ func TestMountOnLabHost(t *testing.T) {
 		t.Fatalf("not remounted: %q", got)
 	}
 	before := stamp(t, h, "/etc/fstab")
-	wantRefused(t, h, "/srv/m/mnt-bad", `{name: t, module: core.mount.mounted, params: {path: /srv/m/x, src: /dev/null, fstype: nosuchfs}}`, "core.mount.mounted", "fstype")
+	wantRefused(t, h, "/srv/m/mnt-bad", `{name: t, module: core.mount.mounted, params: {path: /srv/m/x, src: /dev/null, fstype: "${ 'nosuchfs' }"}}`, "core.mount.mounted", "fstype")
 	if now := stamp(t, h, "/etc/fstab"); now != before {
 		t.Fatal("a refused mount touched /etc/fstab")
 	}

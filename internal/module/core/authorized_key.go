@@ -19,11 +19,16 @@ import (
 )
 
 func init() {
+	key := str(true, "one or more public keys, one per line, in authorized_keys format (options, type, base64, comment)")
+	key.Check = func(s string) error {
+		_, err := parseAuthKeys("key", s)
+		return err
+	}
 	registerNamed("core.ssh.authorized_key", module.Schema{
 		Summary: "Ensure SSH public keys are (or are not) in a user's ~/.ssh/authorized_keys; exclusive removes every other key",
 		Params: map[string]module.Param{
 			"user":      str(true, "the account whose authorized_keys is managed"),
-			"key":       str(true, "one or more public keys, one per line, in authorized_keys format (options, type, base64, comment)"),
+			"key":       key,
 			"state":     {Type: module.TypeString, Default: "present", Description: "present or absent"},
 			"exclusive": {Type: module.TypeBool, Default: false, Description: "remove every key not given (state present only)"},
 			"path":      str(false, "authorized_keys file; default ~user/.ssh/authorized_keys"),

@@ -17,11 +17,15 @@ import (
 )
 
 func init() {
+	sched := str(false, `five-field spec ("*/5 * * * *") or a descriptor (@hourly, @daily, @weekly, @monthly, @yearly, @reboot); required unless state is absent`)
+	sched.Check = checkCronSchedule
+	name := str(true, "the job's file name under /etc/cron.d (letters, digits, _ and -: cron skips names with dots)")
+	name.Check = checkCronName
 	registerNamed("core.cron.present", module.Schema{
 		Summary: "Ensure a cron job in its own /etc/cron.d file (five-field schedule or @daily-style descriptor), or its absence",
 		Params: map[string]module.Param{
-			"name":     str(true, "the job's file name under /etc/cron.d (letters, digits, _ and -: cron skips names with dots)"),
-			"schedule": str(false, `five-field spec ("*/5 * * * *") or a descriptor (@hourly, @daily, @weekly, @monthly, @yearly, @reboot); required unless state is absent`),
+			"name":     name,
+			"schedule": sched,
 			"job":      str(false, "the command line; required unless state is absent"),
 			"user":     {Type: module.TypeString, Default: "root", Description: "user the job runs as"},
 			"env":      typed(module.TypeMap, "environment lines written before the job (NAME: value), e.g. MAILTO"),
@@ -75,6 +79,13 @@ func checkCronSchedule(s string) error {
 	return nil
 }
 
+func checkCronName(n string) error {
+	if !cronNameRe.MatchString(n) {
+		return fmt.Errorf("%q: letters, digits, _ and - only (cron ignores files with other characters)", n)
+	}
+	return nil
+}
+
 func cronPresent(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
 	a := newArgs(p)
 	name, sched, job, user, state := a.str("name"), strings.TrimSpace(a.str("schedule")), a.str("job"), a.str("user"), a.str("state")
@@ -82,8 +93,8 @@ func cronPresent(ctx context.Context, p map[string]any, env *module.Env) (domain
 	if a.err != nil {
 		return domain.Result{}, a.err
 	}
-	if !cronNameRe.MatchString(name) {
-		return domain.Result{}, paramErr("name", "%q: letters, digits, _ and - only (cron ignores files with other characters)", name)
+	if err := checkCronName(name); err != nil {
+		return domain.Result{}, paramErr("name", "%v", err)
 	}
 	file := path.Join("/etc/cron.d", name)
 	switch state {

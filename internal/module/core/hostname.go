@@ -18,10 +18,12 @@ import (
 )
 
 func init() {
+	name := str(true, "host name (RFC 1123: letters, digits and -, dot-separated labels, at most 64 characters)")
+	name.Check = checkHostname
 	registerNamed("core.system.hostname", module.Schema{
 		Summary: "Set the host name: /etc/hostname and the running kernel's name",
 		Params: map[string]module.Param{
-			"name": str(true, "host name (RFC 1123: letters, digits and -, dot-separated labels, at most 64 characters)"),
+			"name": name,
 		},
 		Unconfinable: true,
 		Output: map[string]module.Field{

@@ -256,14 +256,14 @@ func (aptManager) repoFile(r repoSpec) ([]byte, error) {
 	if r.trusted {
 		b.WriteString("Trusted: yes\n")
 	}
+	if err := checkSignedBy(r.signedBy); err != nil {
+		return nil, paramErr("signed_by", "%v", err)
+	}
 	switch key := strings.TrimSpace(r.signedBy); {
 	case key == "":
 	case strings.HasPrefix(key, "/"):
-		if strings.ContainsAny(key, " \t\r\n") {
-			return nil, paramErr("signed_by", "%q: a keyring path has no spaces", key)
-		}
 		fmt.Fprintf(&b, "Signed-By: %s\n", key)
-	case strings.HasPrefix(key, "-----BEGIN PGP PUBLIC KEY BLOCK-----") && strings.HasSuffix(key, "-----END PGP PUBLIC KEY BLOCK-----"):
+	default:
 		b.WriteString("Signed-By:\n")
 		for _, l := range strings.Split(key, "\n") {
 			if l = strings.TrimRight(l, " \t\r"); l == "" {
@@ -271,8 +271,23 @@ func (aptManager) repoFile(r repoSpec) ([]byte, error) {
 			}
 			b.WriteString(" " + l + "\n")
 		}
-	default:
-		return nil, paramErr("signed_by", "want a keyring path (/usr/share/keyrings/x.gpg) or an ASCII-armored public key (-----BEGIN PGP PUBLIC KEY BLOCK----- …)")
 	}
 	return []byte(b.String()), nil
+}
+
+// checkSignedBy accepts a keyring path or an ASCII-armored public key.
+func checkSignedBy(v string) error {
+	key := strings.TrimSpace(v)
+	switch {
+	case key == "":
+		return nil
+	case strings.HasPrefix(key, "/"):
+		if strings.ContainsAny(key, " \t\r\n") {
+			return fmt.Errorf("%q: a keyring path has no spaces", key)
+		}
+		return nil
+	case strings.HasPrefix(key, "-----BEGIN PGP PUBLIC KEY BLOCK-----") && strings.HasSuffix(key, "-----END PGP PUBLIC KEY BLOCK-----"):
+		return nil
+	}
+	return fmt.Errorf("want a keyring path (/usr/share/keyrings/x.gpg) or an ASCII-armored public key (-----BEGIN PGP PUBLIC KEY BLOCK----- …)")
 }

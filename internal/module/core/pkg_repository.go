@@ -13,6 +13,8 @@ import (
 )
 
 func init() {
+	signedBy := str(false, "apt: the repository's ASCII-armored public key (embedded in the file) or a keyring path")
+	signedBy.Check = checkSignedBy
 	registerNamed("core.pkg.repository", module.Schema{
 		Summary: "Ensure a package repository: an apt deb822 .sources file (signed_by key) or a dnf .repo file; the index is refreshed only when the file changed",
 		Params: map[string]module.Param{
@@ -23,7 +25,7 @@ func init() {
 			"components":    typed(module.TypeStrList, "apt: components, e.g. [main]"),
 			"types":         typed(module.TypeStrList, "apt: deb and/or deb-src (default [deb])"),
 			"architectures": typed(module.TypeStrList, "apt: architectures to fetch"),
-			"signed_by":     str(false, "apt: the repository's ASCII-armored public key (embedded in the file) or a keyring path"),
+			"signed_by":     signedBy,
 			"trusted":       {Type: module.TypeBool, Default: false, Description: "apt: trust the repository without a signature (local repositories only)"},
 			"baseurl":       str(false, "dnf: base URL(s), space-separated"),
 			"gpgkey":        str(false, "dnf: key URL(s), space-separated"),
