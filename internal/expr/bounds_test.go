@@ -74,6 +74,20 @@ func TestM1ResultBound(t *testing.T) {
 	}
 }
 
+// TestM1InterpolationBound: many bounded expressions in one string cannot
+// build an unbounded string.
+func TestM1InterpolationBound(t *testing.T) {
+	env := ForKind(KindScenario)
+	act := &Activation{Essence: map[string]any{"s": strings.Repeat("z", 900_000)}}
+	tpl, err := env.ParseTemplate("x" + strings.Repeat("${ essence.s }", 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tpl.Render(context.Background(), act); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("err = %v, want the size bound", err)
+	}
+}
+
 // TestL7Shquote: shquote(x) yields one /bin/sh word equal to x, whatever x
 // holds (the audit's L7 injection payload included).
 func TestL7Shquote(t *testing.T) {

@@ -197,8 +197,22 @@ func (t *Template) Render(ctx context.Context, act *Activation) (any, error) {
 			return nil, err
 		}
 		b.WriteString(Stringify(v))
+		if b.Len() > MaxInterpolatedBytes {
+			return nil, fmt.Errorf("rendering %q: %w: the string is over %d bytes", clip(t.Source), ErrTooLarge, MaxInterpolatedBytes)
+		}
 	}
 	return b.String(), nil
+}
+
+// MaxInterpolatedBytes bounds a string with text around ${ } (each
+// expression is bounded by MaxResultBytes; many of them by this).
+const MaxInterpolatedBytes = 16 << 20
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
 }
 
 // RenderString renders s, a string that may hold ${ }.
