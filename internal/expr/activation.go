@@ -44,6 +44,9 @@ type Activation struct {
 	State map[string]any
 	// Run has id, scenario, check_mode.
 	Run map[string]any
+	// Secrets are the values secret("name") reads: the Keeper's secret
+	// store entries the run uses (scenario expressions only).
+	Secrets map[string]any
 }
 
 // Soulprint is the facts visible to an expression.
@@ -122,6 +125,8 @@ func (r activation) ResolveName(name string) (any, bool) {
 		return orEmpty(a.State), true
 	case "run":
 		return orEmpty(a.Run), true
+	case secretsVar:
+		return orEmpty(a.Secrets), true
 	}
 	return nil, false
 }

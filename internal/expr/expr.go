@@ -110,6 +110,7 @@ func NewEnv(kind Kind, opts ...Option) (*Env, error) {
 		cel.CustomTypeAdapter(orderedAdapter{}),
 		library(e),
 	}
+	decls = append(decls, secretOptions(kind)...)
 	env, err := cel.NewEnv(append(base, decls...)...)
 	if err != nil {
 		return nil, fmt.Errorf("building %s expression environment: %w", kind, err)
