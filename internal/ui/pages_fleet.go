@@ -129,6 +129,7 @@ type soulsView struct {
 	Coven    string
 	Query    string
 	Statuses []string
+	Act      actions
 }
 
 func (u *UI) souls(r *http.Request) (view, error) {
@@ -144,6 +145,7 @@ func (u *UI) souls(r *http.Request) (view, error) {
 		Coven:    q.Get("coven"),
 		Query:    strings.TrimSpace(q.Get("q")),
 		Statuses: soulStatuses,
+		Act:      u.actionsFor(r),
 	}
 	covens := map[string]bool{}
 	for _, s := range all {
@@ -166,6 +168,7 @@ type soulView struct {
 	Soul         store.Soul
 	Facts        []fact
 	Incarnations []store.Incarnation
+	Act          actions
 }
 
 func (u *UI) soul(r *http.Request) (view, error) {
@@ -178,7 +181,7 @@ func (u *UI) soul(r *http.Request) (view, error) {
 	if err != nil {
 		return view{}, fmt.Errorf("listing incarnations: %w", err)
 	}
-	sv := soulView{Soul: s, Facts: flattenFacts(s.Facts())}
+	sv := soulView{Soul: s, Facts: flattenFacts(s.Facts()), Act: u.actionsFor(r)}
 	for _, inc := range incs {
 		if slices.Contains(inc.Members, sid) {
 			sv.Incarnations = append(sv.Incarnations, inc)

@@ -73,6 +73,7 @@ type incarnationView struct {
 	// Resumable is the locked incarnation's last run when it can be
 	// resumed (SPEC §8.8), else "".
 	Resumable string
+	Act       actions
 }
 
 func (u *UI) incarnation(r *http.Request) (view, error) {
@@ -107,7 +108,7 @@ func (u *UI) incarnation(r *http.Request) (view, error) {
 		return view{}, fmt.Errorf("drift of %s: %w", name, err)
 	}
 	iv := incarnationView{Inc: inc, History: timeline(hist, historyLimit), Runs: runs, Triggers: trig, Drift: drift,
-		Resumable: resumable(inc, runs)}
+		Resumable: resumable(inc, runs), Act: u.actionsFor(r)}
 	for _, sid := range inc.Members {
 		s, ok := bySID[sid]
 		m := member{SID: sid, Status: "unknown", Known: ok, Soul: s}
@@ -201,6 +202,7 @@ type runView struct {
 	Grid grid
 	Live bool // unfinished: the page refreshes itself
 	SSE  bool // this keeper can push progress events
+	Act  actions
 }
 
 // loadRun reads a run, its results and (while it is live) the members
@@ -226,6 +228,7 @@ func (u *UI) loadRun(r *http.Request) (runView, error) {
 		members = inc.Members
 	}
 	rv.Grid = buildGrid(results, members, rv.Live)
+	rv.Act = u.actionsFor(r)
 	return rv, nil
 }
 

@@ -35,6 +35,8 @@ type layoutData struct {
 	view
 	Principal  *auth.Principal
 	ArchonName string
+	Flash      string // the notice of an action that just succeeded
+	CSRF       string // the session's CSRF token (the sign-out form)
 }
 
 // pages holds one parsed template set per page: the layout and partials
@@ -100,8 +102,11 @@ func (p *pages) execute(page, name string, data any) ([]byte, error) {
 
 // render writes a whole page.
 func (u *UI) render(w http.ResponseWriter, r *http.Request, p *auth.Principal, status int, v view) {
-	ld := layoutData{view: v, Principal: p}
+	ld := layoutData{view: v, Principal: p, Flash: doneMessages[r.URL.Query().Get("done")]}
 	if p != nil {
+		if c, err := r.Cookie(cookieName); err == nil {
+			ld.CSRF = csrfToken(c.Value)
+		}
 		ld.ArchonName = p.ArchonID
 		// The name is a courtesy: a store hiccup must not fail the page.
 		if a, err := u.store.GetArchon(r.Context(), p.ArchonID); err == nil && a.Name != "" {
@@ -180,6 +185,10 @@ func httpStatus(err error) int {
 		return http.StatusForbidden
 	case domain.CodeInvalid:
 		return http.StatusBadRequest
+	case domain.CodeConflict:
+		return http.StatusConflict
+	case domain.CodeUnprocessable:
+		return http.StatusUnprocessableEntity
 	case domain.CodeUnavailable:
 		return http.StatusServiceUnavailable
 	default:

@@ -1,13 +1,17 @@
-// Package ui is the Keeper's web UI at /ui (SPEC §12): read-only,
-// server-rendered pages (html/template, assets embedded with go:embed, a
+// Package ui is the Keeper's web UI at /ui (SPEC §12): server-rendered
+// pages (html/template, assets embedded with go:embed, a
 // little vanilla JavaScript for live run updates) over the store.
 //
 // Every page needs a valid, unrevoked Archon token; any role may read. The
 // token is entered once on the login page and kept in an HttpOnly,
 // SameSite=Strict cookie (Secure when the request came over TLS), and
 // re-authenticated on every request, so revoking it ends the session at
-// once. The only state-changing requests are login and logout; they are
-// POSTs behind http.CrossOriginProtection. Pages are served with a strict
+// once. State changes are POSTs behind http.CrossOriginProtection: login,
+// logout, and the actions (csrf.go, actions.go), which also need the
+// session's CSRF token and a same-origin Origin, and which call the
+// Operator API in process with the session's token, so the API authorises
+// (by role), validates and audits them; pages hide the actions the
+// Archon's role cannot use. Pages are served with a strict
 // Content-Security-Policy (no inline script or style).
 //
 // Secrets: the store holds secret inputs already masked, and the UI never
@@ -47,8 +51,19 @@ type Config struct {
 	// PollInterval is how often a live page refreshes from the store while
 	// its run or task is unfinished; 0 means 2s.
 	PollInterval time.Duration
-	Logger       *slog.Logger     // nil discards
-	Now          func() time.Time // nil means time.Now (tests)
+	// API is the Operator API's handler. The UI's action forms call it in
+	// process with the session's token, so every action is authorised,
+	// validated and audited exactly as from soulctl; nil makes the UI
+	// read-only.
+	API http.Handler
+	// Services opens a service's DSL at a commit (the run form reads a
+	// scenario's typed input); nil: no run form.
+	Services Services
+	// TLSPin is "sha256//<base64>" of the keeper's certificate key, put in
+	// the install.sh one-liner shown with a new join token; "" omits it.
+	TLSPin string
+	Logger *slog.Logger     // nil discards
+	Now    func() time.Time // nil means time.Now (tests)
 }
 
 // UI serves the web UI. Create it with New.
@@ -121,6 +136,7 @@ func (u *UI) routes() http.Handler {
 	mux.Handle("GET "+Prefix+"/tasks/{id}", u.page(u.task))
 	mux.Handle("GET "+Prefix+"/tasks/{id}/live", u.fragment(u.taskLive))
 	mux.Handle("GET "+Prefix+"/schedules", u.page(u.schedules))
+	u.registerActions(mux)
 	mux.Handle(Prefix+"/", u.page(u.notFound))
 
 	return securityHeaders(http.NewCrossOriginProtection().Handler(mux))
@@ -135,7 +151,9 @@ func securityHeaders(h http.Handler) http.Handler {
 		hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("Referrer-Policy", "no-referrer")
+		// same-origin: a form post carries its real Origin (no-referrer would
+		// send "Origin: null"), other sites get no referrer.
+		hd.Set("Referrer-Policy", "same-origin")
 		h.ServeHTTP(w, r)
 	})
 }
