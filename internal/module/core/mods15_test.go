@@ -158,6 +158,8 @@ func TestWaitModules(t *testing.T) {
 	}
 	_, err = runErr(t, "core.wait.port", map[string]any{"port": int64(70000)}, nil)
 	wantErrContains(t, err, `param "port"`)
+	_, err = runErr(t, "core.wait.port", map[string]any{"port": port}, &module.Env{InKeeper: true})
+	wantErrContains(t, err, "does not run inside the Keeper")
 
 	dir := t.TempDir()
 	go func() {

@@ -128,6 +128,11 @@ func waitPort(ctx context.Context, p map[string]any, env *module.Env) (domain.Re
 	if state != "started" && state != "stopped" {
 		return domain.Result{}, paramErr("state", "%q: want started or stopped", state)
 	}
+	if env.InKeeper {
+		// The Keeper's outbound traffic goes through its http.allow policy;
+		// a raw TCP probe from there would bypass it.
+		return domain.Result{}, errors.New("core.wait.port does not run inside the Keeper (on: keeper): target souls, or use core.wait.http")
+	}
 	addr := net.JoinHostPort(host, strconv.FormatInt(port, 10))
 	return waitUntil(ctx, env, a, addr+" "+state, func(ctx context.Context) (bool, string) {
 		d := net.Dialer{Timeout: time.Second}
