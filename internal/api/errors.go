@@ -30,6 +30,8 @@ func httpStatus(c domain.Code) int {
 		return http.StatusNotFound
 	case domain.CodeConflict:
 		return http.StatusConflict
+	case domain.CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	case domain.CodeUnprocessable:
 		return http.StatusUnprocessableEntity
 	case domain.CodeTooLarge:

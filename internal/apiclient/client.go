@@ -237,6 +237,8 @@ func codeOf(status int) domain.Code {
 		return domain.CodeNotFound
 	case http.StatusConflict:
 		return domain.CodeConflict
+	case http.StatusMethodNotAllowed:
+		return domain.CodeMethodNotAllowed
 	case http.StatusUnprocessableEntity:
 		return domain.CodeUnprocessable
 	case http.StatusRequestEntityTooLarge:

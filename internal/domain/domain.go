@@ -13,15 +13,18 @@ type Code string
 
 // Error codes. The api package maps them to HTTP statuses.
 const (
-	CodeInvalid       Code = "invalid"       // 400: bad request or DSL validation failure
-	CodeUnauthorized  Code = "unauthorized"  // 401
-	CodeForbidden     Code = "forbidden"     // 403
-	CodeNotFound      Code = "not_found"     // 404
-	CodeConflict      Code = "conflict"      // 409
-	CodeUnprocessable Code = "unprocessable" // 422: well-formed but cannot be acted on (unknown git ref, …)
-	CodeTooLarge      Code = "too_large"     // 413: a request body over the API's limit
-	CodeUnavailable   Code = "unavailable"   // 503: store down
-	CodeInternal      Code = "internal"      // 500
+	CodeInvalid      Code = "invalid"      // 400: bad request or DSL validation failure
+	CodeUnauthorized Code = "unauthorized" // 401
+	CodeForbidden    Code = "forbidden"    // 403
+	CodeNotFound     Code = "not_found"    // 404
+	CodeConflict     Code = "conflict"     // 409
+	// CodeMethodNotAllowed: the path exists, not with this method (405,
+	// with Allow).
+	CodeMethodNotAllowed Code = "method_not_allowed"
+	CodeUnprocessable    Code = "unprocessable" // 422: well-formed but cannot be acted on (unknown git ref, …)
+	CodeTooLarge         Code = "too_large"     // 413: a request body over the API's limit
+	CodeUnavailable      Code = "unavailable"   // 503: store down
+	CodeInternal         Code = "internal"      // 500
 )
 
 // Error is a classified error with optional structured details (for example
