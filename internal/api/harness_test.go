@@ -78,13 +78,6 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ck.Close() })
-	sim := dispatch.NewSim(nil, nil)
-	eng, err := engine.New(engine.Config{Store: st, Dispatcher: sim, Local: sim, Services: cat, KeeperID: "api-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close(context.Background()) })
-	reg := prometheus.NewRegistry()
 	secretsKey, err := secrets.LoadOrCreateKey(secrets.KeyFile(keyFile))
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +86,13 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sim := dispatch.NewSim(nil, nil)
+	eng, err := engine.New(engine.Config{Store: st, Dispatcher: sim, Local: sim, Services: cat, KeeperID: "api-test", Secrets: sec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(context.Background()) })
+	reg := prometheus.NewRegistry()
 	s, err := api.New(api.Config{Store: st, Auth: a, Catalog: cat, Checker: ck, Engine: eng, Secrets: sec, Fingerprint: fingerprint, Registry: reg,
 		Install: &install.Server{Binaries: &install.SoulBinaries{Dirs: []string{t.TempDir()}}}})
 	if err != nil {

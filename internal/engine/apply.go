@@ -78,6 +78,11 @@ func (r *runner) applyOne(ctx context.Context, t *dsl.Task, d *dsl.Destiny, sid 
 	if err != nil {
 		return domain.Result{Failed: true, Msg: "apply.input: " + err.Error()}
 	}
+	if c := r.canaryOf(ctx, act); c != nil {
+		if ca, err := executor.TaskActivation(ctx, t, c, r.env); err == nil {
+			executor.MarkDerived(ctx, r.env, t.Apply.Input, given, ca, r.addSecrets)
+		}
+	}
 	input, err := d.Input.Resolve(given)
 	if err != nil {
 		return domain.Result{Failed: true, Msg: fmt.Sprintf("apply.input of destiny %s: %v", d.Name, err)}

@@ -56,6 +56,16 @@ func (r *runner) newState(ctx context.Context) (map[string]any, error) {
 			return nil, fmt.Errorf("state_changes (%s): %w; nothing was committed", pos, err)
 		}
 		sets[k] = v[k]
+		if c := r.canaryOf(ctx, &act); c != nil {
+			derived := executor.MarkDerived(ctx, r.env, map[string]any{k: sc.Sets[k]}, v, c, r.addSecrets)
+			if derived {
+				pos, ok := sc.SetPos[k]
+				if !ok {
+					pos = sc.Pos
+				}
+				return nil, fmt.Errorf("state_changes (%s): %s is computed from a secret: it is never committed to incarnation.state, which every viewer reads; nothing was committed", pos, k)
+			}
+		}
 	}
 	// Secrets are never stored (SPEC §10.2): a value rendered from one is
 	// committed masked.

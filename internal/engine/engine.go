@@ -59,6 +59,9 @@ type Config struct {
 	// Local runs on: keeper tasks; nil fails them.
 	Local    dispatch.Dispatcher
 	Services ServiceLoader // required
+	// Secrets resolves secret("name") (the Keeper's secret store); nil
+	// refuses scenarios that use it.
+	Secrets SecretSource
 	// KeeperID owns the runs this engine starts (crash recovery aborts
 	// the runs of this keeper only).
 	KeeperID string

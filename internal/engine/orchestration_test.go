@@ -244,7 +244,7 @@ input:
   password: {type: string, secret: true, required: true}
   user: {type: string, default: app}
 state_changes:
-  sets: {leader: "${ input.user }:${ input.password }"}
+  sets: {leader: "${ input.user }"}
 tasks:
   - name: set password
     module: core.exec.run
@@ -493,11 +493,17 @@ state_changes:
 tasks:
   - {name: ping, module: core.test.ping}
 `})
-	newWorld(t, svc, "deploy", `
+	// SPEC §10.2: a value computed from a secret is never committed (it
+	// used to be committed masked); the run is refused at start.
+	w := newWorld(t, svc, "deploy", `
 hosts: [{sid: a}]
 input: {password: pa55word-xyz}
-expect: {outcome: succeeded, state: {leader: "admin:****"}}
-`).run()
+expect: {outcome: succeeded}
+`)
+	_, err := w.Start(w.ctx)
+	if err == nil || !strings.Contains(err.Error(), "leader is computed from a secret") || !strings.Contains(err.Error(), "main.yml:") {
+		t.Fatalf("start: %v", err)
+	}
 }
 
 // TestEmptyRegisterIsAValue (SPEC §7 decision): a registered task filtered

@@ -44,6 +44,9 @@ type runner struct {
 	rec     *recorder
 	resume  *resumePlan // set when the run resumes another
 
+	// canaryBase is base with canaries for secrets (nil: no secrets).
+	canaryBase *expr.Activation
+
 	mu          sync.Mutex
 	secrets     []string
 	results     map[*dsl.Task]map[string]domain.Result
@@ -259,6 +262,10 @@ func (r *runner) prepare(ctx context.Context) error {
 		State: r.inc.State,
 		Run:   map[string]any{"id": r.run.ID, "scenario": r.sc.Name, "check_mode": r.run.Check},
 	}
+	if r.base.Secrets, err = r.loadSecrets(ctx); err != nil {
+		return err
+	}
+	r.buildCanary()
 	return nil
 }
 

@@ -73,6 +73,9 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (id s
 	if err != nil {
 		return "", fmt.Errorf("scenario %s: %w", CreateScenario, err)
 	}
+	if err := e.checkSecrets(ctx, sc); err != nil {
+		return "", err
+	}
 	members, err := e.membersOf(ctx, req.Covens)
 	if err != nil {
 		return "", err
@@ -155,6 +158,9 @@ func (e *Engine) StartRun(ctx context.Context, incarnation, scenario string, inp
 	resolved, err := sc.Input.Resolve(input)
 	if err != nil {
 		return "", fmt.Errorf("scenario %s: %w", scenario, err)
+	}
+	if err := e.checkSecrets(ctx, sc); err != nil {
+		return "", err
 	}
 	if err := e.checkCovens(ctx, sc, inc.Covens); err != nil {
 		return "", err

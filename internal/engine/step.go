@@ -123,6 +123,7 @@ func (r *runner) attempt(ctx context.Context, t *dsl.Task, sid string, wave int,
 			Files:          r.sc.Files,
 			DefaultTimeout: r.e.cfg.DefaultTimeout,
 			Sleep:          r.e.cfg.Sleep,
+			Taint:          r.taint(ctx, act),
 		})
 	}
 	if since := r.firedBy(t, sid); since != "" && !res.Skipped {

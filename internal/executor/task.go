@@ -36,6 +36,9 @@ type Options struct {
 	DefaultTimeout time.Duration
 	// Sleep waits between retry attempts; nil sleeps for real.
 	Sleep func(context.Context, time.Duration) error
+	// Taint, when the run has secrets, marks the params derived from
+	// them (see Taint); nil marks nothing.
+	Taint *Taint
 }
 
 // commandModules do not run in check mode, except as the read-only probe.
@@ -82,7 +85,9 @@ func Attempt(ctx context.Context, t *dsl.Task, act *expr.Activation, o Options) 
 	for i, it := range items {
 		c := *act
 		c.Item, c.LoopIndex, c.HasItem = it, i, true
-		r := attemptOne(ctx, t, &c, o)
+		oi := o
+		oi.Taint = o.Taint.withItem(ctx, t, o.Env, i, it)
+		r := attemptOne(ctx, t, &c, oi)
 		agg.Results = append(agg.Results, r)
 		agg.Changed = agg.Changed || r.Changed
 		agg.Failed = agg.Failed || r.Failed
@@ -139,6 +144,13 @@ func attemptOne(ctx context.Context, t *dsl.Task, act *expr.Activation, o Option
 	params, err := o.Env.RenderMap(ctx, t.Params, act)
 	if err != nil {
 		return failed("params: " + err.Error())
+	}
+	if o.Taint.params(ctx, t, o.Env, params) {
+		// Content derived from a secret: no hash or size of it (L9).
+		inner := o.Call
+		o.Call = func(ctx context.Context, c dispatch.Call, check bool, timeout time.Duration) domain.Result {
+			return StripDigests(inner(ctx, c, check, timeout))
+		}
 	}
 	check := o.Check
 	if check && commandModules[t.Module] {

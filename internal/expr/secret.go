@@ -38,9 +38,11 @@ func secretOptions(kind Kind) []cel.EnvOption {
 	return []cel.EnvOption{cel.Macros(secretMacro), cel.Variable(secretsVar, cel.MapType(cel.StringType, cel.StringType))}
 }
 
-var secretCallRE = regexp.MustCompile(`\bsecret\(\s*(?:"([^"\\]*)"|'([^'\\]*)')\s*\)`)
+var secretCallRE = regexp.MustCompile(`\bsecret\(\s*(?:\\?"([^"\\]*)\\?"|'([^'\\]*)')\s*\)`)
 
-// SecretNames returns the names src reads with secret("…"), sorted.
+// SecretNames returns the names src reads with secret("…"), sorted. It
+// also finds them in YAML source, where the quotes may be escaped
+// (secret(\"name\") inside a double-quoted string).
 func SecretNames(src string) []string {
 	var out []string
 	for _, m := range secretCallRE.FindAllStringSubmatch(src, -1) {

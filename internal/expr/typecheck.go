@@ -294,6 +294,7 @@ func (e *Env) TypeCheck(src string, sc *TypeScope) (*cel.Type, error) {
 			}})),
 		)
 	}
+	opts = append(opts, secretOptions(e.kind)...)
 	if sc.Item != nil {
 		opts = append(opts, cel.Variable("item", sc.Item), cel.Variable("loop_index", cel.IntType))
 	}

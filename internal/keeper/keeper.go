@@ -182,6 +182,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	k.registry = prometheus.NewRegistry()
 	k.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	k.engine, err = engine.New(engine.Config{
+		Secrets:    k.secrets,
 		Store:      k.store,
 		Dispatcher: k.relay,
 		Local: &dispatch.Local{

@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/dsl"
+	"github.com/soulstack/soulstack/internal/executor"
+	"github.com/soulstack/soulstack/internal/expr"
+)
+
+// SecretSource gives the values of the Keeper's secret store (SPEC
+// §10.5): internal/secrets.Store.
+type SecretSource interface {
+	Value(ctx context.Context, name string) (string, error)
+}
+
+// secretRefs lists the secret("name") calls of the scenario's files,
+// each with the file:line of its first use.
+func secretRefs(sc *dsl.Scenario) map[string]string {
+	out := map[string]string{}
+	for _, f := range slices.Sorted(maps.Keys(sc.Files)) {
+		if !strings.HasSuffix(f, ".yml") && !strings.HasSuffix(f, ".yaml") {
+			continue
+		}
+		sn := bufio.NewScanner(bytes.NewReader(sc.Files[f]))
+		sn.Buffer(nil, 4<<20)
+		for line := 1; sn.Scan(); line++ {
+			for _, n := range expr.SecretNames(sn.Text()) {
+				if _, ok := out[n]; !ok {
+					out[n] = fmt.Sprintf("%s:%d", path.Join(sc.Dir, f), line)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkSecrets is the run-start validation of secrets: every secret("…")
+// of the scenario names a secret of the store, and no state_changes value
+// reads a secret input or secret() directly (a secret's derivative is
+// never committed to incarnation.state, SPEC §10.2).
+func (e *Engine) checkSecrets(ctx context.Context, sc *dsl.Scenario) error {
+	for _, n := range slices.Sorted(maps.Keys(secretRefs(sc))) {
+		pos := secretRefs(sc)[n]
+		if e.cfg.Secrets == nil {
+			return domain.Errorf(domain.CodeInvalid, "%s: secret(%q): this keeper has no secret store", pos, n)
+		}
+		if _, err := e.cfg.Secrets.Value(ctx, n); err != nil {
+			if domain.ErrorCode(err) == domain.CodeNotFound {
+				return domain.Errorf(domain.CodeInvalid, "%s: secret(%q) is not in the Keeper's secret store (set it with: soulctl secret set %s)", pos, n, n)
+			}
+			return fmt.Errorf("%s: secret(%q): %w", pos, n, err)
+		}
+	}
+	secretInputs := sc.Input.Secrets()
+	for _, k := range slices.Sorted(maps.Keys(sc.StateChanges.Sets)) {
+		var srcs []string
+		collectStrings(sc.StateChanges.Sets[k], &srcs)
+		for _, s := range srcs {
+			tainted := len(expr.SecretNames(s)) > 0
+			if t, err := expr.ForKind(expr.KindScenario).ParseTemplate(s); err == nil {
+				for _, in := range t.Refs().Inputs {
+					tainted = tainted || slices.Contains(secretInputs, in)
+				}
+			}
+			if tainted {
+				pos, ok := sc.StateChanges.SetPos[k]
+				if !ok {
+					pos = sc.StateChanges.Pos
+				}
+				return domain.Errorf(domain.CodeInvalid, "state_changes (%s): %s is computed from a secret: it would be committed to incarnation.state, which every viewer reads; keep secrets out of state", pos, k)
+			}
+		}
+	}
+	return nil
+}
+
+func collectStrings(v any, out *[]string) {
+	switch x := v.(type) {
+	case string:
+		*out = append(*out, x)
+	case map[string]any:
+		for _, e := range x {
+			collectStrings(e, out)
+		}
+	case []any:
+		for _, e := range x {
+			collectStrings(e, out)
+		}
+	}
+}
+
+// loadSecrets reads the values of the store secrets the scenario uses,
+// once per run: a run keeps the values it started with (rotation takes
+// effect for runs that start later). They become masked values.
+func (r *runner) loadSecrets(ctx context.Context) (map[string]any, error) {
+	refs := secretRefs(r.sc)
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	if r.e.cfg.Secrets == nil {
+		return nil, fmt.Errorf("the scenario uses secret() and this keeper has no secret store")
+	}
+	out := make(map[string]any, len(refs))
+	for n, pos := range refs {
+		v, err := r.e.cfg.Secrets.Value(ctx, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: secret(%q): %w", pos, n, err)
+		}
+		out[n] = v
+		r.addSecrets(v)
+	}
+	return out, nil
+}
+
+// canary returns a string of s's length that differs from s at every byte.
+func canary(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c == 'q' {
+			b[i] = 'z'
+		} else {
+			b[i] = 'q'
+		}
+	}
+	return string(b)
+}
+
+// buildCanary sets r.canaryBase: the base activation with the values of
+// secret inputs and store secrets replaced by canaries.
+func (r *runner) buildCanary() {
+	names := r.sc.Input.Secrets()
+	if len(names) == 0 && len(r.base.Secrets) == 0 {
+		return
+	}
+	c := r.base
+	c.Input = maps.Clone(r.base.Input)
+	for _, n := range names {
+		if s, ok := c.Input[n].(string); ok && s != "" {
+			c.Input[n] = canary(s)
+		}
+	}
+	if r.base.Secrets != nil {
+		c.Secrets = make(map[string]any, len(r.base.Secrets))
+		for k, v := range r.base.Secrets {
+			s, _ := v.(string)
+			c.Secrets[k] = canary(s)
+		}
+	}
+	r.canaryBase = &c
+}
+
+// taint is the executor's Taint for act (nil when the run has no secrets).
+func (r *runner) taint(ctx context.Context, act *expr.Activation) *executor.Taint {
+	c := r.canaryOf(ctx, act)
+	if c == nil {
+		return nil
+	}
+	return &executor.Taint{Canary: c, Mark: r.addSecrets}
+}
+
+// canaryOf is act with the canary's input and secrets, and the scenario's
+// vars rendered from them.
+func (r *runner) canaryOf(ctx context.Context, act *expr.Activation) *expr.Activation {
+	if r.canaryBase == nil || act == nil {
+		return nil
+	}
+	c := *act
+	c.Input, c.Secrets = r.canaryBase.Input, r.canaryBase.Secrets
+	if len(r.sc.Vars) > 0 {
+		vars := maps.Clone(act.Vars)
+		if vars == nil {
+			vars = map[string]any{}
+		}
+		maps.Copy(vars, r.scenarioVars(ctx, &c))
+		c.Vars = vars
+	}
+	return &c
+}
