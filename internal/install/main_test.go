@@ -23,7 +23,10 @@ func TestMain(m *testing.M) {
 	var cleanup func()
 	var err error
 	binDir, bins, cleanup, err = testutil.BuildStaticBinaries(
-		"github.com/soulstack/soulstack/cmd/keeper", "github.com/soulstack/soulstack/cmd/soul", "github.com/soulstack/soulstack/cmd/soulctl")
+		"github.com/soulstack/soulstack/cmd/keeper", "github.com/soulstack/soulstack/cmd/soul", "github.com/soulstack/soulstack/cmd/soulctl",
+		// mkpackage runs as its own process: compressing the packages inside
+		// the race-instrumented test binary takes many minutes.
+		"github.com/soulstack/soulstack/internal/install/mkpackage")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -25,21 +25,16 @@ func TestPackages(t *testing.T) {
 	ver := run(t, repoDir, "sh", "scripts/version.sh")
 	// Every .deb, and the soul's .rpm (the keeper's is the same code path
 	// and would only add compression time).
-	paths, err := install.BuildPackages(install.PackageOptions{
-		Version: ver, Arch: runtime.GOARCH, BinDir: binDir,
-		LicenseFile: filepath.Join(repoDir, "LICENSE"), OutDir: out, Formats: []string{"deb"},
-	})
-	if err != nil {
+	// The layout of make dist: <dist>/linux-<arch>/{keeper,soul,soulctl}.
+	if err := os.Symlink(binDir, filepath.Join(out, "linux-"+runtime.GOARCH)); err != nil {
 		t.Fatal(err)
 	}
-	rpms, err := install.BuildPackages(install.PackageOptions{
-		Version: ver, Arch: runtime.GOARCH, BinDir: binDir,
-		LicenseFile: filepath.Join(repoDir, "LICENSE"), OutDir: out, Formats: []string{"rpm"}, Packages: []string{install.PkgSoul},
-	})
-	if err != nil {
-		t.Fatal(err)
+	mkpackage := func(args ...string) []string {
+		return strings.Fields(run(t, repoDir, bins["mkpackage"], append([]string{"-version", ver, "-dist", out,
+			"-arch", runtime.GOARCH, "-license", filepath.Join(repoDir, "LICENSE")}, args...)...))
 	}
-	paths = append(paths, rpms...)
+	paths := mkpackage("-format", "deb")
+	paths = append(paths, mkpackage("-format", "rpm", "-packages", install.PkgSoul)...)
 	if len(paths) != 4 {
 		t.Fatalf("built %v, want 3 .deb and 1 .rpm", paths)
 	}

@@ -20,10 +20,15 @@ func main() {
 	arches := flag.String("arch", "amd64,arm64", "architectures to package")
 	formats := flag.String("format", "deb,rpm", "package formats")
 	license := flag.String("license", "LICENSE", "license file shipped in the packages")
+	pkgs := flag.String("packages", "", "packages to build (comma-separated; default all)")
 	flag.Parse()
 	if *version == "" {
 		fmt.Fprintln(os.Stderr, "mkpackage: -version is required")
 		os.Exit(2)
+	}
+	var packages []string
+	if *pkgs != "" {
+		packages = strings.Split(*pkgs, ",")
 	}
 	souls := map[string]string{}
 	for _, a := range strings.Split(*arches, ",") {
@@ -33,6 +38,7 @@ func main() {
 		paths, err := install.BuildPackages(install.PackageOptions{
 			Version: *version, Arch: a, BinDir: filepath.Join(*dist, "linux-"+a), SoulBinaries: souls,
 			LicenseFile: *license, OutDir: *dist, Formats: strings.Split(*formats, ","),
+			Packages: packages,
 		})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "mkpackage:", err)
