@@ -98,7 +98,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(s.Handler())
+	srv := httptest.NewServer(contract.wrap(s.Handler()))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, st: st, auth: a, api: s, srv: srv, reg: reg, services: filepath.Join(dir, "services"), cat: cat, sim: sim, eng: eng, secrets: sec, dbFile: filepath.Join(dir, "keeper.db"),
 		tokens: map[auth.Role]string{}, archons: map[auth.Role]store.Archon{}}
