@@ -59,10 +59,16 @@ func FactShape() *Shape {
 		"kernel":   str,
 		"init":     str,
 		"covens":   cel.ListType(str),
-		"os":       objType("soulprint.self.os"),
-		"network":  objType("soulprint.self.network"),
-		"cpu":      objType("soulprint.self.cpu"),
-		"memory":   objType("soulprint.self.memory"),
+		"boot_id":  str,
+		// The flat facts of SPEC §9's second set.
+		"memory_mb":      cel.IntType,
+		"cpus":           cel.IntType,
+		"virtualization": str,
+		"mounts":         cel.ListType(objType("soulprint.self.mount")),
+		"os":             objType("soulprint.self.os"),
+		"network":        objType("soulprint.self.network"),
+		"cpu":            objType("soulprint.self.cpu"),
+		"memory":         objType("soulprint.self.memory"),
 	}}
 }
 
@@ -78,6 +84,9 @@ func factSubShapes() []*Shape {
 		}},
 		{Name: "soulprint.self.cpu", Open: true, Fields: map[string]*cel.Type{"count": cel.IntType, "model": str}},
 		{Name: "soulprint.self.memory", Open: true, Fields: map[string]*cel.Type{"total_mb": cel.IntType}},
+		{Name: "soulprint.self.mount", Open: true, Fields: map[string]*cel.Type{
+			"path": str, "device": str, "fstype": str, "options": cel.ListType(str),
+		}},
 	}
 }
 

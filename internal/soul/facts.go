@@ -39,7 +39,11 @@ const fqdnTimeout = 500 * time.Millisecond
 //	sid, hostname, kernel, init ("systemd" or "sysv"), boot_id (new at
 //	every boot; core.system.rebooted waits for it to change), covens
 //	(empty; the Keeper fills it),
-//	os.{family,name,version,codename,pretty_name,arch},
+//	memory_mb, cpus, virtualization ("none", "kvm", "docker", …; see
+//	detectVirt), mounts ([{path, device, fstype, options: [..]}], pseudo
+//	filesystems left out),
+//	os.{family,name,distribution,version,codename,pretty_name,arch}
+//	(distribution is os-release's ID, e.g. "debian", "ubuntu", "rocky"),
 //	network.{primary_ip,interfaces: name -> [ip, …]},
 //	cpu.{count,model}, memory.total_mb.
 //
@@ -57,6 +61,7 @@ func CollectFacts(opts FactsOptions) (map[string]any, error) {
 	osr := readOSRelease(opts.Root)
 	ifaces := interfaceAddrs()
 	cpuCount, cpuModel := cpuInfo()
+	memMB := memTotalMB()
 	return map[string]any{
 		"sid":      sid,
 		"hostname": hostname,
@@ -64,20 +69,27 @@ func CollectFacts(opts FactsOptions) (map[string]any, error) {
 		"init":     initSystem(),
 		"boot_id":  BootID(),
 		"covens":   []any{},
+		// memory_mb and cpus are the flat forms of memory.total_mb and
+		// cpu.count (SPEC §9).
+		"memory_mb":      memMB,
+		"cpus":           cpuCount,
+		"virtualization": virtualization(),
+		"mounts":         mountFacts(),
 		"os": map[string]any{
-			"family":      osFamily(osr["ID"], osr["ID_LIKE"]),
-			"name":        osr["ID"],
-			"version":     osr["VERSION_ID"],
-			"codename":    firstNonEmpty(osr["VERSION_CODENAME"], osr["UBUNTU_CODENAME"]),
-			"pretty_name": osr["PRETTY_NAME"],
-			"arch":        machineArch(),
+			"family":       osFamily(osr["ID"], osr["ID_LIKE"]),
+			"name":         osr["ID"],
+			"distribution": osr["ID"],
+			"version":      osr["VERSION_ID"],
+			"codename":     firstNonEmpty(osr["VERSION_CODENAME"], osr["UBUNTU_CODENAME"]),
+			"pretty_name":  osr["PRETTY_NAME"],
+			"arch":         machineArch(),
 		},
 		"network": map[string]any{
 			"primary_ip": primaryIP(ifaces),
 			"interfaces": ifaces.asFacts(),
 		},
 		"cpu":    map[string]any{"count": cpuCount, "model": cpuModel},
-		"memory": map[string]any{"total_mb": memTotalMB()},
+		"memory": map[string]any{"total_mb": memMB},
 	}, nil
 }
 

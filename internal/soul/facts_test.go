@@ -101,7 +101,7 @@ func TestCollectFactsRootOSRelease(t *testing.T) {
 	}
 	got := facts["os"].(map[string]any)
 	delete(got, "arch")
-	want := map[string]any{"family": "redhat", "name": "rocky", "version": "9.3", "codename": "", "pretty_name": "Rocky Linux 9.3"}
+	want := map[string]any{"family": "redhat", "name": "rocky", "distribution": "rocky", "version": "9.3", "codename": "", "pretty_name": "Rocky Linux 9.3"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("os (-want +got):\n%s", diff)
 	}
