@@ -89,6 +89,9 @@ type RunStatusFunc func(ctx context.Context, id string) (DepStatus, error)
 // Config is what a Checker needs from the keeper.
 type Config struct {
 	Store store.Store // required
+	// Secrets gives the defaults of secret vars (default_secret:, the
+	// Keeper's secret store); nil refuses launches that need one.
+	Secrets SecretSource
 	// Commander runs Soul Stack's own commands (souls list, incarnation run,
 	// …). Nil: such apicalls fail.
 	Commander Commander
@@ -138,6 +141,7 @@ type Checker struct {
 	// defaultTimeout bounds tasks whose procedure sets no timeout.
 	defaultTimeout time.Duration
 	forward        func(ctx context.Context, procedure string, vars map[string]any) ([]store.CheckerTask, error)
+	secrets        SecretSource
 
 	ctx    context.Context // parent of every task
 	cancel context.CancelCauseFunc
@@ -177,6 +181,7 @@ func New(cfg Config) (*Checker, error) {
 		poll:      cfg.PollInterval,
 		metrics:   cfg.Metrics,
 		forward:   cfg.Forward,
+		secrets:   cfg.Secrets,
 		running:   map[string]*handle{},
 
 		defaultTimeout: cfg.DefaultTimeout,
@@ -334,6 +339,9 @@ func (c *Checker) Execute(ctx context.Context, req ExecRequest) ([]store.Checker
 	}
 	sets, err := launchVars(proc, req.Vars)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.secretDefaults(ctx, proc, sets); err != nil {
 		return nil, err
 	}
 	if proc.Config.RunOnVIP && !c.isLeader() {
@@ -495,7 +503,7 @@ func launchVars(p *Procedure, given map[string]any) ([]map[string]any, error) {
 		}
 		if d.HasDefault {
 			base[d.Name] = d.Default
-		} else if d.Public {
+		} else if d.Public && d.DefaultSecret == "" {
 			return nil, domain.Errorf(domain.CodeInvalid, "var %q of procedure %s has no default and must be set at launch", d.Name, p.Name)
 		}
 	}

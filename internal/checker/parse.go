@@ -168,7 +168,7 @@ func (p *parser) varDecls(n *yaml.Node) []*Var {
 			continue
 		}
 		v := &Var{Name: kv.key, Line: kv.kn.Line}
-		f := p.fields(kv.vn, "var "+kv.key, "type", "default", "visibility", "secret")
+		f := p.fields(kv.vn, "var "+kv.key, "type", "default", "visibility", "secret", "default_secret")
 		if t := f["type"]; t == nil {
 			p.errf(kv.kn, "var %s: type is required (one of %s)", kv.key, strings.Join(varTypes, ", "))
 		} else if s, ok := p.str(t, "var "+kv.key+" type"); ok {
@@ -194,7 +194,20 @@ func (p *parser) varDecls(n *yaml.Node) []*Var {
 				p.errf(sec, "var %s: a boolean var cannot be secret (masking every true and false would shred the log)", kv.key)
 			}
 		}
-		if d := f["default"]; d != nil {
+		if ds := f["default_secret"]; ds != nil {
+			if name, ok := p.str(ds, "var "+kv.key+" default_secret"); ok {
+				v.DefaultSecret = name
+				if !v.Secret {
+					p.errf(ds, "var %s: default_secret is for secret: true vars", kv.key)
+				}
+				if v.Type != "" && v.Type != TypeString {
+					p.errf(ds, "var %s: default_secret gives a string, but the var is %s", kv.key, v.Type)
+				}
+			}
+		}
+		if d := f["default"]; d != nil && v.Secret {
+			p.errf(d, "var %s: a secret var's default would be readable by every viewer in the procedure source (audit L10): keep the value in the Keeper's secret store (soulctl secret set NAME) and write default_secret: NAME", kv.key)
+		} else if d != nil {
 			val, err := decodeValue(d)
 			switch {
 			case err != nil:

@@ -95,7 +95,11 @@ type Var struct {
 	// Secret: the var's values are replaced by **** in the task's stored
 	// vars, step log, task_message and run_error (SPEC §10.2).
 	Secret bool
-	Line   int
+	// DefaultSecret names the Keeper store secret that gives a secret
+	// var's default (default_secret:): a secret var has no default in the
+	// procedure source, which every viewer reads (audit L10).
+	DefaultSecret string
+	Line          int
 }
 
 // Step is one entry of steps:, run in YAML order.

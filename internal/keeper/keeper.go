@@ -216,6 +216,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		return 0
 	}))
 	k.checker, err = checker.New(checker.Config{
+		Secrets:        k.secrets,
 		Store:          k.store,
 		Commander:      k.commander,
 		IsCommand:      cli.HasCommand,

@@ -1,0 +1,85 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/soulstack/soulstack/internal/domain"
+)
+
+// mapSecrets is a secret store for the Checker's tests.
+type mapSecrets map[string]string
+
+func (m mapSecrets) Value(_ context.Context, name string) (string, error) {
+	if v, ok := m[name]; ok {
+		return v, nil
+	}
+	return "", domain.Errorf(domain.CodeNotFound, "secret %q does not exist", name)
+}
+
+// TestL10SecretVarDefaultsNeverInTheSource reproduces audit L10: a secret
+// var's default written in the procedure source (which every viewer reads
+// through GET /v1/procedures, the UI and the PUT's audit entry) is refused
+// with the line and the fix; default_secret takes it from the Keeper's
+// secret store instead, so the source holds only the secret's name, and
+// the stored task shows it masked.
+func TestL10SecretVarDefaultsNeverInTheSource(t *testing.T) {
+	const val = "PROC-DEFAULT-SECRET-123"
+	calls := filepath.Join(t.TempDir(), "calls")
+	script := fmt.Sprintf(`printf '%%s\n' "$*" >> %q; echo '{}'`, calls)
+	b := Binding{Prefix: "vault", Executable: "/bin/sh", Args: []string{"-c", script, "vault"}}
+	e := newEnv(t, Config{Bindings: []Binding{b}, Secrets: mapSecrets{"api_token": val}})
+
+	_, err := e.c.PutProcedure(t.Context(), "leaky", `vars:
+  token: {type: string, secret: true, default: `+val+`}
+steps:
+  use:
+    action:
+      apicall: vault use {{token}}
+`)
+	if err == nil || !strings.Contains(err.Error(), ":2:") || !strings.Contains(err.Error(), "default_secret") {
+		t.Fatalf("a secret var with a default in the source: %v", err)
+	}
+	if _, err := e.c.PutProcedure(t.Context(), "wrong", `vars:
+  token: {type: string, default_secret: api_token}
+steps:
+  use:
+    action:
+      apicall: vault use {{token}}
+`); err == nil || !strings.Contains(err.Error(), "secret: true") {
+		t.Fatalf("default_secret on a var that is not secret: %v", err)
+	}
+
+	src := `vars:
+  token: {type: string, secret: true, default_secret: api_token}
+steps:
+  use:
+    action:
+      apicall: vault use {{token}}
+      log: "used {{token}}"
+`
+	e.put("safe", src)
+	task := e.execWait("safe", nil)
+	if task.Status != StatusSuccess {
+		t.Fatalf("status %s: %s\n%s", task.Status, task.RunError, dumpLog(task))
+	}
+	got, err := os.ReadFile(calls)
+	if err != nil || string(got) != "use "+val+"\n" {
+		t.Fatalf("the command received %q (%v), want the store's value", got, err)
+	}
+	stored, _ := json.Marshal(task)
+	if strings.Contains(string(stored), val) || task.Vars["token"] != "****" {
+		t.Fatalf("the stored task holds the secret:\n%s", stored)
+	}
+	// A missing store secret fails the launch with a clear error.
+	e2 := newEnv(t, Config{Bindings: []Binding{b}, Secrets: mapSecrets{}})
+	e2.put("safe", src)
+	if _, err := e2.c.Execute(t.Context(), ExecRequest{Procedure: "safe"}); domain.ErrorCode(err) != domain.CodeInvalid || !strings.Contains(err.Error(), "api_token") {
+		t.Fatalf("launch without the store secret: %v", err)
+	}
+}
