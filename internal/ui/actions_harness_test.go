@@ -67,6 +67,7 @@ type actEnv struct {
 	t      *testing.T
 	st     *sqlite.Store
 	srv    *httptest.Server
+	h      http.Handler // the keeper's handler: /v1 and /ui
 	ui     *ui.UI
 	eng    *engine.Engine
 	tokens map[auth.Role]string
@@ -112,7 +113,8 @@ func newActEnv(t *testing.T, stubs ...dispatch.Stub) *actEnv {
 	srvAPI.Mount("/ui/", u.Handler())
 	srvAPI.Mount("/ui", u.Handler())
 	e := &actEnv{t: t, st: st, ui: u, eng: eng, tokens: map[auth.Role]string{}}
-	e.srv = httptest.NewServer(srvAPI.Handler())
+	e.h = srvAPI.Handler()
+	e.srv = httptest.NewServer(e.h)
 	t.Cleanup(e.srv.Close)
 	for _, r := range auth.Roles {
 		ar, err := a.CreateArchon(ctx, string(r)+"-archon", r)
