@@ -109,16 +109,9 @@ func checkSize(fn string, n int) error {
 }
 
 // templateFuncs are the helpers templates may use besides text/template's
-// built-ins.
-var templateFuncs = template.FuncMap{
-	"join":   joinAny,
-	"toJSON": toJSON,
-	"upper":  strings.ToUpper,
-	"lower":  strings.ToLower,
-	"trim":   strings.TrimSpace,
-	"indent": indent,
-	"quote":  func(s any) string { return fmt.Sprintf("%q", fmt.Sprint(s)) },
-}
+// built-ins: sprig's hermetic set with our bounded helpers (see
+// buildTemplateFuncs).
+var templateFuncs = buildTemplateFuncs()
 
 func joinAny(sep string, list any) (string, error) {
 	rv := reflect.ValueOf(list)
