@@ -90,15 +90,29 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, _ auth.Principal
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, RunDetail(run, rs))
+	notes, err := s.store.ListRunNotes(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, RunDetail(run, rs, notes))
 	return nil
 }
 
-// RunDetail groups a run's results by task (in task order) and host.
-func RunDetail(run store.Run, rs []store.HostResult) apiclient.RunDetail {
+// RunDetail groups a run's results by task (in task order) and host; a
+// task that targeted no host has no hosts and its note says why.
+func RunDetail(run store.Run, rs []store.HostResult, notes []store.RunNote) apiclient.RunDetail {
 	out := apiclient.RunDetail{Run: run, Tasks: []apiclient.RunTask{}}
 	idx := map[string]int{}
 	for _, h := range rs { // by seq, sid
+		// Notes of the tasks before this one come first (task order); a
+		// block's child that targeted no host in one wave but ran in
+		// another has results, and they tell.
+		for len(notes) > 0 && notes[0].Seq <= h.Seq {
+			if notes[0].Seq < h.Seq {
+				out.Tasks = append(out.Tasks, noteTask(notes[0]))
+			}
+			notes = notes[1:]
+		}
 		key := fmt.Sprintf("%d/%s", h.Seq, h.Path)
 		i, ok := idx[key]
 		if !ok {
@@ -112,7 +126,15 @@ func RunDetail(run store.Run, rs []store.HostResult) apiclient.RunDetail {
 			Data: h.Data, StartedAt: h.StartedAt, FinishedAt: h.FinishedAt,
 		})
 	}
+	for _, n := range notes {
+		out.Tasks = append(out.Tasks, noteTask(n))
+	}
 	return out
+}
+
+// noteTask is the entry of a task that targeted no host.
+func noteTask(n store.RunNote) apiclient.RunTask {
+	return apiclient.RunTask{Name: n.TaskName, Path: n.Path, Hosts: []apiclient.RunHost{}, Note: n.Note}
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {

@@ -26,6 +26,10 @@ type RunTask struct {
 	Name  string    `json:"name"`
 	Path  string    `json:"path"`
 	Hosts []RunHost `json:"hosts"`
+	// Note says why a task that targeted no host (empty Hosts) did (SPEC
+	// §6): "on: [db] matched no member of this incarnation", "where: was
+	// false on every host".
+	Note string `json:"note,omitempty"`
 }
 
 // RunHost is one host's result of a task. Stdout and stderr are capped by

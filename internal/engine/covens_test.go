@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +63,49 @@ expect:
 	if err := w.Store.CreateJoinToken(w.ctx, store.JoinToken{ID: "t1", SecretHash: []byte("h"), Covens: []string{"gpu"}, ExpiresAt: time.Now().Add(time.Hour), CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	w.run()
+	run := w.run()
+	wantNotes(t, w, run.ID, []store.RunNote{{RunID: run.ID, Seq: 0, Path: "0", TaskName: "future hosts", Note: "on: [gpu] matched no member of this incarnation"}})
+}
+
+// TestRunRecordNotesNoHost (SPEC §6): the stored run record says, for
+// each step that targeted no host, why — on: matched no member, or where:
+// was false everywhere; a step that ran has no note.
+func TestRunRecordNotesNoHost(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/deploy/main.yml": `
+tasks:
+  - name: ran
+    module: core.test.ping
+  - name: db only
+    module: core.test.ping
+    on: [prod, db]
+  - name: filtered
+    module: core.test.ping
+    where: soulprint.self.sid == "nobody"
+`})
+	w := newWorld(t, svc, "deploy", `
+hosts: [{sid: a, covens: [prod]}, {sid: b, covens: [db]}]
+expect:
+  outcome: succeeded
+  tasks:
+    - {task: ran, ran: [a, b]}
+    - {task: db only, ran: []}
+    - {task: filtered, ran: []}
+`)
+	run := w.run()
+	wantNotes(t, w, run.ID, []store.RunNote{
+		{RunID: run.ID, Seq: 1, Path: "1", TaskName: "db only", Note: "on: [prod, db] matched no member of this incarnation"},
+		{RunID: run.ID, Seq: 2, Path: "2", TaskName: "filtered", Note: "where: was false on every host"},
+	})
+}
+
+// wantNotes checks the run notes stored for run id.
+func wantNotes(t *testing.T, w *world, id string, want []store.RunNote) {
+	t.Helper()
+	got, err := w.Store.ListRunNotes(w.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("run notes = %+v, want %+v", got, want)
+	}
 }

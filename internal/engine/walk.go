@@ -58,17 +58,12 @@ func (r *runner) task(ctx context.Context, t *dsl.Task, sc scope) {
 	afterFailure := r.failed() && !sc.handler
 	tg := r.target(ctx, t, sc)
 	name := executor.TaskName(t)
-	why := ""
+	why, note := "", ""
 	if len(tg.hosts) == 0 && len(tg.errs) == 0 {
-		why = fmt.Sprintf("task %q ran on no host: ", name)
-		switch {
-		case tg.count == 0 && t.On != nil:
-			why += "on: matches no member of this incarnation"
-		case tg.count == 0:
-			why += "the step targets no host"
-		default:
-			why += "where: was false on every host"
-		}
+		note = noHostNote(t, tg.count)
+		why = fmt.Sprintf("task %q ran on no host: %s", name, note)
+		// The run record says so for that step (SPEC §6).
+		r.recordNote(ctx, t, note)
 	}
 	// The event of a step that targets nothing says why (SPEC §6).
 	r.emit(Event{Type: EventTask, Path: t.Path, Task: name, Hosts: tg.hosts, Error: why})
@@ -123,6 +118,30 @@ func (r *runner) task(ctx context.Context, t *dsl.Task, sc scope) {
 			r.fail(fmt.Sprintf("rollout of %q stopped after wave %d of %d: %s unreachable", name, wave, len(waves), strings.Join(lost, ", ")))
 			return
 		}
+	}
+}
+
+// noHostNote says why task t targeted no host; count is how many hosts
+// its on: matched before where: filtered them.
+func noHostNote(t *dsl.Task, count int) string {
+	switch {
+	case count == 0 && t.On != nil && len(t.On.Covens) > 0:
+		return fmt.Sprintf("on: [%s] matched no member of this incarnation", strings.Join(t.On.Covens, ", "))
+	case count == 0 && t.On != nil:
+		return "on: matched no member of this incarnation"
+	case count == 0:
+		return "the step targets no host"
+	default:
+		return "where: was false on every host"
+	}
+}
+
+// recordNote stores note for task t in the run record. A store failure
+// loses only the note (the task event said it already): it is logged.
+func (r *runner) recordNote(ctx context.Context, t *dsl.Task, note string) {
+	n := store.RunNote{RunID: r.run.ID, Seq: r.seq[t], Path: t.Path, TaskName: executor.TaskName(t), Note: note}
+	if err := r.e.cfg.Store.RecordRunNote(context.WithoutCancel(ctx), n); err != nil {
+		r.e.log.ErrorContext(ctx, "recording a run note failed", "apply_id", r.run.ID, "task", n.TaskName, "err", err)
 	}
 }
 

@@ -239,6 +239,16 @@ type HostResult struct {
 	Final bool `json:"-"`
 }
 
+// RunNote is what the run record says about a task that has no per-host
+// result because it targeted no host (SPEC §6): Note says why.
+type RunNote struct {
+	RunID    string `json:"-"`
+	Seq      int    `json:"seq"`
+	Path     string `json:"path"`
+	TaskName string `json:"task"`
+	Note     string `json:"note"`
+}
+
 // Snapshot is one entry of an incarnation's history: the committed state and
 // a per-host outcome summary of the run that produced it.
 type Snapshot struct {
@@ -613,6 +623,10 @@ type Store interface {
 	// written are Final. It returns how many were written.
 	RecordLateResults(ctx context.Context, rs []HostResult) (int, error)
 	ListResults(ctx context.Context, runID string) ([]HostResult, error) // by seq, sid
+	// RecordRunNote upserts the note of a task that targeted no host,
+	// keyed by (run, seq); ErrNotFound when the run does not exist.
+	RecordRunNote(ctx context.Context, n RunNote) error
+	ListRunNotes(ctx context.Context, runID string) ([]RunNote, error) // by seq
 	// CommitRun, in one transaction: sets incarnation.state, appends the
 	// snapshot, marks the run succeeded, status ready, clears ActiveRun;
 	// for an upgrade's migration run (UpgradeRef set) it also moves the

@@ -16,6 +16,7 @@ var runTests = []test{
 	{"ListRuns", testListRuns},
 	{"Results", testResults},
 	{"LateResults", testLateResults},
+	{"RunNotes", testRunNotes},
 	{"CommitRun", testCommitRun},
 	{"CommitRefused", testCommitRefused},
 	{"FailedRun", testFailedRun},
