@@ -1,0 +1,253 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/config"
+	"github.com/soulstack/soulstack/internal/keeper"
+	"github.com/soulstack/soulstack/internal/lab"
+	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/testutil"
+)
+
+// labName is fixed, so a crashed run's leftovers are removed by the next.
+const labName = "install"
+
+// env is a two-host systemd lab and a Keeper on its bridge address.
+type env struct {
+	lab    *lab.Lab
+	url    string // the Keeper as souls reach it (https, bridge address)
+	pin    string // sha256//… of the Keeper's public key, for curl
+	client *apiclient.Client
+}
+
+// newEnv boots the lab (curl installable from the lab's repository, for
+// install.sh) and starts a real Keeper serving the soul binary; both end
+// with the test.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	cfg := lab.Config{Name: labName, Hosts: 2, Flavour: lab.FlavourSystemd, Packages: []string{"curl"}}
+	l, err := lab.New(ctx, cfg)
+	// Another `go test` of this package on the machine may hold the name.
+	for errors.Is(err, lab.ErrLocked) && ctx.Err() == nil {
+		time.Sleep(time.Second)
+		l, err = lab.New(ctx, cfg)
+	}
+	if err != nil {
+		t.Fatalf("building the lab: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("closing the lab: %v", err)
+		}
+	})
+	t.Logf("2 systemd hosts up in %v", time.Since(start).Round(time.Millisecond))
+
+	// The Keeper serves the soul binary for install.sh from soulDir.
+	soulDir := t.TempDir()
+	b, err := os.ReadFile(bins["soul"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(soulDir, "soul-linux-"+runtime.GOARCH), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gw := l.GatewayIP()
+	kc := config.Default()
+	kc.DataDir = filepath.Join(t.TempDir(), "keeper")
+	kc.ShutdownTimeout = config.Duration(2 * time.Second)
+	kc.SoulDir = soulDir
+	kc.TLS.Hosts = []string{gw}
+	kctx, kcancel := context.WithCancel(context.Background())
+	ini, err := keeper.Init(kctx, keeper.InitOptions{Keeper: kc, ArchonName: "root"})
+	if err != nil {
+		kcancel()
+		t.Fatal(err)
+	}
+	k, err := keeper.New(kctx, keeper.Config{Keeper: kc, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		kcancel()
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(gw, "0"))
+	if err != nil {
+		kcancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- k.Serve(kctx, ln) }()
+	t.Cleanup(func() {
+		kcancel()
+		if err := <-done; err != nil {
+			t.Errorf("keeper stopped: %v", err)
+		}
+		k.Close()
+	})
+	e := &env{lab: l, url: "https://" + ln.Addr().String()}
+	e.client, err = apiclient.New(e.url, ini.Token.Token, apiclient.WithFingerprint(ini.Fingerprint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.client.Ready(ctx) == nil }, "keeper ready")
+	v, err := e.client.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pin = v.TLSPin
+	return e
+}
+
+// joinToken creates a one-hour join token for coven "installed".
+func (e *env) joinToken(t *testing.T) string {
+	t.Helper()
+	jt, err := e.client.CreateJoinToken(context.Background(), apiclient.CreateJoinTokenRequest{Covens: []string{"installed"}, TTL: apiclient.Duration(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jt.Token
+}
+
+// waitStatus waits until the Keeper reports soul sid with status.
+func (e *env) waitStatus(t *testing.T, sid, status string) store.Soul {
+	t.Helper()
+	var s store.Soul
+	testutil.WaitFor(t, 30*time.Second, func() bool {
+		var err error
+		s, err = e.client.GetSoul(context.Background(), sid)
+		return err == nil && s.Status == status
+	}, "soul %s %s (last: %q)", sid, status, s.Status)
+	return s
+}
+
+// sh runs a script on h and fails the test on error.
+func sh(t *testing.T, h *lab.Host, script string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, stderr, err := h.Exec(ctx, script)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, stderr)
+	}
+	return strings.TrimSpace(out)
+}
+
+// try runs a script on h and returns its stdout+stderr and whether it
+// succeeded.
+func try(h *lab.Host, script string) (string, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, stderr, err := h.Exec(ctx, script)
+	return strings.TrimSpace(out + stderr), err == nil
+}
+
+// journal returns the tail of the soul unit's journal on h, for failures.
+func journal(h *lab.Host) string {
+	out, _ := try(h, "journalctl -u soulstack-soul --no-pager -q | tail -40")
+	return out
+}
+
+// TestInstall boots one two-host systemd lab and proves, on real dpkg,
+// apt and systemd: the .deb path on the first host (install without a
+// Keeper configured starts nothing; with soul.env the unit's soul joins and
+// connects; apt-get remove stops it and removes the binary, keeping its
+// data; purge removes the data and the config) and the install.sh path
+// (curl | sh with a join token) on the second, fresh host.
+func TestInstall(t *testing.T) {
+	requireRoot(t)
+	start := time.Now()
+	deb := buildDeb(t)
+	t.Logf("soulstack-soul .deb built in %v", time.Since(start).Round(time.Millisecond))
+	e := newEnv(t)
+	hosts := e.lab.Hosts()
+
+	t.Run("deb", func(t *testing.T) {
+		h := hosts[0]
+		if err := h.CopyIn(deb, "/root/soulstack-soul.deb"); err != nil {
+			t.Fatal(err)
+		}
+		// Installed with no Keeper configured: nothing starts, and dpkg
+		// says why.
+		out, ok := try(h, "dpkg -i /root/soulstack-soul.deb")
+		if !ok || !strings.Contains(out, "no Keeper configured") {
+			t.Fatalf("dpkg -i (ok=%v):\n%s", ok, out)
+		}
+		if st, _ := try(h, "systemctl is-active soulstack-soul"); st != "inactive" {
+			t.Fatalf("soulstack-soul is %q after dpkg -i without a Keeper, want inactive", st)
+		}
+		if got := sh(t, h, "stat -c %a /etc/soulstack/soul.env; test -x /usr/bin/soul && echo bin"); got != "600\nbin" {
+			t.Fatalf("installed files: %q", got)
+		}
+
+		// Configured as the README says, then started by systemd.
+		cfg := fmt.Sprintf("SOULSTACK_KEEPER=%s\nSOUL_JOIN_TOKEN=%s\n", e.url, e.joinToken(t))
+		if err := h.WriteFile("/etc/soulstack/soul.env", []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sh(t, h, "systemctl start soulstack-soul")
+		s := e.waitStatus(t, h.Name(), store.SoulConnected)
+		if len(s.Covens) != 1 || s.Covens[0] != "installed" {
+			t.Errorf("soul covens %v, want [installed] from the join token", s.Covens)
+		}
+		pid := sh(t, h, "systemctl show -p MainPID --value soulstack-soul")
+		if pid == "0" || pid == "" {
+			t.Fatalf("soulstack-soul MainPID %q\n%s", pid, journal(h))
+		}
+		if exe := sh(t, h, "readlink /proc/"+pid+"/exe"); exe != "/usr/bin/soul" {
+			t.Fatalf("the unit's main process runs %q, want /usr/bin/soul", exe)
+		}
+
+		// apt-get remove: the soul stops, the binary and unit go, the key
+		// and pinned Keeper stay (a reinstall reconnects as the same soul).
+		sh(t, h, "DEBIAN_FRONTEND=noninteractive apt-get remove -y -q soulstack-soul")
+		if _, alive := try(h, "kill -0 "+pid); alive {
+			t.Errorf("the soul (pid %s) still runs after apt-get remove", pid)
+		}
+		if st, _ := try(h, "systemctl is-active soulstack-soul"); st != "inactive" {
+			t.Errorf("soulstack-soul is %q after apt-get remove, want inactive", st)
+		}
+		if out, _ := try(h, "for f in /usr/bin/soul /usr/lib/systemd/system/soulstack-soul.service; do test -e $f && echo $f left; done; test -d /var/lib/soulstack/soul && echo data-kept"); out != "data-kept" {
+			t.Errorf("after apt-get remove:\n%s", out)
+		}
+		e.waitStatus(t, h.Name(), store.SoulDisconnected)
+
+		// purge: the data directory and the config go too.
+		sh(t, h, "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q soulstack-soul")
+		if out, _ := try(h, "ls -d /var/lib/soulstack/soul /etc/soulstack/soul.env /usr/bin/soul 2>/dev/null; dpkg -s soulstack-soul 2>&1 | head -1"); strings.Contains(out, "/") || !strings.Contains(out, "not installed") {
+			t.Errorf("after apt-get purge:\n%s", out)
+		}
+	})
+
+	t.Run("install.sh", func(t *testing.T) {
+		h := hosts[1]
+		// A fresh host: no soul, no unit. curl comes from the lab's
+		// repository (the host has no other network).
+		if out, ok := try(h, "command -v soul; ls /etc/systemd/system/soulstack-soul.service"); ok {
+			t.Fatalf("host not fresh:\n%s", out)
+		}
+		sh(t, h, "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q curl >/dev/null")
+		// The README's command, as the host's root runs it.
+		cmd := fmt.Sprintf("curl -fsSL --pinnedpubkey '%s' -k %s/install.sh | sh -s -- --join-token %s", e.pin, e.url, e.joinToken(t))
+		out, ok := try(h, cmd)
+		if !ok {
+			t.Fatalf("%s:\n%s", cmd, out)
+		}
+		e.waitStatus(t, h.Name(), store.SoulConnected)
+		if st := sh(t, h, "systemctl is-active soulstack-soul; systemctl is-enabled soulstack-soul"); st != "active\nenabled" {
+			t.Fatalf("soulstack-soul after install.sh: %q\n%s", st, journal(h))
+		}
+	})
+}
