@@ -285,21 +285,23 @@ func allowOf(ops map[string]json.RawMessage) string {
 }
 
 // TestContractCheckerCatches: the contract check is not vacuous — an
-// undocumented status, an undocumented field, a missing Allow and a
-// nested undocumented field are each reported; a documented answer is not.
+// undocumented status, an undocumented field, a missing required field, a
+// missing Allow and a nested undocumented field are each reported; a
+// documented answer is not.
 func TestContractCheckerCatches(t *testing.T) {
 	c := &contractRecorder{seen: []exchange{
 		{method: "GET", path: "/v1/schedules", status: 418, ctype: "application/json", body: []byte(`[]`)},
-		{method: "GET", path: "/v1/schedules", status: 200, ctype: "application/json", body: []byte(`[{"id": "x", "surprise": 1}]`)},
+		{method: "GET", path: "/v1/schedules", status: 401, ctype: "application/json", body: []byte(`{"error": {"code": "unauthorized", "message": "m"}, "surprise": 1}`)},
+		{method: "GET", path: "/v1/schedules", status: 200, ctype: "application/json", body: []byte(`[{"id": "x"}]`)},
 		{method: "PUT", path: "/v1/schedules", status: 404, ctype: "application/json", body: []byte(`{}`)},
 		{method: "GET", path: "/v1/souls/h1", status: 404, ctype: "application/json", body: []byte(`{"error": {"code": "not_found", "message": "m", "extra": true}}`)},
 		{method: "GET", path: "/v1/souls/h1", status: 404, ctype: "application/json", body: []byte(`{"error": {"code": "not_found", "message": "m"}}`)},
 	}}
 	problems, checked := c.check("openapi.json")
-	if checked != 5 || len(problems) != 4 {
-		t.Fatalf("checked %d, problems %d, want 5 and 4:\n%s", checked, len(problems), strings.Join(problems, "\n"))
+	if checked != 6 || len(problems) != 5 {
+		t.Fatalf("checked %d, problems %d, want 6 and 5:\n%s", checked, len(problems), strings.Join(problems, "\n"))
 	}
-	for _, want := range []string{"status 418 is not documented", `field "surprise" is not documented`, "want 405", `field "extra" is not documented`} {
+	for _, want := range []string{"status 418 is not documented", `field "surprise" is not documented`, `required field "procedure" missing`, "want 405", `field "extra" is not documented`} {
 		if !strings.Contains(strings.Join(problems, "\n"), want) {
 			t.Errorf("no problem says %q:\n%s", want, strings.Join(problems, "\n"))
 		}
