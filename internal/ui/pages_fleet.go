@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -121,47 +122,102 @@ func (u *UI) dashboard(r *http.Request) (view, error) {
 
 // soulsView is the data of the souls list.
 type soulsView struct {
-	Souls    []store.Soul
-	Total    int
+	Souls    []store.Soul // this page's souls
+	Total    int          // every registered soul
+	Matching int          // souls matching the filters
 	Counts   []statusCount
 	Covens   []string
 	Status   string
 	Coven    string
-	Query    string
+	Query    string // SID contains
+	Prefix   string // SID starts with
 	Statuses []string
-	Act      actions
+	// After is the SID the page starts after ("" the first page); Next
+	// is the After of the next page ("" on the last).
+	After string
+	Next  string
+	First int // 1-based position of the page's first soul
+	Act   actions
 }
 
+// souls lists the souls, filtered by status and coven (in the store), SID
+// prefix or substring, a page of SoulsPageSize at a time: the page starts
+// after the SID in "after" (SIDs are sorted), so paging is stable while
+// souls join.
 func (u *UI) souls(r *http.Request) (view, error) {
-	all, err := u.store.ListSouls(r.Context(), store.SoulFilter{})
-	if err != nil {
-		return view{}, fmt.Errorf("listing souls: %w", err)
-	}
+	ctx := r.Context()
 	q := r.URL.Query()
 	sv := soulsView{
-		Total:    len(all),
-		Counts:   countBy(all, soulStatuses, func(s store.Soul) string { return s.Status }),
 		Status:   q.Get("status"),
 		Coven:    q.Get("coven"),
 		Query:    strings.TrimSpace(q.Get("q")),
+		Prefix:   strings.TrimSpace(q.Get("sid")),
+		After:    q.Get("after"),
 		Statuses: soulStatuses,
 		Act:      u.actionsFor(r),
 	}
+	counts, err := u.store.CountSouls(ctx)
+	if err != nil {
+		return view{}, fmt.Errorf("counting souls: %w", err)
+	}
+	for _, st := range soulStatuses {
+		sv.Total += counts[st]
+		sv.Counts = append(sv.Counts, statusCount{Status: st, N: counts[st]})
+	}
+	f := store.SoulFilter{Status: sv.Status}
+	if sv.Coven != "" {
+		f.Covens = []string{sv.Coven}
+	}
+	matching, err := u.store.ListSouls(ctx, f)
+	if err != nil {
+		return view{}, fmt.Errorf("listing souls: %w", err)
+	}
 	covens := map[string]bool{}
-	for _, s := range all {
+	if sv.Coven != "" {
+		covens[sv.Coven] = true
+	}
+	size := u.cfg.SoulsPageSize
+	for _, s := range matching {
 		for _, c := range s.Covens {
 			covens[c] = true
 		}
-		if sv.Status != "" && s.Status != sv.Status ||
-			sv.Coven != "" && !slices.Contains(s.Covens, sv.Coven) ||
+		if sv.Prefix != "" && !strings.HasPrefix(s.SID, sv.Prefix) ||
 			sv.Query != "" && !strings.Contains(strings.ToLower(s.SID), strings.ToLower(sv.Query)) {
+			continue
+		}
+		sv.Matching++
+		if sv.After != "" && s.SID <= sv.After {
+			sv.First++
+			continue
+		}
+		if len(sv.Souls) == size {
+			sv.Next = sv.Souls[size-1].SID
 			continue
 		}
 		sv.Souls = append(sv.Souls, s)
 	}
+	sv.First++
 	sv.Covens = slices.Sorted(maps.Keys(covens))
 	return view{Template: "souls", Title: "Souls", Nav: "souls", Data: sv}, nil
 }
+
+// pageURL is the souls list URL of the page after after, keeping the
+// filters.
+func (sv soulsView) PageURL(after string) string {
+	v := url.Values{}
+	for k, val := range map[string]string{"status": sv.Status, "coven": sv.Coven, "q": sv.Query, "sid": sv.Prefix, "after": after} {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	if len(v) == 0 {
+		return Prefix + "/souls"
+	}
+	return Prefix + "/souls?" + v.Encode()
+}
+
+// Last is the 1-based position of the page's last soul.
+func (sv soulsView) Last() int { return sv.First + len(sv.Souls) - 1 }
 
 // soulView is the data of a soul's page.
 type soulView struct {

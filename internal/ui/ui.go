@@ -51,6 +51,9 @@ type Config struct {
 	// PollInterval is how often a live page refreshes from the store while
 	// its run or task is unfinished; 0 means 2s.
 	PollInterval time.Duration
+	// SoulsPageSize is how many souls the souls list shows per page; 0
+	// means 100.
+	SoulsPageSize int
 	// API is the Operator API's handler. The UI's action forms call it in
 	// process with the session's token, so every action is authorised,
 	// validated and audited exactly as from soulctl; nil makes the UI
@@ -88,6 +91,9 @@ func New(cfg Config) (*UI, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.SoulsPageSize <= 0 {
+		cfg.SoulsPageSize = 100
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 2 * time.Second
