@@ -124,6 +124,7 @@ var ourOverloads = []string{
 	"default_dyn_dyn", "to_json_dyn", "from_json_string", "sha256_string",
 	"b64enc_string", "b64dec_string", "shquote_dyn",
 	"list_where_string", "map_where_string",
+	"merge_dyn_dyn", "keys_dyn",
 }
 
 // costOptions charges each of our functions 1 + one unit per byte (or

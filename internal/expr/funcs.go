@@ -36,7 +36,7 @@ func (l lib) CompileOptions() []cel.EnvOption {
 			return types.String(f(string(s)))
 		})
 	}
-	return []cel.EnvOption{
+	return append(mapFunctions(),
 		cel.Function("contains",
 			cel.Overload("contains_dyn_dyn", []*cel.Type{dyn, dyn}, boolean, cel.BinaryBinding(containsImpl)),
 			cel.MemberOverload("list_contains_dyn", []*cel.Type{listDyn, dyn}, boolean, cel.BinaryBinding(containsImpl)),
@@ -93,7 +93,7 @@ func (l lib) CompileOptions() []cel.EnvOption {
 		cel.Function("where",
 			cel.MemberOverload("list_where_string", []*cel.Type{listDyn, str}, listDyn, cel.BinaryBinding(l.e.whereOnList)),
 			cel.MemberOverload("map_where_string", []*cel.Type{mapDyn, str}, listDyn, cel.BinaryBinding(l.e.whereOnMap))),
-	}
+	)
 }
 
 // containsImpl: substring for strings, membership for lists, key presence
