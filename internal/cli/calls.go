@@ -46,6 +46,8 @@ type taskView struct {
 	Name  string     `json:"name"`
 	Path  string     `json:"path"`
 	Hosts []hostView `json:"hosts"`
+	// Note says why a task that targeted no host did (SPEC §6).
+	Note string `json:"note"`
 }
 
 // hostView is one host's result of a task.

@@ -184,11 +184,16 @@ func runDetail(w io.Writer, r runView) error {
 	}
 	fmt.Fprintln(w)
 	row(w, "TASK", "HOST", "WAVE", "STATUS", "CHANGED", "RC", "DURATION")
-	var failed []string
+	var failed, notes []string
 	for _, t := range r.Tasks {
 		name := t.Name
 		if name == "" {
 			name = t.Path
+		}
+		if len(t.Hosts) == 0 && t.Note != "" {
+			// The step targeted no host: say so, and why, below.
+			row(w, clip(name, 48), "-", "", "no host", "", "", "")
+			notes = append(notes, name+": "+t.Note)
 		}
 		for i, h := range t.Hosts {
 			label := name
@@ -201,6 +206,10 @@ func runDetail(w io.Writer, r runView) error {
 				failed = append(failed, failureText(name, h))
 			}
 		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, strings.Join(notes, "\n"))
 	}
 	if len(failed) > 0 {
 		fmt.Fprintln(w)

@@ -30,6 +30,9 @@ type gridRow struct {
 	Waves    []int  // distinct waves the task ran in, ascending
 	Duration int64  // longest cell, ms
 	Cells    []gridCell
+	// Note says why a task that targeted no host did (SPEC §6); its
+	// cells are all empty.
+	Note string
 }
 
 // gridCell is one host's result of one task, or an empty cell.
@@ -153,4 +156,26 @@ func newRow(r *store.HostResult, hosts []string, live bool) gridRow {
 		row.Cells[i] = gridCell{SID: h, Status: empty, ID: fmt.Sprintf("c%d-%x", r.Seq, h)}
 	}
 	return row
+}
+
+// addNotes adds a row for each task that targeted no host (it has no
+// results, so buildGrid made none), in task order, its note saying why.
+func (g *grid) addNotes(notes []store.RunNote) {
+	seen := map[int]bool{}
+	for _, r := range g.Rows {
+		seen[r.Seq] = true
+	}
+	added := false
+	for _, n := range notes {
+		if seen[n.Seq] {
+			continue // it ran in another wave of its block: its results tell
+		}
+		row := newRow(&store.HostResult{Seq: n.Seq, Path: n.Path, TaskName: n.TaskName}, g.Hosts, false)
+		row.Note, row.Status = n.Note, "none"
+		g.Rows = append(g.Rows, row)
+		added = true
+	}
+	if added {
+		slices.SortStableFunc(g.Rows, func(a, b gridRow) int { return cmp.Compare(a.Seq, b.Seq) })
+	}
 }

@@ -218,6 +218,10 @@ func (u *UI) loadRun(r *http.Request) (runView, error) {
 	if err != nil {
 		return runView{}, fmt.Errorf("results of run %s: %w", id, err)
 	}
+	notes, err := u.store.ListRunNotes(ctx, id)
+	if err != nil {
+		return runView{}, fmt.Errorf("notes of run %s: %w", id, err)
+	}
 	rv := runView{Run: run, Live: !finished(run), SSE: u.cfg.Events != nil}
 	var members []string
 	if rv.Live {
@@ -228,6 +232,7 @@ func (u *UI) loadRun(r *http.Request) (runView, error) {
 		members = inc.Members
 	}
 	rv.Grid = buildGrid(results, members, rv.Live)
+	rv.Grid.addNotes(notes)
 	rv.Act = u.actionsFor(r)
 	return rv, nil
 }

@@ -323,3 +323,19 @@ func TestStaticAssets(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPageSaysNoHost (SPEC §6): a step that targeted no host has its
+// row on the run page, in task order, with the note saying why.
+func TestRunPageSaysNoHost(t *testing.T) {
+	e := newEnv(t)
+	c := e.session()
+	if err := e.st.RecordRunNote(t.Context(), store.RunNote{RunID: runRestart, Seq: 9, Path: "3", TaskName: "db only", Note: "on: [db] matched no member of this incarnation"}); err != nil {
+		t.Fatal(err)
+	}
+	body := e.page(c, "/ui/runs/"+runRestart)
+	contains(t, "run", body, `<tr class="row st-none" data-path="3">`,
+		`<td class="task depth-0">db only <span class="muted small note">— no host: on: [db] matched no member of this incarnation</span></td>`)
+	if cells := gridCells(t, body); cells["3/web-1.example"] != "st-none" {
+		t.Errorf("cell of the no-host task = %q, want st-none", cells["3/web-1.example"])
+	}
+}
