@@ -1,10 +1,15 @@
 package api
 
 import (
+	"context"
+	"maps"
 	"net/http"
+	"regexp"
+	"slices"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/engine"
 )
 
 func init() { routeGroups = append(routeGroups, (*Server).routesSecrets) }
@@ -26,8 +31,45 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request, _ auth.Prin
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, list)
+	used := s.secretUsers(r.Context())
+	out := make([]apiclient.Secret, len(list))
+	for i, rec := range list {
+		out[i] = apiclient.Secret{Secret: rec, UsedBy: used[rec.Name]}
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+var defaultSecretRE = regexp.MustCompile(`default_secret:\s*["']?([A-Za-z][A-Za-z0-9_.-]*)`)
+
+// secretUsers maps each secret name to the scenarios (at their service's
+// pinned commit) and procedures that reference it. A service that does not
+// open is left out: the list is a guide, not a guarantee.
+func (s *Server) secretUsers(ctx context.Context) map[string][]string {
+	used := map[string][]string{}
+	if s.cfg.Catalog != nil {
+		svcs, _ := s.store.ListServices(ctx)
+		for _, rec := range svcs {
+			svc, err := s.cfg.Catalog.Open(ctx, rec.Name, rec.Commit)
+			if err != nil {
+				continue
+			}
+			for _, scn := range slices.Sorted(maps.Keys(svc.Scenarios)) {
+				for n := range engine.SecretRefs(svc.Scenarios[scn]) {
+					used[n] = append(used[n], "service/"+rec.Name+"/"+scn)
+				}
+			}
+		}
+	}
+	procs, _ := s.store.ListProcedures(ctx)
+	for _, p := range procs {
+		for _, m := range defaultSecretRE.FindAllStringSubmatch(p.Source, -1) {
+			if !slices.Contains(used[m[1]], "procedure/"+p.Name) {
+				used[m[1]] = append(used[m[1]], "procedure/"+p.Name)
+			}
+		}
+	}
+	return used
 }
 
 func (s *Server) setSecret(w http.ResponseWriter, r *http.Request, p auth.Principal) error {

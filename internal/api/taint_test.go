@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,6 +105,9 @@ func TestM5DerivedSecretsMasked(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.sim.AddHost(dispatch.SimHost{SID: "h1"})
+	if list, err := e.client(auth.RoleOperator).ListSecrets(ctx); err != nil || len(list) != 1 || !slices.Contains(list[0].UsedBy, "service/evil/create") {
+		t.Fatalf("secret list does not say which scenario uses db_pw: %+v %v", list, err)
+	}
 	// The hosts answer as core.file.present does: a diff of the content
 	// and its hash and size (audit L9).
 	b64 := base64.StdEncoding.EncodeToString([]byte(pw))

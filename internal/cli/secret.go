@@ -100,7 +100,7 @@ func newSecretListCmd(g *Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
-		Short:   "List the secrets: names, owners, times (operator)",
+		Short:   "List the secrets: names, owners, times, the scenarios and procedures using them (operator)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := g.Client(cmd.Context())
@@ -115,9 +115,9 @@ func newSecretListCmd(g *Globals) *cobra.Command {
 				list = []apiclient.Secret{}
 			}
 			return g.Emit(cmd, list, func(w io.Writer) error {
-				row(w, "NAME", "OWNER", "CREATED", "UPDATED")
+				row(w, "NAME", "OWNER", "CREATED", "UPDATED", "USED BY")
 				for _, s := range list {
-					row(w, s.Name, dash(s.Owner), ago(s.CreatedAt), ago(s.UpdatedAt))
+					row(w, s.Name, dash(s.Owner), ago(s.CreatedAt), ago(s.UpdatedAt), dash(strings.Join(s.UsedBy, ",")))
 				}
 				return nil
 			})

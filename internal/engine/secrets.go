@@ -22,8 +22,10 @@ type SecretSource interface {
 	Value(ctx context.Context, name string) (string, error)
 }
 
-// secretRefs lists the secret("name") calls of the scenario's files,
+// SecretRefs lists the secret("name") calls of the scenario's files,
 // each with the file:line of its first use.
+func SecretRefs(sc *dsl.Scenario) map[string]string { return secretRefs(sc) }
+
 func secretRefs(sc *dsl.Scenario) map[string]string {
 	out := map[string]string{}
 	for _, f := range slices.Sorted(maps.Keys(sc.Files)) {
