@@ -20,10 +20,9 @@ import (
 // Browser action tests: Chromium signs in (a test page on the UI's origin
 // posts the token to the real login form with fetch), then the same test
 // page loads the UI page under test and looks for the action form by id;
-// when the page has no such form, the DOM says no-form. (Submitting the
-// found form from that page stalls headless Chromium's virtual time after
-// the navigation, so the allowed roles' actions are proven by the HTTP
-// tests in actions_test.go, which post exactly what the forms hold.)
+// when the page has no such form, the DOM says no-form. (Submitting a form
+// from a page that used fetch stalls headless Chromium's virtual time, so
+// the allowed roles' actions go through submit in browser_click_test.go.)
 
 var clickPage = template.Must(template.New("c").Parse(`<!doctype html>
 <html><body><p id="clicking">…</p>
