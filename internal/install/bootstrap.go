@@ -226,13 +226,14 @@ func runSSH(c *ssh.Client, cmd string, stdin *bytes.Buffer) (string, error) {
 		return "", err
 	}
 	defer s.Close()
-	var out bytes.Buffer
-	s.Stdout, s.Stderr = &out, &out
 	if stdin != nil {
 		s.Stdin = stdin
 	}
-	err = s.Run(cmd)
-	return out.String(), err
+	// CombinedOutput serializes the two streams' writes: x/crypto/ssh copies
+	// stdout and stderr from two goroutines, so one shared bytes.Buffer as
+	// both would race (and lose output).
+	out, err := s.CombinedOutput(cmd)
+	return string(out), err
 }
 
 // lastLine is the last non-empty line of out, else def.
