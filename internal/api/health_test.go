@@ -31,6 +31,8 @@ func TestHealthReadyMetrics(t *testing.T) {
 		`soulstack_souls{status="pending"} 1`,
 		`soulstack_souls{status="rejected"} 0`,
 		`soulstack_store_up 1`,
+		`soulstack_incarnations{status="error_locked"} 0`,
+		`soulstack_incarnations{status="ready"} 0`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("metrics lack %s", want)

@@ -40,6 +40,7 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 var (
 	soulsDesc = prometheus.NewDesc("soulstack_souls", "Registered souls by status.", []string{"status"}, nil)
 	storeDesc = prometheus.NewDesc("soulstack_store_up", "1 when the store answered the last scrape, else 0.", nil, nil)
+	incDesc   = prometheus.NewDesc("soulstack_incarnations", "Incarnations by status (alert on error_locked).", []string{"status"}, nil)
 )
 
 // soulCollector reads souls by status from the store at scrape time, so
@@ -49,6 +50,7 @@ type soulCollector struct{ st store.Store }
 func (c *soulCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- soulsDesc
 	ch <- storeDesc
+	ch <- incDesc
 }
 
 func (c *soulCollector) Collect(ch chan<- prometheus.Metric) {
@@ -66,5 +68,16 @@ func (c *soulCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for status, n := range counts {
 		ch <- prometheus.MustNewConstMetric(soulsDesc, prometheus.GaugeValue, float64(n), status)
+	}
+	incs, err := c.st.ListIncarnations(ctx)
+	if err != nil {
+		return
+	}
+	byStatus := map[string]int{store.IncarnationApplying: 0, store.IncarnationReady: 0, store.IncarnationErrorLocked: 0}
+	for _, inc := range incs {
+		byStatus[inc.Status]++
+	}
+	for status, n := range byStatus {
+		ch <- prometheus.MustNewConstMetric(incDesc, prometheus.GaugeValue, float64(n), status)
 	}
 }

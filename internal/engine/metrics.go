@@ -28,7 +28,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"status", "check"}),
 		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "soulstack_run_duration_seconds", Help: "Wall time of finished runs.",
-			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
+			// 50 ms doubling to 55 min, then 1 h (SPEC §14: buckets to 1 h).
+			Buckets: append(prometheus.ExponentialBuckets(0.05, 2, 17), 3600),
 		}, []string{"status"}),
 		active: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "soulstack_runs_active", Help: "Runs executing on this keeper.",
