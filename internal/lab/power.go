@@ -15,7 +15,11 @@ import (
 const sigRTMin3 = syscall.Signal(34 + 3)
 
 // shutdownTimeout bounds a clean stop; a host still up after it is killed.
-const shutdownTimeout = 60 * time.Second
+// A stop takes about a second, but with several lab packages booting and
+// installing at once (make test) units flushing to a saturated disk were
+// seen to need more than a minute; 90 s is systemd's own DefaultTimeoutStopSec
+// for one unit, so a clean stop is given a little more than that.
+const shutdownTimeout = 100 * time.Second
 
 // Shutdown stops the host cleanly, as `poweroff` would: systemd stops every
 // unit (SIGRTMIN+3 to PID 1) and exits; a sysv host's tini is sent SIGTERM.
