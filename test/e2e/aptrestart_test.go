@@ -19,7 +19,7 @@ const slowDpkg = `pre-invoke=/bin/sh -c 'touch /run/e2e-dpkg-running; sleep 3'` 
 
 // testFirstServiceSoulRestarted walks the first-service guide (seed 002)
 // with a fault: while one host's soul runs apt-get install htop, dpkg in
-// the middle of it, the soul is restarted with `systemctl restart soul`.
+// the middle of it, the soul is restarted with `systemctl restart soulstack-soul`.
 // The packaged unit's KillMode=process and the soul leaving package
 // managers alone mean dpkg is not killed: htop ends up installed and
 // configured. The soul's session ended before it answered, so the host is
@@ -36,7 +36,7 @@ func (c *cluster) testFirstServiceSoulRestarted(t *testing.T) {
 	if err := h.WriteFile("/etc/dpkg/dpkg.cfg.d/e2e-slow", []byte(slowDpkg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	soulPID := c.mainPID(t, victim, "soul")
+	soulPID := c.mainPID(t, victim, soulUnit)
 
 	start := time.Now()
 	acc, err := c.api.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{
@@ -55,12 +55,12 @@ func (c *cluster) testFirstServiceSoulRestarted(t *testing.T) {
 		dpkg = strings.Fields(out)[0]
 		return nil
 	})
-	if _, _, err := h.Exec(ctx, "systemctl restart soul"); err != nil {
+	if _, _, err := h.Exec(ctx, "systemctl restart "+soulUnit); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("restarted the soul of %s while dpkg (pid %s) ran", victim, dpkg)
-	if now := c.mainPID(t, victim, "soul"); now == soulPID || now == 0 {
-		t.Errorf("soul.service MainPID %d before the restart, %d after", soulPID, now)
+	if now := c.mainPID(t, victim, soulUnit); now == soulPID || now == 0 {
+		t.Errorf("%s MainPID %d before the restart, %d after", soulUnit, soulPID, now)
 	}
 
 	r := c.waitRun(t, acc.ApplyID)

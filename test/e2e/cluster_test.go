@@ -45,7 +45,7 @@ var labPackages = []string{"hello", "htop", "redis-server", "redis-tools"}
 // in every host.
 type cluster struct {
 	// flavour is the hosts' init (lab.FlavourSystemd or lab.FlavourSysV).
-	// On systemd hosts the soul is the packaged soul.service, started and
+	// On systemd hosts the soul is the soulstack-soul unit of the .deb, started and
 	// restarted by systemd; on sysv hosts it is a process the test starts.
 	flavour string
 	lab     *lab.Lab
@@ -135,14 +135,14 @@ func newCluster(t *testing.T, flavour string) *cluster {
 		}
 	})
 	for _, h := range l.Hosts() {
+		if flavour == lab.FlavourSystemd {
+			c.installSoulUnit(t, h)
+			continue
+		}
 		if err := h.CopyIn(soulBin, "/usr/local/bin/soul"); err != nil {
 			t.Fatal(err)
 		}
-		if flavour == lab.FlavourSystemd {
-			c.installSoulUnit(t, h)
-		} else {
-			c.startSoul(t, h.Name(), true)
-		}
+		c.startSoul(t, h.Name(), true)
 	}
 	c.waitSouls(t, store.SoulConnected, c.sids()...)
 	t.Logf("%d souls connected in %v", hostCount, since(start))
@@ -259,7 +259,7 @@ func (c *cluster) host(t *testing.T, sid string) *lab.Host {
 func (c *cluster) startSoul(t *testing.T, sid string, join bool) {
 	t.Helper()
 	if c.flavour == lab.FlavourSystemd {
-		if _, _, err := c.host(t, sid).Exec(t.Context(), "systemctl start soul"); err != nil {
+		if _, _, err := c.host(t, sid).Exec(t.Context(), "systemctl start "+soulUnit); err != nil {
 			t.Fatal(err)
 		}
 		return

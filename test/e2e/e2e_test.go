@@ -26,8 +26,8 @@ func runSteps(t *testing.T, steps []step) {
 
 // TestRedisCluster deploys the example Redis service on a 4-host lab of
 // systemd hosts, where Redis is its package's own unit and every soul is
-// the packaged soul.service, and drives it through its scenarios and
-// faults.
+// the soulstack-soul unit installed from the .deb, and drives it through
+// its scenarios and faults.
 func TestRedisCluster(t *testing.T) {
 	requireRoot(t)
 	start := time.Now()

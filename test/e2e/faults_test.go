@@ -26,12 +26,12 @@ func (c *cluster) testSoulKilledBeforeProbe(t *testing.T) {
 }
 
 // testSoulSystemctlKilledBeforeProbe is testSoulKilledBeforeProbe with the
-// soul killed by `systemctl kill --signal=SIGKILL soul` (systemd hosts).
+// soul killed by `systemctl kill --signal=SIGKILL soulstack-soul` (systemd hosts).
 func (c *cluster) testSoulSystemctlKilledBeforeProbe(t *testing.T) {
 	c.soulKilledBeforeProbe(t, func(t *testing.T, sid string) {
 		t.Helper()
-		pid := c.mainPID(t, sid, "soul")
-		if _, _, err := c.host(t, sid).Exec(t.Context(), "systemctl kill --signal=SIGKILL soul"); err != nil {
+		pid := c.mainPID(t, sid, soulUnit)
+		if _, _, err := c.host(t, sid).Exec(t.Context(), "systemctl kill --signal=SIGKILL "+soulUnit); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, 10*time.Second, "the soul of "+sid+" to die", func() error {
@@ -48,7 +48,7 @@ func (c *cluster) soulKilledBeforeProbe(t *testing.T, kill func(t *testing.T, si
 	before, inc := c.redisServers(t), c.incarnation(t)
 	restarts := ""
 	if c.flavour == lab.FlavourSystemd {
-		restarts = c.unitProp(t, victim, "soul", "NRestarts")
+		restarts = c.unitProp(t, victim, soulUnit, "NRestarts")
 	}
 	kill(t, victim)
 	c.waitSouls(t, store.SoulDisconnected, victim)
@@ -72,8 +72,8 @@ func (c *cluster) soulKilledBeforeProbe(t *testing.T, kill func(t *testing.T, si
 	if c.flavour == lab.FlavourSystemd {
 		// Restart=always: systemd starts the soul again by itself.
 		c.waitSouls(t, store.SoulConnected, victim)
-		if n := c.unitProp(t, victim, "soul", "NRestarts"); n == restarts {
-			t.Errorf("soul.service on %s: NRestarts = %s before and after its main process was killed", victim, n)
+		if n := c.unitProp(t, victim, soulUnit, "NRestarts"); n == restarts {
+			t.Errorf("%s on %s: NRestarts = %s before and after its main process was killed", soulUnit, victim, n)
 		}
 		t.Logf("systemd restarted the soul of %s and it reconnected %v after the unlock", victim, since(start))
 		return

@@ -89,7 +89,7 @@ func (c *cluster) testRebootedFromTask(t *testing.T) {
 	// A host whose soul does not come back fails the task after timeout.
 	victim := c.replicas()[0]
 	h := c.host(t, victim)
-	if _, _, err := h.Exec(ctx, "systemctl disable soul"); err != nil {
+	if _, _, err := h.Exec(ctx, "systemctl disable "+soulUnit); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
@@ -105,7 +105,7 @@ func (c *cluster) testRebootedFromTask(t *testing.T) {
 		t.Errorf("the reboot of %s: %s %q, want it failed after the 8s timeout", victim, res.Status, res.Msg)
 	}
 	assertEqual(t, "hosts that ran the task after the reboot", hostsOf(task(r, "Boot id after"), ran), []string(nil))
-	if _, _, err := h.Exec(ctx, "systemctl enable --now soul"); err != nil {
+	if _, _, err := h.Exec(ctx, "systemctl enable --now "+soulUnit); err != nil {
 		t.Fatal(err)
 	}
 	c.waitSouls(t, store.SoulConnected, victim)

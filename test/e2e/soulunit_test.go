@@ -13,38 +13,43 @@ import (
 	"github.com/soulstack/soulstack/internal/lab"
 )
 
+// soulUnit is the soul's unit, as the soulstack-soul package installs it.
+const soulUnit = "soulstack-soul"
+
 // soulUnitDropIn shortens the soul's reconnect delays for the tests, the
 // way an operator would tune an installed unit: a drop-in that replaces
 // ExecStart and leaves the rest of the packaged unit as it is.
 const soulUnitDropIn = `[Service]
 ExecStart=
-ExecStart=/usr/local/bin/soul run --keeper ${SOULSTACK_KEEPER} --data-dir /var/lib/soulstack/soul --reconnect-min 100ms --reconnect-max 1s --log-level debug
+ExecStart=/usr/bin/soul run --keeper ${SOULSTACK_KEEPER} --data-dir /var/lib/soulstack/soul --reconnect-min 100ms --reconnect-max 1s --log-level debug
 `
 
-// installSoulUnit installs the soul in a systemd host as the packaging
-// says (packaging/soul.service, /etc/soulstack/soul.env with the keeper
-// and the join token) and starts it with systemctl enable --now.
+// installSoulUnit installs the soul in a systemd host as users do: the
+// soulstack-soul .deb with dpkg -i (which starts nothing while no Keeper is
+// configured), /etc/soulstack/soul.env with the keeper and the join token,
+// then systemctl enable --now.
 func (c *cluster) installSoulUnit(t *testing.T, h *lab.Host) {
 	t.Helper()
-	unit, err := os.ReadFile(filepath.Join("..", "..", "packaging", "soul.service"))
-	if err != nil {
+	if err := h.CopyIn(soulDeb, "/root/soulstack-soul.deb"); err != nil {
 		t.Fatal(err)
+	}
+	if _, stderr, err := h.Exec(t.Context(), "dpkg -i /root/soulstack-soul.deb"); err != nil {
+		t.Fatalf("dpkg -i soulstack-soul: %v\n%s", err, stderr)
 	}
 	env := fmt.Sprintf("SOULSTACK_KEEPER=%s\nSOUL_JOIN_TOKEN=%s\n", c.soulURL, c.joinToken)
 	for _, f := range []struct {
 		path, data string
 		mode       os.FileMode
 	}{
-		{"/etc/systemd/system/soul.service", string(unit), 0o644},
-		{"/etc/systemd/system/soul.service.d/e2e.conf", soulUnitDropIn, 0o644},
+		{"/etc/systemd/system/" + soulUnit + ".service.d/e2e.conf", soulUnitDropIn, 0o644},
 		{"/etc/soulstack/soul.env", env, 0o600},
 	} {
 		if err := h.WriteFile(f.path, []byte(f.data), f.mode); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := h.Exec(t.Context(), "install -d -m 0700 /var/lib/soulstack/soul && systemctl daemon-reload && systemctl enable --now soul"); err != nil {
-		t.Fatal(err)
+	if _, stderr, err := h.Exec(t.Context(), "systemctl daemon-reload && systemctl enable --now "+soulUnit); err != nil {
+		t.Fatalf("starting %s: %v\n%s", soulUnit, err, stderr)
 	}
 }
 
@@ -82,7 +87,7 @@ func (c *cluster) mainPIDs(t *testing.T, unit string) map[string]int {
 // kill -9 and waits until the process is gone.
 func (c *cluster) soulMainPIDKilled(t *testing.T, sid string) {
 	t.Helper()
-	pid := c.mainPID(t, sid, "soul")
+	pid := c.mainPID(t, sid, soulUnit)
 	if pid == 0 {
 		t.Fatalf("the soul of %s is not running", sid)
 	}
@@ -107,7 +112,7 @@ func (c *cluster) saveJournals(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, h := range c.lab.Hosts() {
-		out, _, _ := h.Exec(ctx, "journalctl -u soul --no-pager -q -o short-precise | tail -200")
+		out, _, _ := h.Exec(ctx, "journalctl -u "+soulUnit+" --no-pager -q -o short-precise | tail -200")
 		_ = os.WriteFile(filepath.Join(c.logDir, "soul-"+h.Name()+".journal.log"), []byte(out), 0o644)
 	}
 }
