@@ -30,9 +30,11 @@ type env struct {
 	url    string // the Keeper as souls reach it (https, bridge address)
 	pin    string // sha256//… of the Keeper's public key, for curl
 	client *apiclient.Client
+	token  string // the archon's token and the Keeper CA fingerprint,
+	fpr    string // for soulctl
 }
 
-// newEnv boots the lab (curl installable from the lab's repository, for
+// newEnv boots the lab (curl and openssh-server installable from the lab's repository, for
 // install.sh) and starts a real Keeper serving the soul binary; both end
 // with the test.
 func newEnv(t *testing.T) *env {
@@ -40,7 +42,7 @@ func newEnv(t *testing.T) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
-	cfg := lab.Config{Name: labName, Hosts: 2, Flavour: lab.FlavourSystemd, Packages: []string{"curl"}}
+	cfg := lab.Config{Name: labName, Hosts: 3, Flavour: lab.FlavourSystemd, Packages: []string{"curl", "openssh-server"}}
 	l, err := lab.New(ctx, cfg)
 	// Another `go test` of this package on the machine may hold the name.
 	for errors.Is(err, lab.ErrLocked) && ctx.Err() == nil {
@@ -55,7 +57,7 @@ func newEnv(t *testing.T) *env {
 			t.Errorf("closing the lab: %v", err)
 		}
 	})
-	t.Logf("2 systemd hosts up in %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("3 systemd hosts up in %v", time.Since(start).Round(time.Millisecond))
 
 	// The Keeper serves the soul binary for install.sh from soulDir.
 	soulDir := t.TempDir()
@@ -97,7 +99,7 @@ func newEnv(t *testing.T) *env {
 		}
 		k.Close()
 	})
-	e := &env{lab: l, url: "https://" + ln.Addr().String()}
+	e := &env{lab: l, url: "https://" + ln.Addr().String(), token: ini.Token.Token, fpr: ini.Fingerprint}
 	e.client, err = apiclient.New(e.url, ini.Token.Token, apiclient.WithFingerprint(ini.Fingerprint))
 	if err != nil {
 		t.Fatal(err)
@@ -160,12 +162,13 @@ func journal(h *lab.Host) string {
 	return out
 }
 
-// TestInstall boots one two-host systemd lab and proves, on real dpkg,
+// TestInstall boots one three-host systemd lab and proves, on real dpkg,
 // apt and systemd: the .deb path on the first host (install without a
 // Keeper configured starts nothing; with soul.env the unit's soul joins and
 // connects; apt-get remove stops it and removes the binary, keeping its
 // data; purge removes the data and the config) and the install.sh path
-// (curl | sh with a join token) on the second, fresh host.
+// (curl | sh with a join token) on the second, fresh host, and soulctl
+// souls bootstrap --ssh on the third, which runs only sshd.
 func TestInstall(t *testing.T) {
 	requireRoot(t)
 	start := time.Now()
@@ -250,4 +253,6 @@ func TestInstall(t *testing.T) {
 			t.Fatalf("soulstack-soul after install.sh: %q\n%s", st, journal(h))
 		}
 	})
+
+	t.Run("bootstrap", func(t *testing.T) { testBootstrap(t, e, hosts[2]) })
 }

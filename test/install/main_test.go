@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	var cleanup func()
 	var err error
 	binDir, bins, cleanup, err = testutil.BuildStaticBinaries(
-		"github.com/soulstack/soulstack/cmd/soul",
+		"github.com/soulstack/soulstack/cmd/soul", "github.com/soulstack/soulstack/cmd/soulctl",
 		"github.com/soulstack/soulstack/internal/install/mkpackage")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
