@@ -172,7 +172,7 @@ func journal(h *lab.Host) string {
 func TestInstall(t *testing.T) {
 	requireRoot(t)
 	start := time.Now()
-	deb := buildDeb(t)
+	deb := buildDeb(t, "soulstack-soul")
 	t.Logf("soulstack-soul .deb built in %v", time.Since(start).Round(time.Millisecond))
 	e := newEnv(t)
 	hosts := e.lab.Hosts()
@@ -255,4 +255,6 @@ func TestInstall(t *testing.T) {
 	})
 
 	t.Run("bootstrap", func(t *testing.T) { testBootstrap(t, e, hosts[2]) })
+	// The first host, its soul purged, takes the keeper package.
+	t.Run("keeper-deb", func(t *testing.T) { testKeeperDeb(t, hosts[0]) })
 }

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	var cleanup func()
 	var err error
 	binDir, bins, cleanup, err = testutil.BuildStaticBinaries(
-		"github.com/soulstack/soulstack/cmd/soul", "github.com/soulstack/soulstack/cmd/soulctl",
+		"github.com/soulstack/soulstack/cmd/soul", "github.com/soulstack/soulstack/cmd/soulctl", "github.com/soulstack/soulstack/cmd/keeper",
 		"github.com/soulstack/soulstack/internal/install/mkpackage")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -58,9 +58,10 @@ func requireRoot(t *testing.T) {
 	t.Skip("skipping: install tests need root (systemd lab hosts); run: sudo go test ./test/install")
 }
 
-// buildDeb builds the soulstack-soul .deb of this tree's version for the
-// machine's architecture and returns its path.
-func buildDeb(t *testing.T) string {
+// buildDeb builds the .deb of package pkg (soulstack-soul or
+// soulstack-keeper) of this tree's version for the machine's architecture
+// and returns its path.
+func buildDeb(t *testing.T, pkg string) string {
 	t.Helper()
 	out := t.TempDir()
 	ver := run(t, repoDir, "sh", "scripts/version.sh")
@@ -69,7 +70,7 @@ func buildDeb(t *testing.T) string {
 		t.Fatal(err)
 	}
 	paths := strings.Fields(run(t, repoDir, bins["mkpackage"], "-version", ver, "-dist", out, "-arch", runtime.GOARCH,
-		"-license", filepath.Join(repoDir, "LICENSE"), "-format", "deb", "-packages", "soulstack-soul"))
+		"-license", filepath.Join(repoDir, "LICENSE"), "-format", "deb", "-packages", pkg))
 	if len(paths) != 1 || !strings.HasSuffix(paths[0], ".deb") {
 		t.Fatalf("mkpackage built %v, want one .deb", paths)
 	}
