@@ -106,7 +106,7 @@ func TestBrowserForgedCrossSitePost(t *testing.T) {
 		}
 		e.h.ServeHTTP(w, r)
 	}))
-	var evilURL string
+	var evilURL atomic.Value // set after the servers start, read by their handlers
 	mux.HandleFunc("GET /test/go", func(w http.ResponseWriter, r *http.Request) {
 		// On the UI's origin: sign in, then visit the evil site.
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -115,7 +115,7 @@ func TestBrowserForgedCrossSitePost(t *testing.T) {
   await fetch("/ui/login", {method: "POST", redirect: "manual", body: new URLSearchParams({token: %q})});
   location = %q;
 })();
-</script></body></html>`, e.tokens[auth.RoleOperator], evilURL)
+</script></body></html>`, e.tokens[auth.RoleOperator], evilURL.Load().(string))
 	})
 	victim := httptest.NewServer(mux) // 127.0.0.1
 	defer victim.Close()
@@ -130,7 +130,7 @@ func TestBrowserForgedCrossSitePost(t *testing.T) {
 	}))
 	defer evil.Close()
 	// Another site: "localhost" is not "127.0.0.1".
-	evilURL = strings.Replace(evil.URL, "127.0.0.1", "localhost", 1) + "/"
+	evilURL.Store(strings.Replace(evil.URL, "127.0.0.1", "localhost", 1) + "/")
 	dom := chromiumDOM(t, victim.URL+"/test/go")
 	if served.Load() == 0 || posted.Load() == 0 {
 		t.Fatalf("the forgery did not happen (evil page served %d times, POSTs %d); DOM:\n%s", served.Load(), posted.Load(), tail(dom, 2000))
