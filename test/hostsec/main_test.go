@@ -7,35 +7,20 @@
 package hostsec
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/soulstack/soulstack/internal/lab"
+	"github.com/soulstack/soulstack/internal/lab/labtest"
 	"github.com/soulstack/soulstack/internal/testutil"
 )
 
-// labName is this package's lab; lab.New removes an earlier one of the
-// same name.
-const labName = "hostsec"
-
-var soulBin string
-
 // shared is the one lab host every test of the package uses (booted by
-// the first test that needs it, closed by TestMain).
-var shared struct {
-	once sync.Once
-	lab  *lab.Lab
-	err  error
-}
+// the first test that needs it, closed by TestMain); lab.New removes an
+// earlier lab of the same name.
+var shared = &labtest.Shared{Pkg: "./test/hostsec", Config: lab.Config{Name: "hostsec", Hosts: 1}}
 
 func TestMain(m *testing.M) {
 	if os.Geteuid() != 0 {
@@ -46,66 +31,26 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	soulBin = bins["soul"]
+	shared.Soul = bins["soul"]
 	code := m.Run()
-	if shared.lab != nil {
-		if err := shared.lab.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "closing the lab:", err)
-			code = max(code, 1)
-		}
+	if err := shared.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "closing the lab:", err)
+		code = max(code, 1)
 	}
 	cleanup()
 	os.Exit(code)
 }
 
-// requireRoot skips without root, except in CI where it fails.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("hostsec tests need root (a lab host in namespaces); CI must run them as root")
-	}
-	t.Skip("skipping: hostsec tests need root (a lab host); run: sudo go test ./test/hostsec")
-}
-
 // host returns the shared lab host, with the soul binary installed.
 func host(t *testing.T) *lab.Host {
 	t.Helper()
-	requireRoot(t)
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		start := time.Now()
-		l, err := lab.New(ctx, lab.Config{Name: labName, Hosts: 1})
-		if err != nil {
-			shared.err = fmt.Errorf("building the lab: %w", err)
-			return
-		}
-		shared.lab = l
-		if err := l.Hosts()[0].CopyIn(soulBin, "/usr/local/bin/soul"); err != nil {
-			shared.err = err
-			return
-		}
-		fmt.Fprintf(os.Stderr, "hostsec: lab host up in %s\n", time.Since(start).Round(time.Millisecond))
-	})
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.lab.Hosts()[0]
+	return shared.Host(t, 0)
 }
 
 // sh runs a script as root on the host and fails the test on error.
 func sh(t *testing.T, h *lab.Host, script string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, _, err := h.Exec(ctx, script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return labtest.Sh(t, h, script)
 }
 
 // asNobody runs a script on the host as nobody (uid 65534), the attacker.
@@ -116,41 +61,14 @@ func asNobody(t *testing.T, h *lab.Host, script string) {
 
 func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// taskResult is one line of `soul apply --local -o json`.
-type taskResult struct {
-	Name    string `json:"name"`
-	Module  string `json:"module"`
-	Changed bool   `json:"changed"`
-	Failed  bool   `json:"failed"`
-	Msg     string `json:"msg"`
-	Diff    string `json:"diff"`
-	Stderr  string `json:"stderr"`
-}
+// taskResult is one task of `soul apply --local -o json`.
+type taskResult = labtest.TaskResult
 
 // applyRaw writes main.yml under dir on the host, runs it with the real
 // soul as root and returns its JSON output whatever the exit status.
 func applyRaw(t *testing.T, h *lab.Host, dir, main string, check bool) string {
 	t.Helper()
-	if err := h.WriteFile(path.Join(dir, "main.yml"), []byte(main), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	argv := []string{"soul", "apply", "--local", dir, "--sid", "lab", "-o", "json"}
-	if check {
-		argv = append(argv, "--check")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd, err := h.Command(ctx, argv...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) {
-		t.Fatalf("soul apply: %v\n%s", err, stderr.String())
-	}
+	out, _ := labtest.ApplyRaw(t, h, dir, main, check)
 	return string(out)
 }
 
@@ -159,12 +77,10 @@ func applyRaw(t *testing.T, h *lab.Host, dir, main string, check bool) string {
 // result whatever the exit status.
 func apply(t *testing.T, h *lab.Host, dir, tasks string, check bool) taskResult {
 	t.Helper()
-	out := applyRaw(t, h, dir, "input: {}\ntasks:\n"+tasks, check)
-	var res struct {
-		Tasks []taskResult `json:"tasks"`
+	out, stderr := labtest.ApplyRaw(t, h, dir, "input: {}\ntasks:\n"+tasks, check)
+	res := labtest.Tasks(t, out, stderr)
+	if len(res) == 0 {
+		t.Fatalf("soul apply printed no task result: %q (stderr %q)", out, stderr)
 	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Tasks) == 0 {
-		t.Fatalf("soul apply output %q: %v", out, err)
-	}
-	return res.Tasks[0]
+	return res[0]
 }

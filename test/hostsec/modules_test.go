@@ -91,7 +91,7 @@ printf 'server {}\n' > `+d+`/etc/site`)
 	})
 	t.Run("downloaded", func(t *testing.T) {
 		// Served from the lab bridge, where a Keeper would listen.
-		ln, err := net.Listen("tcp", net.JoinHostPort(shared.lab.GatewayIP(), "0"))
+		ln, err := net.Listen("tcp", net.JoinHostPort(shared.Lab().GatewayIP(), "0"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -208,7 +208,7 @@ func TestWaitOnLabHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = proc.Kill() })
-	ln, err := net.Listen("tcp", net.JoinHostPort(shared.lab.GatewayIP(), "0"))
+	ln, err := net.Listen("tcp", net.JoinHostPort(shared.Lab().GatewayIP(), "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestWaitOnLabHost(t *testing.T) {
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	for _, task := range []string{
 		`{name: t, module: core.wait.file, params: {path: /srv/m/ready, timeout: 20}}`,
-		`{name: t, module: core.wait.port, params: {host: "` + shared.lab.GatewayIP() + `", port: ` + port + `, timeout: 20}}`,
+		`{name: t, module: core.wait.port, params: {host: "` + shared.Lab().GatewayIP() + `", port: ` + port + `, timeout: 20}}`,
 		`{name: t, module: core.wait.http, params: {url: "http://` + ln.Addr().String() + `/healthz", timeout: 20}}`,
 	} {
 		if r := apply(t, h, "/srv/m/wait", "  - "+task+"\n", false); r.Failed || r.Changed {

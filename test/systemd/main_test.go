@@ -8,17 +8,15 @@ package systemd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/lab"
+	"github.com/soulstack/soulstack/internal/lab/labtest"
 	"github.com/soulstack/soulstack/internal/testutil"
 )
 
@@ -45,13 +43,7 @@ func TestMain(m *testing.M) {
 // requireRoot skips without root, except in CI where it fails.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("systemd host tests need root (a lab host in namespaces); CI must run them as root")
-	}
-	t.Skip("skipping: systemd host tests need root (a lab host); run: sudo go test ./test/systemd")
+	labtest.RequireRoot(t, "./test/systemd")
 }
 
 // newHost builds a one-host systemd lab, closed when the test ends, with
@@ -89,24 +81,11 @@ func newHost(t *testing.T) *lab.Host {
 // sh runs a script on the host and fails the test on error.
 func sh(t *testing.T, h *lab.Host, script string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, _, err := h.Exec(ctx, script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(out)
+	return strings.TrimSpace(labtest.Sh(t, h, script))
 }
 
 // taskResult is a task of `soul apply --local -o json`.
-type taskResult struct {
-	Name    string `json:"name"`
-	Changed bool   `json:"changed"`
-	Failed  bool   `json:"failed"`
-	Msg     string `json:"msg"`
-	Diff    string `json:"diff"`
-	Stderr  string `json:"stderr"`
-}
+type taskResult = labtest.TaskResult
 
 // apply runs tasks (YAML of a task list) as a destiny with the real soul,
 // as root on the host, and returns the results of the tasks that ran, and
@@ -114,35 +93,8 @@ type taskResult struct {
 func apply(t *testing.T, h *lab.Host, tasks string, check bool) ([]taskResult, string) {
 	t.Helper()
 	dir := "/root/destiny-" + strings.ReplaceAll(t.Name(), "/", "-")
-	if err := h.WriteFile(path.Join(dir, "main.yml"), []byte("input: {}\ntasks:\n"+tasks), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	argv := []string{"soul", "apply", "--local", dir, "--sid", "lab", "-o", "json"}
-	if check {
-		argv = append(argv, "--check")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd, err := h.Command(ctx, argv...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) {
-		t.Fatalf("soul apply: %v\n%s", err, stderr.String())
-	}
-	var res struct {
-		Tasks []taskResult `json:"tasks"`
-	}
-	if len(out) > 0 {
-		if err := json.Unmarshal(out, &res); err != nil {
-			t.Fatalf("soul apply output %q (stderr %q): %v", out, stderr.String(), err)
-		}
-	}
-	return res.Tasks, stderr.String()
+	out, stderr := labtest.ApplyRaw(t, h, dir, "input: {}\ntasks:\n"+tasks, check)
+	return labtest.Tasks(t, out, stderr), stderr
 }
 
 // one runs a single task and returns its result.
