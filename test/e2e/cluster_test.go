@@ -252,6 +252,22 @@ func (c *cluster) host(t *testing.T, sid string) *lab.Host {
 	return h
 }
 
+// resetStartLimits clears systemd's start rate limit of every unit on the
+// hosts that are up. The steps restart Redis on one host more often than
+// systemd's default StartLimitBurst (5 starts in 10 s) allows — an
+// operator does not restart a service five times in ten seconds — and a
+// restart refused by the limit ("start of the service was attempted too
+// often") would fail the next step for a reason that is the test's tempo.
+func (c *cluster) resetStartLimits(t *testing.T) {
+	t.Helper()
+	for _, sid := range c.sids() {
+		_, stderr, err := c.host(t, sid).Exec(t.Context(), "systemctl reset-failed")
+		if err != nil && !errors.Is(err, lab.ErrHostDown) {
+			t.Fatalf("systemctl reset-failed on %s: %v %s", sid, err, stderr)
+		}
+	}
+}
+
 // startSoul starts `soul run` in host sid. The first start carries the join
 // token; later ones rely on the key and the pinned fingerprint the soul
 // keeps in its data directory. On systemd hosts it is `systemctl start

@@ -14,10 +14,14 @@ type step struct {
 }
 
 // runSteps runs steps in order: each starts from the state the previous one
-// left, so the first failing step ends the test.
-func runSteps(t *testing.T, steps []step) {
+// left, so the first failing step ends the test. between, when set, runs
+// before every step after the first.
+func runSteps(t *testing.T, steps []step, between func(t *testing.T)) {
 	t.Helper()
-	for _, s := range steps {
+	for i, s := range steps {
+		if i > 0 && between != nil {
+			between(t)
+		}
 		if !t.Run(s.name, s.run) {
 			t.Fatalf("step %q failed; the later steps depend on its outcome", s.name)
 		}
@@ -50,7 +54,7 @@ func TestRedisCluster(t *testing.T) {
 		{"keeper killed mid-rollout, the aborted run resumed", c.testResumeAfterKeeperCrash},
 		{"first service guide (seed 002), a soul restarted mid apt-get install", c.testFirstServiceSoulRestarted},
 		{"hosts rebooted from a task (core.system.rebooted)", c.testRebootedFromTask},
-	})
+	}, c.resetStartLimits)
 	t.Logf("the whole end-to-end run took %v", since(start))
 }
 
@@ -67,6 +71,6 @@ func TestRedisClusterSysV(t *testing.T) {
 		{"restart replicas two at a time", c.testRestart},
 		{"rolling-restart with a new max_memory", func(t *testing.T) { c.testRollingRestart(t, 96) }},
 		{"first service guide (seed 002) on the same hosts", c.testFirstService},
-	})
+	}, nil)
 	t.Logf("the sysv end-to-end run took %v", since(start))
 }
