@@ -243,7 +243,7 @@ func TestActionCancelResumeDrift(t *testing.T) {
 		t.Fatalf("cancel: status %d to %q\n%s", status, loc, body)
 	}
 	if run := e.wait(id); run.Status != store.RunCancelled {
-		t.Errorf("cancelled run: status %s", run.Status)
+		t.Errorf("cancelled run: status %s, want cancelled: %+v", run.Status, run)
 	}
 }
 
