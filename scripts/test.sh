@@ -17,6 +17,9 @@ go vet ./...
 # .debs or building binaries that flush was seen to take over 100 s.
 lab_pkgs=$(go list ./internal/lab/... ./test/...)
 go test -race -count=1 -timeout 25m $(go list ./... | grep -vxF "$lab_pkgs")
+# Flush what the first group wrote (gigabytes of builds and databases)
+# first: a service's fsync inside a lab host otherwise waits for all of it.
+sync
 go test -race -count=1 -timeout 25m -p 1 $lab_pkgs
 
 # Short fuzz runs: each target a few seconds (FUZZTIME to change).
