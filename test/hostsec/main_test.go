@@ -7,14 +7,11 @@
 package hostsec
 
 import (
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/soulstack/soulstack/internal/lab"
 	"github.com/soulstack/soulstack/internal/lab/labtest"
-	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // shared is the one lab host every test of the package uses (booted by
@@ -22,24 +19,7 @@ import (
 // earlier lab of the same name.
 var shared = &labtest.Shared{Pkg: "./test/hostsec", Config: lab.Config{Name: "hostsec", Hosts: 1}}
 
-func TestMain(m *testing.M) {
-	if os.Geteuid() != 0 {
-		os.Exit(m.Run())
-	}
-	_, bins, cleanup, err := testutil.BuildStaticBinaries("github.com/soulstack/soulstack/cmd/soul")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	shared.Soul = bins["soul"]
-	code := m.Run()
-	if err := shared.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "closing the lab:", err)
-		code = max(code, 1)
-	}
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { labtest.Main(m, shared) }
 
 // host returns the shared lab host, with the soul binary installed.
 func host(t *testing.T) *lab.Host {

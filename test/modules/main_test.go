@@ -7,14 +7,11 @@
 package modules
 
 import (
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/soulstack/soulstack/internal/lab"
 	"github.com/soulstack/soulstack/internal/lab/labtest"
-	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // labPackages are installable offline on the host; the same set as
@@ -26,24 +23,7 @@ var labPackages = []string{"hello", "redis-server", "redis-tools"}
 // earlier lab of the same name.
 var shared = &labtest.Shared{Pkg: "./test/modules", Config: lab.Config{Name: "modules", Hosts: 1, Packages: labPackages}}
 
-func TestMain(m *testing.M) {
-	if os.Geteuid() != 0 {
-		os.Exit(m.Run())
-	}
-	_, bins, cleanup, err := testutil.BuildStaticBinaries("github.com/soulstack/soulstack/cmd/soul")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	shared.Soul = bins["soul"]
-	code := m.Run()
-	if err := shared.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "closing the lab:", err)
-		code = max(code, 1)
-	}
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { labtest.Main(m, shared) }
 
 // host returns the shared lab host, with the soul binary installed.
 func host(t *testing.T) *lab.Host {

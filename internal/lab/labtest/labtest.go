@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/lab"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // RequireRoot skips t without root, except in CI, where it fails: lab
@@ -157,3 +158,25 @@ func Tasks(t testing.TB, stdout []byte, stderr string) []TaskResult {
 
 // Lab is the shared lab once a test booted it (nil before).
 func (s *Shared) Lab() *lab.Lab { return s.lab }
+
+// Main is a TestMain for a package whose tests share s: as root it builds
+// the static soul binary into s.Soul, runs the tests and closes the lab;
+// without root it only runs them (they skip, or fail in CI).
+func Main(m *testing.M, s *Shared) {
+	if os.Geteuid() != 0 {
+		os.Exit(m.Run())
+	}
+	_, bins, cleanup, err := testutil.BuildStaticBinaries("github.com/soulstack/soulstack/cmd/soul")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	s.Soul = bins["soul"]
+	code := m.Run()
+	if err := s.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "closing the lab:", err)
+		code = max(code, 1)
+	}
+	cleanup()
+	os.Exit(code)
+}
