@@ -3,7 +3,7 @@ package checker
 import (
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // The leaves of a procedure: commands, templates, filters and templated

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/soulstack/soulstack/internal/cmdutil"
 	"github.com/soulstack/soulstack/internal/dsl"

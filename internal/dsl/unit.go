@@ -8,7 +8,7 @@ import (
 	"github.com/google/cel-go/cel"
 
 	"github.com/soulstack/soulstack/internal/expr"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 var (

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/soulstack/soulstack/internal/cmdutil"
 	"github.com/soulstack/soulstack/internal/soul"
