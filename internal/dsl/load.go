@@ -77,9 +77,11 @@ func LoadFS(fsys fs.FS) (*Service, Problems) {
 		Essences:  map[string]map[string]any{},
 		Scenarios: map[string]*Scenario{},
 		Destinies: map[string]*Destiny{},
+		Health:    map[string]*HealthCheck{},
 	}
 	p.manifest(fsys, svc)
 	p.essence(fsys, svc)
+	p.health(fsys, svc)
 	for _, name := range p.unitNames(fsys, "destiny") {
 		dir := "destiny/" + name
 		files := p.readTree(fsys, dir)

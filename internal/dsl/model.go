@@ -44,6 +44,8 @@ type Service struct {
 	Essences  map[string]map[string]any
 	Scenarios map[string]*Scenario
 	Destinies map[string]*Destiny
+	// Health holds health/<name>.yml by name (SPEC §14.1).
+	Health map[string]*HealthCheck
 	// Warnings are advice found while validating that does not make the
 	// repository invalid (an unquoted ${ input.* } in a shell command line).
 	Warnings Problems
