@@ -502,6 +502,10 @@ type Store interface {
 	ReplacePendingSoul(ctx context.Context, s Soul, pendingKey []byte) error
 	GetSoul(ctx context.Context, sid string) (Soul, error)
 	ListSouls(ctx context.Context, f SoulFilter) ([]Soul, error) // sorted by SID
+	// PageSouls returns one page (at most MaxPageLimit) of the souls
+	// matching q, sorted by SID, and the cursor of the next page. A bad
+	// fact path is CodeInvalid.
+	PageSouls(ctx context.Context, q SoulQuery) (SoulPage, error)
 	// GetSouls returns the registered souls among sids (an incarnation's
 	// members), sorted by SID, each once; unknown SIDs are left out, no
 	// error. Any number of SIDs (large lists are read in chunks).
@@ -610,6 +614,13 @@ type Store interface {
 	StartRun(ctx context.Context, run Run) error
 	GetRun(ctx context.Context, id string) (Run, error)
 	ListRuns(ctx context.Context, incarnation string, limit int) ([]Run, error) // newest first; "" = all
+	// PageRuns returns one page (at most MaxPageLimit) of the runs
+	// matching q, newest first, and the cursor of the next page. A cursor
+	// this store did not give out is CodeInvalid.
+	PageRuns(ctx context.Context, q RunQuery) (RunPage, error)
+	// CountRuns counts the runs by status (statuses without runs are
+	// absent), without reading them.
+	CountRuns(ctx context.Context) (map[string]int, error)
 	// SetRunStatus moves an unfinished run to pending or running (running
 	// sets StartedAt = at); conflict when the run has already finished (for
 	// example aborted meanwhile). Terminal statuses go through CommitRun,

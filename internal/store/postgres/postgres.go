@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -86,6 +87,13 @@ var dialect = sqlstore.Dialect{
 	Name:     "postgres",
 	Numbered: true,
 	Time:     func(t time.Time) any { return t },
+	FactText: func(col string, path []string) (string, []any) {
+		args := make([]any, len(path))
+		for i, k := range path {
+			args[i] = k
+		}
+		return `jsonb_extract_path_text(` + col + `, ` + strings.TrimSuffix(strings.Repeat("?::text, ", len(path)), ", ") + `)`, args
+	},
 	Classify: classify,
 	MigrationsDDL: `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"modernc.org/sqlite"
@@ -146,6 +147,12 @@ func unavailable(path string, err error) error {
 var dialect = sqlstore.Dialect{
 	Name: "sqlite",
 	Time: func(t time.Time) any { return t.Format(sqlstore.TextTimeLayout) },
+	FactText: func(col string, path []string) (string, []any) {
+		// json_extract gives booleans as 1/0: json_type tells them apart.
+		p := `$."` + strings.Join(path, `"."`) + `"`
+		return `(CASE json_type(` + col + `, ?) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'
+			ELSE CAST(json_extract(` + col + `, ?) AS TEXT) END)`, []any{p, p}
+	},
 	Classify: func(err error) sqlstore.ErrorClass {
 		var se *sqlite.Error
 		if !errors.As(err, &se) {

@@ -52,6 +52,11 @@ type Dialect struct {
 	// Time encodes a UTC timestamp truncated to microseconds as a query
 	// argument that sorts and compares correctly in the dialect.
 	Time func(t time.Time) any
+	// FactText returns an SQL expression (and its arguments) for the text
+	// of the JSON value at path in the JSON column col: NULL when absent,
+	// "true"/"false" for booleans, numbers as JSON writes them. The keys
+	// are checked by store.FactPath.
+	FactText func(col string, path []string) (string, []any)
 	// Classify sorts driver errors into the classes the store maps to
 	// domain codes.
 	Classify func(err error) ErrorClass

@@ -43,6 +43,7 @@ func Run(t *testing.T, open Opener) {
 		{"Keepers", keeperTests},
 		{"Hardening", hardeningTests},
 		{"Secrets", secretTests},
+		{"Pages", pageTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

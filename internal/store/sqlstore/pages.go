@@ -1,0 +1,134 @@
+package sqlstore
+
+import (
+	"context"
+
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// PageSouls returns one page of the souls matching q, sorted by SID. The
+// SID cursor and prefix use the primary key; a fact filter reads the
+// soulprint of the rows the other filters leave.
+func (s *Store) PageSouls(ctx context.Context, sq store.SoulQuery) (store.SoulPage, error) {
+	const op = "listing souls"
+	limit := store.PageLimit(sq.Limit)
+	query := `SELECT ` + soulCols + ` FROM souls WHERE 1 = 1`
+	var args []any
+	if sq.Status != "" {
+		query += ` AND status = ?`
+		args = append(args, sq.Status)
+	}
+	if sq.SIDPrefix != "" {
+		// A range on the key: every SID starting with the prefix sorts
+		// between it and it followed by the largest code point.
+		query += ` AND sid >= ? AND sid < ?`
+		args = append(args, sq.SIDPrefix, sq.SIDPrefix+"\U0010FFFF")
+	}
+	if sq.After != "" {
+		query += ` AND sid > ?`
+		args = append(args, sq.After)
+	}
+	if covens := sortedSet(sq.Covens); len(covens) > 0 {
+		query += ` AND sid IN (SELECT sid FROM soul_covens WHERE coven IN (` + placeholders(len(covens)) + `)
+			GROUP BY sid HAVING COUNT(*) = ?)`
+		for _, c := range covens {
+			args = append(args, c)
+		}
+		args = append(args, len(covens))
+	}
+	if sq.Fact != "" {
+		keys, err := store.FactPath(sq.Fact)
+		if err != nil {
+			return store.SoulPage{}, s.wrap(op, invalid("%v", err))
+		}
+		expr, eargs := s.d.FactText("soulprint", keys)
+		args = append(args, eargs...)
+		if sq.FactValue == "" {
+			query += ` AND ` + expr + ` IS NOT NULL`
+		} else {
+			query += ` AND ` + expr + ` = ?`
+			args = append(args, sq.FactValue)
+		}
+	}
+	// One row more than the page tells whether another page follows.
+	query += ` ORDER BY sid LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := s.reader().query(ctx, query, args...)
+	if err != nil {
+		return store.SoulPage{}, s.wrap(op, err)
+	}
+	souls, err := collect(rows, scanSoul)
+	if err != nil {
+		return store.SoulPage{}, s.wrap(op, err)
+	}
+	page := store.SoulPage{Souls: souls}
+	if len(souls) > limit {
+		page.Souls = souls[:limit]
+		page.Next = souls[limit-1].SID
+	}
+	return page, nil
+}
+
+// PageRuns returns one page of the runs matching q, newest first.
+func (s *Store) PageRuns(ctx context.Context, rq store.RunQuery) (store.RunPage, error) {
+	const op = "listing runs"
+	limit := store.PageLimit(rq.Limit)
+	query := `SELECT ` + runCols + ` FROM runs WHERE 1 = 1`
+	var args []any
+	if rq.Incarnation != "" {
+		query += ` AND incarnation = ?`
+		args = append(args, rq.Incarnation)
+	}
+	if rq.Status != "" {
+		query += ` AND status = ?`
+		args = append(args, rq.Status)
+	}
+	if rq.Scenario != "" {
+		query += ` AND scenario = ?`
+		args = append(args, rq.Scenario)
+	}
+	if rq.Before != "" {
+		t, id, err := store.ParseRunCursor(rq.Before)
+		if err != nil {
+			return store.RunPage{}, s.wrap(op, invalid("%v", err))
+		}
+		query += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
+		args = append(args, s.ts(t), s.ts(t), id)
+	}
+	query += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := s.reader().query(ctx, query, args...)
+	if err != nil {
+		return store.RunPage{}, s.wrap(op, err)
+	}
+	runs, err := collect(rows, scanRun)
+	if err != nil {
+		return store.RunPage{}, s.wrap(op, err)
+	}
+	page := store.RunPage{Runs: runs}
+	if len(runs) > limit {
+		page.Runs = runs[:limit]
+		page.Next = store.RunCursor(runs[limit-1])
+	}
+	return page, nil
+}
+
+// CountRuns counts the runs by status (statuses without runs are absent),
+// without reading them.
+func (s *Store) CountRuns(ctx context.Context) (map[string]int, error) {
+	rows, err := s.reader().query(ctx, `SELECT status, COUNT(*) FROM runs GROUP BY status`)
+	if err != nil {
+		return nil, s.wrap("counting runs", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, s.wrap("counting runs", err)
+		}
+		out[st] = n
+	}
+	return out, s.wrap("counting runs", rows.Err())
+}

@@ -1,0 +1,136 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+var pageTests = []test{
+	{"PageSouls", testPageSouls},
+	{"PageRuns", testPageRuns},
+}
+
+// pageSIDs walks every page of q and returns the SIDs of each page.
+func pageSIDs(t *testing.T, s store.Store, q store.SoulQuery) [][]string {
+	t.Helper()
+	var pages [][]string
+	for range 100 {
+		p, err := s.PageSouls(t.Context(), q)
+		must(t, err)
+		sids := []string{}
+		for _, so := range p.Souls {
+			sids = append(sids, so.SID)
+		}
+		pages = append(pages, sids)
+		if p.Next == "" {
+			return pages
+		}
+		q.After = p.Next
+	}
+	t.Fatal("paging did not end after 100 pages")
+	return nil
+}
+
+func testPageSouls(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for i := range 7 {
+		so := soul(fmt.Sprintf("web-%d", i), "web")
+		if i%2 == 1 {
+			so.Covens = append(so.Covens, "dc2")
+			so.Soulprint["os"] = map[string]any{"family": "redhat"}
+			so.Soulprint["virtual"] = true
+		}
+		must(t, s.UpsertSoul(ctx, so))
+	}
+	db := soul("db-1", "db")
+	db.Soulprint["virtual"] = false
+	must(t, s.UpsertSoul(ctx, db))
+	must(t, s.UpsertSoul(ctx, soul("web")))
+	must(t, s.SetSoulStatus(ctx, "web-4", store.SoulPending, "", base))
+
+	diff(t, "pages of 3", pageSIDs(t, s, store.SoulQuery{Limit: 3}),
+		[][]string{{"db-1", "web", "web-0"}, {"web-1", "web-2", "web-3"}, {"web-4", "web-5", "web-6"}})
+	diff(t, "one page", pageSIDs(t, s, store.SoulQuery{}),
+		[][]string{{"db-1", "web", "web-0", "web-1", "web-2", "web-3", "web-4", "web-5", "web-6"}})
+	diff(t, "prefix web-", pageSIDs(t, s, store.SoulQuery{SIDPrefix: "web-", Limit: 4}),
+		[][]string{{"web-0", "web-1", "web-2", "web-3"}, {"web-4", "web-5", "web-6"}})
+	diff(t, "prefix without match", pageSIDs(t, s, store.SoulQuery{SIDPrefix: "x"}), [][]string{{}})
+	diff(t, "pending", pageSIDs(t, s, store.SoulQuery{Status: store.SoulPending}), [][]string{{"web-4"}})
+	diff(t, "coven dc2", pageSIDs(t, s, store.SoulQuery{Covens: []string{"dc2", "web"}, Limit: 2}),
+		[][]string{{"web-1", "web-3"}, {"web-5"}})
+	diff(t, "fact os.family", pageSIDs(t, s, store.SoulQuery{Fact: "os.family", FactValue: "redhat"}),
+		[][]string{{"web-1", "web-3", "web-5"}})
+	diff(t, "fact and status and prefix", pageSIDs(t, s, store.SoulQuery{Fact: "os.family", FactValue: "debian",
+		Status: store.SoulConnected, SIDPrefix: "web-"}), [][]string{{"web-0", "web-2", "web-6"}})
+	diff(t, "numeric fact", pageSIDs(t, s, store.SoulQuery{Fact: "cpus", FactValue: "4", SIDPrefix: "d"}), [][]string{{"db-1"}})
+	diff(t, "boolean fact", pageSIDs(t, s, store.SoulQuery{Fact: "virtual", FactValue: "true"}),
+		[][]string{{"web-1", "web-3", "web-5"}})
+	diff(t, "boolean false", pageSIDs(t, s, store.SoulQuery{Fact: "virtual", FactValue: "false"}), [][]string{{"db-1"}})
+	diff(t, "fact present", pageSIDs(t, s, store.SoulQuery{Fact: "virtual"}),
+		[][]string{{"db-1", "web-1", "web-3", "web-5"}})
+	_, err := s.PageSouls(ctx, store.SoulQuery{Fact: "os.family'; DROP TABLE souls; --", FactValue: "x"})
+	wantCode(t, err, domain.CodeInvalid)
+
+	// Without a limit a page is DefaultPageLimit long (PageLimit, which
+	// also caps it at MaxPageLimit, has its own test).
+	for i := range store.DefaultPageLimit + 2 {
+		must(t, s.UpsertSoul(ctx, soul(fmt.Sprintf("z-%04d", i))))
+	}
+	p, err := s.PageSouls(ctx, store.SoulQuery{SIDPrefix: "z-"})
+	must(t, err)
+	diff(t, "default page", len(p.Souls), store.DefaultPageLimit)
+	diff(t, "next of the default page", p.Next, fmt.Sprintf("z-%04d", store.DefaultPageLimit-1))
+}
+
+func testPageRuns(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newIncarnation(t, s, "redis", "a")
+	newIncarnation(t, s, "redis", "b")
+	must(t, s.FinishRun(ctx, incarnation(t, s, "b").ActiveRun, store.RunFailed, "boom", base))
+	for i := range 5 {
+		must(t, s.FinishRun(ctx, incarnation(t, s, "a").ActiveRun, store.RunSucceeded, "", base))
+		// a-1 and a-2 share their creation time: the apply_id orders them.
+		c := at(time.Duration(i+1) * time.Minute)
+		if i == 2 {
+			c = at(2 * time.Minute)
+		}
+		must(t, s.StartRun(ctx, store.Run{ID: fmt.Sprintf("a-%d", i), Incarnation: "a", Scenario: "noop", CreatedAt: c}))
+	}
+	walk := func(q store.RunQuery) [][]string {
+		t.Helper()
+		var pages [][]string
+		for range 100 {
+			p, err := s.PageRuns(ctx, q)
+			must(t, err)
+			ids := []string{}
+			for _, r := range p.Runs {
+				ids = append(ids, r.ID)
+			}
+			pages = append(pages, ids)
+			if p.Next == "" {
+				return pages
+			}
+			q.Before = p.Next
+		}
+		t.Fatal("paging did not end after 100 pages")
+		return nil
+	}
+	diff(t, "runs of a by 2", walk(store.RunQuery{Incarnation: "a", Limit: 2}),
+		[][]string{{"a-4", "a-3"}, {"a-2", "a-1"}, {"a-0", "a-create"}})
+	diff(t, "runs of a by 3 (a tie across pages)", walk(store.RunQuery{Incarnation: "a", Limit: 3}),
+		[][]string{{"a-4", "a-3", "a-2"}, {"a-1", "a-0", "a-create"}})
+	diff(t, "all runs by 4", walk(store.RunQuery{Limit: 4}),
+		[][]string{{"a-4", "a-3", "a-2", "a-1"}, {"a-0", "b-create", "a-create"}})
+	diff(t, "failed", walk(store.RunQuery{Status: store.RunFailed}), [][]string{{"b-create"}})
+	diff(t, "scenario noop, running", walk(store.RunQuery{Scenario: "noop", Status: store.RunPending}), [][]string{{"a-4"}})
+	_, err := s.PageRuns(ctx, store.RunQuery{Before: "not-a-cursor"})
+	wantCode(t, err, domain.CodeInvalid)
+
+	counts, err := s.CountRuns(ctx)
+	must(t, err)
+	diff(t, "run counts", counts, map[string]int{store.RunSucceeded: 5, store.RunFailed: 1, store.RunPending: 1})
+}
