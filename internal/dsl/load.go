@@ -333,6 +333,9 @@ type unit struct {
 	including []string
 	// types is what the static type checker knows at this point.
 	types typeState
+	// serialDepth counts the enclosing blocks with serial: of the task
+	// being parsed (delegate: needs one).
+	serialDepth int
 }
 
 // exprUse is one expression whose register references are checked.

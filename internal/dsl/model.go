@@ -138,6 +138,10 @@ type Task struct {
 	On      *On
 	Serial  *Serial
 	RunOnce bool
+	// Delegate is delegate: [coven, …] on a module task inside a serial:
+	// block (SPEC §9): the task runs, for each host of the wave, on the
+	// incarnation's members carrying every listed coven.
+	Delegate *Delegate
 
 	// Path identifies the task inside its scenario or destiny after
 	// includes are spliced: "2" is the third top-level task, "2.0" the
@@ -175,6 +179,15 @@ type On struct {
 	// Keeper is on: keeper (the task runs inside the Keeper process).
 	Keeper bool
 	// Covens is on: [a, b]: members carrying every listed coven.
+	Covens []string
+	// CovenPos is where each of Covens is written.
+	CovenPos []Pos
+	Pos      Pos
+}
+
+// Delegate is a task's delegate: the covens whose members run the task on
+// behalf of each host of the enclosing wave (delegated_for in expressions).
+type Delegate struct {
 	Covens []string
 	// CovenPos is where each of Covens is written.
 	CovenPos []Pos

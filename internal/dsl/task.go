@@ -21,7 +21,7 @@ var (
 		"onchanges", "onfail", "require", "loop", "retry", "failed_when", "changed_when", "timeout",
 	}
 	// scenarioTaskKeys are the orchestration delta of SPEC §6.
-	scenarioTaskKeys = []string{"on", "where", "apply", "serial", "run_once"}
+	scenarioTaskKeys = []string{"on", "where", "apply", "serial", "run_once", "delegate"}
 	actionKeys       = []string{"module", "apply", "block", "include"}
 )
 
@@ -125,6 +125,12 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 	if nn, ok := v["where"]; ok {
 		t.Where = p.predicate(u, file, nn, "where", before)
 	}
+	if nn, ok := v["delegate"]; ok {
+		t.Delegate = p.delegate(u, file, t, nn, present)
+		// Everything evaluated when the task runs on a delegate sees
+		// delegated_for; where: chose the wave's hosts before that.
+		u.types.delegated = t.Delegate != nil
+	}
 	withItem(true)
 	if nn, ok := v["when"]; ok {
 		t.When = p.predicate(u, file, nn, "when", before)
@@ -209,6 +215,8 @@ func scenarioOnlyMessage(key string) string {
 		return "apply: is scenario-only: a destiny cannot apply another destiny; inline its tasks or apply both from the scenario"
 	case "on", "where", "serial", "run_once":
 		return key + ": is scenario-only: a destiny runs on the host it is applied to; put targeting on the scenario task that applies it"
+	case "delegate":
+		return "delegate: is scenario-only: a destiny runs on the host it is applied to; delegate the scenario task inside a serial: block instead"
 	}
 	return key + ": is scenario-only"
 }
@@ -252,6 +260,11 @@ func (p *parser) taskBody(u *unit, file string, t *Task, v map[string]*yaml.Node
 	}
 	if nn, ok := v["apply"]; ok && u.kind == expr.KindScenario {
 		t.Apply = p.apply(u, file, t, nn)
+	}
+	if t.Serial != nil {
+		// The tasks inside see the wave: delegate: is allowed there.
+		u.serialDepth++
+		defer func() { u.serialDepth-- }()
 	}
 	if nn, ok := v["block"]; ok {
 		t.Block = p.taskList(u, file, nn, "block", "")

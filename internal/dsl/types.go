@@ -28,6 +28,9 @@ type typeState struct {
 	noItem string
 	// self is the task's own result shape, for register.self.
 	self *expr.Shape
+	// delegated is set while the keys of a task with delegate: are
+	// checked: delegated_for is declared.
+	delegated bool
 }
 
 // scope is the TypeScope of an expression of u evaluated with opts.
@@ -39,6 +42,7 @@ func (u *unit) scope(opts templateOpts) *expr.TypeScope {
 		Vars:      &expr.Shape{Fields: ts.vars, Open: true},
 		Registers: ts.regs,
 		Item:      ts.item,
+		Delegated: ts.delegated,
 	}
 	if opts.allowSelf {
 		sc.Self = ts.self

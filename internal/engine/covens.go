@@ -12,7 +12,7 @@ import (
 	"github.com/soulstack/soulstack/internal/textutil"
 )
 
-// checkCovens refuses a run whose scenario names in on: a coven that
+// checkCovens refuses a run whose scenario names in on: or delegate: a coven that
 // nothing knows — no soul in the registry carries it, no unexpired,
 // unrevoked join token grants it, and the incarnation was not created with
 // it (SPEC §6 decision): a typo until proven otherwise. A known coven with
@@ -33,6 +33,11 @@ func (e *Engine) checkCovens(ctx context.Context, sc *dsl.Scenario, incCovens []
 						pos = t.On.CovenPos[i]
 					}
 					uses = append(uses, use{c, pos})
+				}
+			}
+			if t.Delegate != nil {
+				for i, c := range t.Delegate.Covens {
+					uses = append(uses, use{c, t.Delegate.CovenPos[i]})
 				}
 			}
 			walk(t.Block)

@@ -83,6 +83,9 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (id s
 	if err := e.checkCovens(ctx, sc, req.Covens); err != nil {
 		return "", err
 	}
+	if err := e.checkDelegates(ctx, sc, req.Name, members); err != nil {
+		return "", err
+	}
 	if len(members) == 0 {
 		// Like an inventory pattern matching no host: almost always a typo,
 		// and an incarnation on nothing would commit state no host has.
@@ -163,6 +166,9 @@ func (e *Engine) StartRun(ctx context.Context, incarnation, scenario string, inp
 		return "", err
 	}
 	if err := e.checkCovens(ctx, sc, inc.Covens); err != nil {
+		return "", err
+	}
+	if err := e.checkDelegates(ctx, sc, inc.Name, inc.Members); err != nil {
 		return "", err
 	}
 	run := e.newRun(incarnation, scenario, maskInput(sc, resolved), check, archonID)

@@ -61,10 +61,13 @@ func (r *runner) step(ctx context.Context, t *dsl.Task, hosts []string, wave int
 	}
 	wg.Wait()
 
-	// Every host's failed_when sees every host's result as answered.
+	// Every host's failed_when sees every host's result as answered. A
+	// delegated task applied them per delegate, where delegated_for is set.
 	for i := range runs {
 		h := &runs[i]
-		h.res = executor.Finalize(ctx, t, h.act, h.res, r.env)
+		if t.Delegate == nil {
+			h.res = executor.Finalize(ctx, t, h.act, h.res, r.env)
+		}
 		if st := string(h.res.Status()); st != h.row.Status || h.res.Changed != h.row.Changed || h.res.Failed && h.row.Msg != h.res.Msg {
 			h.row = r.row(t, h.sid, wave, h.res, h.start, h.end)
 			r.rec.add(h.row)
@@ -98,7 +101,7 @@ func (r *runner) step(ctx context.Context, t *dsl.Task, hosts []string, wave int
 // barrier: with changed_when applied (so a probe does not show changed
 // meanwhile) but not failed_when, which may need every host's result.
 func (r *runner) provisional(ctx context.Context, t *dsl.Task, act *expr.Activation, res domain.Result) domain.Result {
-	if t.ChangedWhen == "" {
+	if t.ChangedWhen == "" || t.Delegate != nil {
 		return res
 	}
 	c := *t
@@ -113,9 +116,12 @@ func (r *runner) attempt(ctx context.Context, t *dsl.Task, sid string, wave int,
 		return domain.Result{Skipped: true, Msg: reason}
 	}
 	var res domain.Result
-	if t.Apply != nil {
+	switch {
+	case t.Apply != nil:
 		res = r.apply(ctx, t, sid, wave, act)
-	} else {
+	case t.Delegate != nil:
+		res = r.delegated(ctx, t, sid, wave, act)
+	default:
 		res = executor.Attempt(ctx, t, act, executor.Options{
 			Env:            r.env,
 			Check:          r.run.Check,

@@ -47,6 +47,10 @@ type Activation struct {
 	// Secrets are the values secret("name") reads: the Keeper's secret
 	// store entries the run uses (scenario expressions only).
 	Secrets map[string]any
+	// DelegatedFor is set while a task with delegate: runs on a delegate
+	// host for one host of the wave (SPEC §9): {sid, soulprint} of that
+	// wave host. Nil elsewhere, where reading delegated_for fails.
+	DelegatedFor map[string]any
 }
 
 // Soulprint is the facts visible to an expression.
@@ -127,6 +131,11 @@ func (r activation) ResolveName(name string) (any, bool) {
 		return orEmpty(a.Run), true
 	case secretsVar:
 		return orEmpty(a.Secrets), true
+	case "delegated_for":
+		if a.DelegatedFor == nil {
+			return missingVal(NoDelegationMsg), true
+		}
+		return a.DelegatedFor, true
 	}
 	return nil, false
 }

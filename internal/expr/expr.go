@@ -101,6 +101,7 @@ func NewEnv(kind Kind, opts ...Option) (*Env, error) {
 			cel.Variable("incarnation", mapType),
 			cel.Variable("state", mapType),
 			cel.Variable("run", mapType),
+			cel.Variable("delegated_for", mapType),
 		)
 	}
 	base := []cel.EnvOption{

@@ -71,7 +71,7 @@ func TestTemplateErrors(t *testing.T) {
 		{"${ }", "${ at offset 0: empty expression"},
 		{"${ 'abc }", "unterminated string literal inside ${ }"},
 		{"${ input.port + }", "${ input.port + }: col 13: Syntax error: mismatched input '<EOF>'"},
-		{"${ imput.x }", "${ imput.x }: col 1: unknown name imput (roots are input, essence, vars, item, loop_index, register, soulprint, incarnation, state, run) (did you mean input?)"},
+		{"${ imput.x }", "${ imput.x }: col 1: unknown name imput (roots are input, essence, vars, item, loop_index, register, soulprint, incarnation, state, run, delegated_for) (did you mean input?)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {

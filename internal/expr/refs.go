@@ -13,7 +13,7 @@ import (
 )
 
 // Roots are the top-level names an expression may use (KindScenario).
-var Roots = []string{"input", "essence", "vars", "item", "loop_index", "register", "soulprint", "incarnation", "state", "run"}
+var Roots = []string{"input", "essence", "vars", "item", "loop_index", "register", "soulprint", "incarnation", "state", "run", "delegated_for"}
 
 // Refs is what an expression reads, found statically; dsl validation uses
 // it to check register names against earlier tasks.
@@ -178,6 +178,9 @@ func (r *Refs) addRegister(name string) {
 func (e *Env) checkIsolation(r Refs) error {
 	var errs []error
 	if e.kind == KindDestiny {
+		if slices.Contains(r.Roots, "delegated_for") {
+			errs = append(errs, errors.New("delegated_for is not visible inside a destiny: it is set on a scenario task with delegate:; pass what the destiny needs through apply.input"))
+		}
 		for _, root := range []string{"incarnation", "state", "run"} {
 			if slices.Contains(r.Roots, root) {
 				errs = append(errs, fmt.Errorf("%s is not visible inside a destiny: pass what the destiny needs through apply.input", root))

@@ -47,7 +47,14 @@ type TypeScope struct {
 	// Item is the loop element type; nil outside a loop, where item and
 	// loop_index are errors.
 	Item *cel.Type
+	// Delegated declares delegated_for: the expression belongs to a task
+	// with delegate: (SPEC §9); elsewhere delegated_for is an error.
+	Delegated bool
 }
+
+// NoDelegationMsg is the error of delegated_for read outside a task with
+// delegate:.
+const NoDelegationMsg = "delegated_for is only set on a task with delegate: inside a serial: block (it is the wave host the delegate acts for)"
 
 // FactShape is the declared fact schema of soulprint.self (SPEC §7): the
 // facts every soul reports, typed; custom facts are dyn.
@@ -304,6 +311,13 @@ func (e *Env) TypeCheck(src string, sc *TypeScope) (*cel.Type, error) {
 		)
 	}
 	opts = append(opts, secretOptions(e.kind)...)
+	if sc.Delegated && e.kind == KindScenario {
+		fs := FactShape()
+		fs.Name = "delegated_for.soulprint"
+		opts = append(opts, cel.Variable("delegated_for", add(&Shape{Name: "delegated_for", Fields: map[string]*cel.Type{
+			"sid": cel.StringType, "soulprint": add(fs),
+		}})))
+	}
 	if sc.Item != nil {
 		opts = append(opts, cel.Variable("item", sc.Item), cel.Variable("loop_index", cel.IntType))
 	}
@@ -414,6 +428,8 @@ func (p *provider) typeError(iss *cel.Issues, sc *TypeScope) error {
 		if s != nil {
 			msg = fmt.Sprintf("%s has no field %s%s", s.Name, m[1], didYouMean(m[1], sortedFields(s)))
 		}
+	} else if m := undeclaredRefRE.FindStringSubmatch(msg); m != nil && m[1] == "delegated_for" && !sc.Delegated {
+		msg = NoDelegationMsg
 	} else if m := undeclaredRefRE.FindStringSubmatch(msg); m != nil && (m[1] == "item" || m[1] == "loop_index") && sc.Item == nil {
 		msg = fmt.Sprintf("%s is only set inside a task with loop: (it is the current element; loop_index its position)", m[1])
 	} else if m := overloadRE.FindStringSubmatch(msg); m != nil {
