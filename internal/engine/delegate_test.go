@@ -158,4 +158,3 @@ func TestDelegateCovensAreChecked(t *testing.T) {
 		})
 	}
 }
-
