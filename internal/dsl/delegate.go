@@ -3,7 +3,7 @@ package dsl
 import (
 	"fmt"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // delegate parses delegate: [coven, …] (SPEC §9) and checks where it may
