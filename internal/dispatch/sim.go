@@ -65,6 +65,9 @@ type Stub struct {
 	// Hang: the host never answers; the call ends when its timeout expires
 	// (failed) or the run is cancelled (real time).
 	Hang bool
+	// Wait, when set, holds the answer until Wait is closed (or the run is
+	// cancelled): a run kept in flight while a test changes the world.
+	Wait <-chan struct{}
 }
 
 // SimCall records one module call or bundle answered by Sim.
@@ -225,6 +228,13 @@ func (s *Sim) call(ctx context.Context, sid, task string, c Call, check bool, ti
 	st, n, ok := s.match(sid, task, c.Module)
 	if !ok {
 		return domain.Result{}
+	}
+	if st.Wait != nil {
+		select {
+		case <-st.Wait:
+		case <-ctx.Done():
+			return domain.Result{Failed: true, RC: -1, Abandoned: true, Msg: "cancelled: " + context.Cause(ctx).Error()}
+		}
 	}
 	switch {
 	case st.Unreachable:

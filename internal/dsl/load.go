@@ -243,6 +243,30 @@ func (p *parser) manifest(fsys fs.FS, svc *Service) {
 		}
 		svc.Manifest.StateSchema = m
 		svc.validateState = validate
+		p.secretStateKeys(file, schemaNode, m)
+	}
+}
+
+// secretStateKeys checks the secret: markers of state_schema's top-level
+// properties (SPEC §10.2: a key declared secret: true holds a secret's
+// derivative, stored encrypted and shown as ****): a boolean, and only
+// there.
+func (p *parser) secretStateKeys(file string, schemaNode *yaml.Node, m map[string]any) {
+	props, _ := m["properties"].(map[string]any)
+	for _, k := range sortedKeys(props) {
+		prop, _ := props[k].(map[string]any)
+		v, ok := prop["secret"]
+		if !ok {
+			continue
+		}
+		if _, isBool := v.(bool); !isBool {
+			p.add(posOf(file, nodeAt(schemaNode, []string{"properties", k, "secret"})), "state_schema",
+				fmt.Sprintf("state_schema: properties.%s.secret must be true or false", k))
+		}
+	}
+	if _, ok := m["secret"]; ok {
+		p.add(posOf(file, nodeAt(schemaNode, []string{"secret"})), "state_schema",
+			"state_schema: secret: marks a key (properties.<key>.secret: true), not the whole state")
 	}
 }
 

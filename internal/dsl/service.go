@@ -73,6 +73,23 @@ func (s *Service) ValidateState(state map[string]any) error {
 	return nil
 }
 
+// SecretStateKeys lists the state keys state_schema declares secret: true
+// (SPEC §10.2): their values may be derived from secrets, are stored
+// sealed and are shown as ****.
+func (s *Service) SecretStateKeys() []string {
+	if s == nil || s.Manifest.StateSchema == nil {
+		return nil
+	}
+	props, _ := s.Manifest.StateSchema["properties"].(map[string]any)
+	var out []string
+	for _, k := range sortedKeys(props) {
+		if prop, _ := props[k].(map[string]any); prop["secret"] == true {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // Counts are the sizes shown by soulctl scenario validate.
 type Counts struct {
 	Scenarios, Destinies, Tasks int

@@ -24,20 +24,26 @@ func (r *runner) commit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	snap := store.Snapshot{Summary: r.summary()}
+	sealed, err := r.sealState(state)
+	if err != nil {
+		return fmt.Errorf("%w; nothing was committed", err)
+	}
+	snap := store.Snapshot{Summary: r.summary(), SealedState: sealed}
 	if err := r.e.cfg.Store.CommitRun(ctx, r.run.ID, state, snap, r.e.now()); err != nil {
 		return fmt.Errorf("committing the state failed, nothing was committed: %w", err)
 	}
 	return nil
 }
 
-// newState applies state_changes to the committed state and validates the
-// result.
+// newState applies state_changes to the committed state (its secret keys
+// opened) and validates the result. Values of keys state_schema declares
+// secret: true may be derived from secrets; sealState seals them.
 func (r *runner) newState(ctx context.Context) (map[string]any, error) {
-	state := maps.Clone(r.inc.State)
+	state := maps.Clone(r.base.State)
 	if state == nil {
 		state = map[string]any{}
 	}
+	secretKeys := r.svc.SecretStateKeys()
 	act := r.base
 	act.Vars = r.scenarioVars(ctx, &act)
 	sc := r.sc.StateChanges
@@ -58,7 +64,7 @@ func (r *runner) newState(ctx context.Context) (map[string]any, error) {
 		sets[k] = v[k]
 		if c := r.canaryOf(ctx, &act); c != nil {
 			derived := executor.MarkDerived(ctx, r.env, map[string]any{k: sc.Sets[k]}, v, c, r.addSecrets)
-			if derived {
+			if derived && !slices.Contains(secretKeys, k) {
 				pos, ok := sc.SetPos[k]
 				if !ok {
 					pos = sc.Pos
@@ -70,18 +76,24 @@ func (r *runner) newState(ctx context.Context) (map[string]any, error) {
 	// Secrets are never stored (SPEC §10.2): a value rendered from one is
 	// committed masked.
 	if secrets := r.secretList(); len(secrets) > 0 && sets != nil {
-		sets = executor.MaskValue(sets, secrets).(map[string]any)
+		for k, v := range sets {
+			if !slices.Contains(secretKeys, k) {
+				sets[k] = executor.MaskValue(v, secrets)
+			}
+		}
 	}
 	maps.Copy(state, sets)
 	for _, k := range r.sc.StateChanges.Unsets {
 		delete(state, k)
 	}
 	if err := r.svc.ValidateState(state); err != nil {
+		// The schema's message may quote a value (a pattern mismatch does).
+		secrets := r.secretList()
 		var de *domain.Error
 		if errors.As(err, &de) && de.Err != nil {
-			return nil, fmt.Errorf("state_changes violate service.yml state_schema (%s); nothing was committed", de.Err)
+			return nil, fmt.Errorf("state_changes violate service.yml state_schema (%s); nothing was committed", executor.MaskString(de.Err.Error(), secrets))
 		}
-		return nil, fmt.Errorf("state_changes violate service.yml state_schema: %w; nothing was committed", err)
+		return nil, fmt.Errorf("state_changes violate service.yml state_schema: %s; nothing was committed", executor.MaskString(err.Error(), secrets))
 	}
 	return state, nil
 }

@@ -46,6 +46,9 @@ type runner struct {
 
 	// canaryBase is base with canaries for secrets (nil: no secrets).
 	canaryBase *expr.Activation
+	// secretState marks the state keys opened from the incarnation's
+	// sealed state (their values are secrets of the run).
+	secretState map[string]bool
 
 	mu          sync.Mutex
 	secrets     []string
@@ -259,8 +262,10 @@ func (r *runner) prepare(ctx context.Context) error {
 			"name": r.inc.Name, "host_count": int64(len(r.members)), "covens": covens,
 			"status": r.inc.Status, "members": members,
 		},
-		State: r.inc.State,
-		Run:   map[string]any{"id": r.run.ID, "scenario": r.sc.Name, "check_mode": r.run.Check},
+		Run: map[string]any{"id": r.run.ID, "scenario": r.sc.Name, "check_mode": r.run.Check},
+	}
+	if r.base.State, err = r.openState(); err != nil {
+		return err
 	}
 	if r.base.Secrets, err = r.loadSecrets(ctx); err != nil {
 		return err

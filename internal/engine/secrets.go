@@ -48,8 +48,9 @@ func secretRefs(sc *dsl.Scenario) map[string]string {
 // checkSecrets is the run-start validation of secrets: every secret("…")
 // of the scenario names a secret of the store, and no state_changes value
 // reads a secret input or secret() directly (a secret's derivative is
-// never committed to incarnation.state, SPEC §10.2).
-func (e *Engine) checkSecrets(ctx context.Context, sc *dsl.Scenario) error {
+// never committed to incarnation.state, SPEC §10.2) unless state_schema
+// declares its key secret: true.
+func (e *Engine) checkSecrets(ctx context.Context, svc *dsl.Service, sc *dsl.Scenario) error {
 	for _, n := range slices.Sorted(maps.Keys(secretRefs(sc))) {
 		pos := secretRefs(sc)[n]
 		if e.cfg.Secrets == nil {
@@ -63,7 +64,11 @@ func (e *Engine) checkSecrets(ctx context.Context, sc *dsl.Scenario) error {
 		}
 	}
 	secretInputs := sc.Input.Secrets()
+	secretKeys := svc.SecretStateKeys()
 	for _, k := range slices.Sorted(maps.Keys(sc.StateChanges.Sets)) {
+		if slices.Contains(secretKeys, k) {
+			continue // sealed at commit, shown as ****
+		}
 		var srcs []string
 		collectStrings(sc.StateChanges.Sets[k], &srcs)
 		for _, s := range srcs {
@@ -140,14 +145,20 @@ func canary(s string) string {
 // secret inputs and store secrets replaced by canaries.
 func (r *runner) buildCanary() {
 	names := r.sc.Input.Secrets()
-	if len(names) == 0 && len(r.base.Secrets) == 0 {
+	if len(names) == 0 && len(r.base.Secrets) == 0 && len(r.secretState) == 0 {
 		return
 	}
 	c := r.base
 	c.Input = maps.Clone(r.base.Input)
 	for _, n := range names {
-		if s, ok := c.Input[n].(string); ok && s != "" {
-			c.Input[n] = canary(s)
+		if v, ok := c.Input[n]; ok && v != nil {
+			c.Input[n] = canaryValue(v)
+		}
+	}
+	if len(r.secretState) > 0 {
+		c.State = maps.Clone(r.base.State)
+		for k := range r.secretState {
+			c.State[k] = canaryValue(c.State[k])
 		}
 	}
 	if r.base.Secrets != nil {
@@ -176,7 +187,7 @@ func (r *runner) canaryOf(ctx context.Context, act *expr.Activation) *expr.Activ
 		return nil
 	}
 	c := *act
-	c.Input, c.Secrets = r.canaryBase.Input, r.canaryBase.Secrets
+	c.Input, c.Secrets, c.State = r.canaryBase.Input, r.canaryBase.Secrets, r.canaryBase.State
 	if len(r.sc.Vars) > 0 {
 		vars := maps.Clone(act.Vars)
 		if vars == nil {

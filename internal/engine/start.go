@@ -73,7 +73,7 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (id s
 	if err != nil {
 		return "", fmt.Errorf("scenario %s: %w", CreateScenario, err)
 	}
-	if err := e.checkSecrets(ctx, sc); err != nil {
+	if err := e.checkSecrets(ctx, svc, sc); err != nil {
 		return "", err
 	}
 	members, err := e.membersOf(ctx, req.Covens)
@@ -162,7 +162,7 @@ func (e *Engine) StartRun(ctx context.Context, incarnation, scenario string, inp
 	if err != nil {
 		return "", fmt.Errorf("scenario %s: %w", scenario, err)
 	}
-	if err := e.checkSecrets(ctx, sc); err != nil {
+	if err := e.checkSecrets(ctx, svc, sc); err != nil {
 		return "", err
 	}
 	if err := e.checkCovens(ctx, sc, inc.Covens); err != nil {

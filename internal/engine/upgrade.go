@@ -19,7 +19,15 @@ func (e *Engine) StateFits(ctx context.Context, inc store.Incarnation, commit st
 	if err != nil {
 		return "", fmt.Errorf("opening service %s at %s: %w", inc.Service, commit, err)
 	}
-	if err := svc.ValidateState(inc.State); err != nil {
+	state := inc.State
+	if len(inc.SealedState) > 0 {
+		// The schema judges the values, not their ****.
+		r := &runner{e: e, inc: inc}
+		if state, err = r.openState(); err != nil {
+			return "", err
+		}
+	}
+	if err := svc.ValidateState(state); err != nil {
 		var de *domain.Error
 		if errors.As(err, &de) && de.Err != nil {
 			return de.Err.Error(), nil

@@ -175,5 +175,9 @@ func maskValue(v any, secrets []string) any {
 		}
 		return out
 	}
+	// A number whose text is a secret (derived from one) is masked whole.
+	if n, ok := numberText(v); ok && slices.Contains(secrets, n) {
+		return MaskText
+	}
 	return v
 }

@@ -2,6 +2,9 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/dsl"
@@ -88,7 +91,31 @@ func diffLeaves(real, canary any, out *[]string) {
 			}
 			diffLeaves(v, cv, out)
 		}
+	default:
+		// A number derived from a secret (a port, a PIN) is masked by its
+		// text; short ones are too common to mask without shredding
+		// unrelated output, as a true or false is.
+		if n, ok := numberText(x); ok && len(n) >= minSecretLine {
+			if c, ok := numberText(canary); !ok || c != n {
+				*out = append(*out, n)
+			}
+		}
 	}
+}
+
+// numberText is the text of a number value.
+func numberText(v any) (string, bool) {
+	switch x := v.(type) {
+	case int, int32, int64, uint, uint32, uint64:
+		return fmt.Sprint(x), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case float32:
+		return strconv.FormatFloat(float64(x), 'f', -1, 32), true
+	case json.Number:
+		return x.String(), true
+	}
+	return "", false
 }
 
 // collectInterpolated marks the strings of real whose source holds ${.

@@ -2,6 +2,7 @@ package scenariotest
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/soulstack/soulstack/internal/dsl"
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/executor"
+	"github.com/soulstack/soulstack/internal/secrets"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/store/sqlite"
 )
@@ -74,8 +76,21 @@ func NewHarness(ctx context.Context, dir string, svc *dsl.Service, t *Test, o Op
 	if o.DefaultTimeout == 0 {
 		o.DefaultTimeout = time.Second
 	}
+	// A secret store with a key of this test only: state keys declared
+	// secret: true are sealed as on a Keeper; secret("name") finds no
+	// secret (a scenario test sets none).
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		st.Close()
+		return nil, err
+	}
+	sec, err := secrets.New(st, key)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	h.Engine, err = engine.New(engine.Config{
-		Store: st, Dispatcher: h.Sim, Local: h.Sim, Services: staticServices{svc},
+		Store: st, Dispatcher: h.Sim, Local: h.Sim, Services: staticServices{svc}, Secrets: sec,
 		KeeperID: KeeperID, DefaultTimeout: o.DefaultTimeout, OutputCap: o.OutputCap, Metrics: o.Metrics,
 		// Simulated time: retry delays pass at once.
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },

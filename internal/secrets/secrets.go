@@ -46,9 +46,14 @@ func New(st store.Store, key []byte) (*Store, error) {
 // name does not open.
 func ad(name string) []byte { return []byte("soulstack secret v1\x00" + name) }
 
+func randRead(b []byte) error {
+	_, err := rand.Read(b)
+	return err
+}
+
 func (s *Store) seal(name, value string) ([]byte, error) {
 	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(value)+s.aead.Overhead())
-	if _, err := rand.Read(nonce); err != nil {
+	if err := randRead(nonce); err != nil {
 		return nil, fmt.Errorf("sealing secret %s: %w", name, err)
 	}
 	return s.aead.Seal(nonce, nonce, []byte(value), ad(name)), nil

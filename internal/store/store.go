@@ -180,6 +180,11 @@ type Incarnation struct {
 	Members    []string       `json:"members"` // SIDs, sorted; the membership relation
 	CreatedAt  time.Time      `json:"created_at"`
 	UpdatedAt  time.Time      `json:"updated_at"`
+
+	// SealedState holds the values of the state keys state_schema declares
+	// secret: true, each sealed by the Keeper (base64 of the ciphertext);
+	// State shows **** for them. Never serialized.
+	SealedState map[string]string `json:"-"`
 }
 
 // Run is one execution of a scenario over an incarnation.
@@ -262,6 +267,11 @@ type Snapshot struct {
 	// run; "" when it was not a resume).
 	ResumedFrom string    `json:"resumed_from,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
+
+	// SealedState, given to CommitRun, replaces the incarnation's sealed
+	// secret state keys (Incarnation.SealedState) in the same transaction;
+	// it is never part of the history row. Never serialized.
+	SealedState map[string]string `json:"-"`
 }
 
 // DriftSchedule is an incarnation's periodic drift check (SPEC §8.9).

@@ -135,6 +135,35 @@ func (c mapCol) Scan(src any) error {
 	return nil
 }
 
+// strMapCol scans a JSON object of strings (nil when empty).
+type strMapCol struct{ m *map[string]string }
+
+func (c strMapCol) Scan(src any) error {
+	b, err := jsonBytes(src)
+	if err != nil {
+		return err
+	}
+	*c.m = nil
+	if b != nil {
+		if err := json.Unmarshal(b, c.m); err != nil {
+			return fmt.Errorf("decoding stored JSON: %w", err)
+		}
+	}
+	if len(*c.m) == 0 {
+		*c.m = nil
+	}
+	return nil
+}
+
+// strMap encodes a map of strings as a JSON object (never null).
+func strMap(m map[string]string) string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	b, _ := json.Marshal(m) // a map[string]string always marshals
+	return string(b)
+}
+
 // listCol scans a JSON string array column; the result is never nil.
 type listCol struct{ l *[]string }
 

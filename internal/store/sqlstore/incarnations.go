@@ -9,14 +9,14 @@ import (
 )
 
 const incarnationCols = `name, service, ref, commit_id, covens, input, essence, status, state, active_run,
-	lock_reason, created_at, updated_at`
+	lock_reason, created_at, updated_at, sealed_state`
 
 func scanIncarnation(sc interface{ Scan(...any) error }) (store.Incarnation, error) {
 	var inc store.Incarnation
 	var active sql.NullString
 	err := sc.Scan(&inc.Name, &inc.Service, &inc.Ref, &inc.Commit, listCol{&inc.Covens}, mapCol{m: &inc.Input},
 		mapCol{m: &inc.Essence}, &inc.Status, mapCol{m: &inc.State, required: true}, &active, &inc.LockReason,
-		timeCol{&inc.CreatedAt}, timeCol{&inc.UpdatedAt})
+		timeCol{&inc.CreatedAt}, timeCol{&inc.UpdatedAt}, strMapCol{&inc.SealedState})
 	inc.ActiveRun = active.String
 	inc.Members = []string{}
 	return inc, err
@@ -51,7 +51,7 @@ func (s *Store) CreateIncarnation(ctx context.Context, inc store.Incarnation, ru
 			return conflict(nil, "incarnation %q already exists", inc.Name)
 		}
 		if _, err := tx.exec(ctx, `INSERT INTO incarnations (`+incarnationCols+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, '', ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, '', ?, ?, '{}')`,
 			inc.Name, inc.Service, inc.Ref, inc.Commit, strList(sortedSet(inc.Covens)), input, essence,
 			store.IncarnationApplying, run.ID, s.ts(created), s.ts(created)); err != nil {
 			return err

@@ -191,11 +191,11 @@ func (s *Store) CommitRun(ctx context.Context, runID string, state map[string]an
 		if err != nil {
 			return err
 		}
-		set, args := ``, []any{stateJSON, store.IncarnationReady, s.ts(at)}
+		set, args := ``, []any{stateJSON, strMap(snap.SealedState), store.IncarnationReady, s.ts(at)}
 		if upgradeRef != "" {
 			set, args = `, ref = ?, commit_id = ?`, append(args, upgradeRef, commit)
 		}
-		n, err := tx.affected(ctx, `UPDATE incarnations SET state = ?, status = ?, active_run = NULL, lock_reason = '',
+		n, err := tx.affected(ctx, `UPDATE incarnations SET state = ?, sealed_state = ?, status = ?, active_run = NULL, lock_reason = '',
 			updated_at = ?`+set+` WHERE name = ? AND active_run = ?`, append(args, inc, runID)...)
 		if err != nil {
 			return err

@@ -11,6 +11,42 @@ import (
 
 var secretTests = []test{
 	{"Lifecycle", testSecretLifecycle},
+	{"SealedState", testSealedState},
+}
+
+// testSealedState: CommitRun replaces the incarnation's sealed state keys
+// with the snapshot's in the same transaction; the history row never holds
+// them.
+func testSealedState(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	run := newIncarnation(t, s, "db", "pg", "h1")
+	inc, err := s.GetIncarnation(ctx, "pg")
+	must(t, err)
+	if inc.SealedState != nil {
+		t.Fatalf("a new incarnation's sealed state: %v", inc.SealedState)
+	}
+	sealed := map[string]string{"password": "c2VhbGVkLTE=", "token": "c2VhbGVkLTI="}
+	must(t, s.CommitRun(ctx, run.ID, map[string]any{"password": "****", "token": "****"}, store.Snapshot{SealedState: sealed}, at(time.Minute)))
+	inc, err = s.GetIncarnation(ctx, "pg")
+	must(t, err)
+	diff(t, "sealed state", inc.SealedState, sealed)
+	all, err := s.ListIncarnations(ctx)
+	must(t, err)
+	if len(all) != 1 {
+		t.Fatalf("ListIncarnations: %+v", all)
+	}
+	diff(t, "listed sealed state", all[0].SealedState, sealed)
+	history, err := s.ListHistory(ctx, "pg", 0)
+	must(t, err)
+	if len(history) != 1 || history[0].SealedState != nil {
+		t.Fatalf("history: %+v", history)
+	}
+
+	must(t, s.StartRun(ctx, store.Run{ID: "r2", Incarnation: "pg", Scenario: "rotate"}))
+	must(t, s.CommitRun(ctx, "r2", map[string]any{"token": "****"}, store.Snapshot{SealedState: map[string]string{"token": "c2VhbGVkLTM="}}, at(2*time.Minute)))
+	inc, err = s.GetIncarnation(ctx, "pg")
+	must(t, err)
+	diff(t, "sealed state after the second commit", inc.SealedState, map[string]string{"token": "c2VhbGVkLTM="})
 }
 
 func testSecretLifecycle(t *testing.T, s store.Store) {
