@@ -448,6 +448,8 @@ type Secret struct {
 
 // Store is everything Soul Stack persists.
 type Store interface {
+	HealthStore
+
 	// Ping checks the database is reachable (readyz).
 	Ping(ctx context.Context) error
 	Close() error

@@ -44,6 +44,7 @@ func Run(t *testing.T, open Opener) {
 		{"Hardening", hardeningTests},
 		{"Secrets", secretTests},
 		{"Pages", pageTests},
+		{"Health", healthTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
