@@ -490,6 +490,9 @@ type Store interface {
 	// DeleteSetting removes key; a missing key is no error.
 	DeleteSetting(ctx context.Context, key string) error
 
+	// Cloud providers, profiles and instances (SPEC §10.6).
+	CloudStore
+
 	// Secrets (ciphertext only). PutSecret inserts s or replaces the
 	// ciphertext and UpdatedAt of an existing one, keeping its Owner and
 	// CreatedAt (a zero UpdatedAt is now; a new secret's CreatedAt is its

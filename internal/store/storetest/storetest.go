@@ -45,6 +45,7 @@ func Run(t *testing.T, open Opener) {
 		{"Secrets", secretTests},
 		{"Pages", pageTests},
 		{"Health", healthTests},
+		{"Cloud", cloudTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
