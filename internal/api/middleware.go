@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/cloud"
 )
 
 // authenticated wraps h: it authenticates the bearer token, checks the role,
@@ -82,6 +83,13 @@ func (s *Server) audit(r *http.Request, p auth.Principal, st *reqState, status i
 			summary = obj
 		} else {
 			summary["body_bytes"] = len(body)
+		}
+	}
+	if r.Pattern == "PUT /v1/cloud/providers/{name}" {
+		// Env values of a provider are its platform credentials, masked
+		// whether the call was refused before its handler ran or not.
+		if cfg, ok := summary["config"].(map[string]any); ok {
+			summary["config"] = cloud.MaskConfig(cfg)
 		}
 	}
 	for k, v := range st.fields {

@@ -1,0 +1,184 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/cloud"
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+func init() { routeGroups = append(routeGroups, (*Server).routesCloud) }
+
+// routesCloud serves cloud providers, profiles and the instances recorded
+// per incarnation (SPEC §10.6). Admins change them; everyone reads, with
+// the providers' secrets (env values, sensitive-looking keys) masked for
+// all but admins.
+func (s *Server) routesCloud(rt *Router) {
+	rt.Handle("GET /v1/cloud/providers", auth.RoleViewer, s.listCloudProviders)
+	rt.Handle("GET /v1/cloud/providers/{name}", auth.RoleViewer, s.getCloudProvider)
+	rt.Handle("PUT /v1/cloud/providers/{name}", auth.RoleAdmin, s.putCloudProvider)
+	rt.Handle("DELETE /v1/cloud/providers/{name}", auth.RoleAdmin, s.deleteCloudProvider)
+	rt.Handle("GET /v1/cloud/profiles", auth.RoleViewer, s.listCloudProfiles)
+	rt.Handle("GET /v1/cloud/profiles/{name}", auth.RoleViewer, s.getCloudProfile)
+	rt.Handle("PUT /v1/cloud/profiles/{name}", auth.RoleAdmin, s.putCloudProfile)
+	rt.Handle("DELETE /v1/cloud/profiles/{name}", auth.RoleAdmin, s.deleteCloudProfile)
+	rt.Handle("GET /v1/cloud/instances", auth.RoleViewer, s.listCloudInstances)
+}
+
+func showProvider(p store.CloudProvider, who auth.Principal) store.CloudProvider {
+	if who.Role.Allows(auth.RoleAdmin) {
+		return p
+	}
+	return cloud.MaskProvider(p)
+}
+
+func showProfile(p store.CloudProfile, who auth.Principal) store.CloudProfile {
+	if who.Role.Allows(auth.RoleAdmin) {
+		return p
+	}
+	return cloud.MaskProfile(p)
+}
+
+func (s *Server) listCloudProviders(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	list, err := s.store.ListCloudProviders(r.Context())
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		list[i] = showProvider(list[i], p)
+	}
+	writeJSON(w, http.StatusOK, list)
+	return nil
+}
+
+func (s *Server) getCloudProvider(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	prov, err := s.store.GetCloudProvider(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, showProvider(prov, p))
+	return nil
+}
+
+func (s *Server) putCloudProvider(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	var req apiclient.CloudProviderRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	SetAuditField(r, "config", cloud.MaskConfig(req.Config))
+	prov := store.CloudProvider{Name: r.PathValue("name"), Kind: req.Kind, Config: req.Config}
+	if prov.Config == nil {
+		prov.Config = map[string]any{}
+	}
+	if err := cloud.ValidateProvider(prov); err != nil {
+		return invalidf("%v", err)
+	}
+	// A kind change must keep every profile of the provider valid.
+	if profiles, err := s.store.ListCloudProfiles(r.Context()); err == nil {
+		for _, pr := range profiles {
+			if pr.Provider != prov.Name {
+				continue
+			}
+			if err := cloud.ValidateProfile(pr, prov.Kind); err != nil {
+				return invalidf("profile %s of provider %s would no longer be valid: %v", pr.Name, prov.Name, err)
+			}
+		}
+	} else {
+		return err
+	}
+	if err := s.store.PutCloudProvider(r.Context(), prov); err != nil {
+		return err
+	}
+	out, err := s.store.GetCloudProvider(r.Context(), prov.Name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, showProvider(out, p))
+	return nil
+}
+
+func (s *Server) deleteCloudProvider(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	if err := s.store.DeleteCloudProvider(r.Context(), r.PathValue("name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) listCloudProfiles(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	list, err := s.store.ListCloudProfiles(r.Context())
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		list[i] = showProfile(list[i], p)
+	}
+	writeJSON(w, http.StatusOK, list)
+	return nil
+}
+
+func (s *Server) getCloudProfile(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	pr, err := s.store.GetCloudProfile(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, showProfile(pr, p))
+	return nil
+}
+
+func (s *Server) putCloudProfile(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	var req apiclient.CloudProfileRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	covens, err := cleanCovens(req.Covens)
+	if err != nil {
+		return err
+	}
+	pr := store.CloudProfile{Name: r.PathValue("name"), Provider: req.Provider, Spec: req.Spec, Covens: covens}
+	if pr.Spec == nil {
+		pr.Spec = map[string]any{}
+	}
+	if pr.Provider == "" {
+		return invalidf("a cloud profile needs a provider")
+	}
+	prov, err := s.store.GetCloudProvider(r.Context(), pr.Provider)
+	if errors.Is(err, domain.ErrNotFound) {
+		return invalidf("cloud profile %s names provider %q, which is not registered (soulctl cloud provider list)", pr.Name, pr.Provider)
+	} else if err != nil {
+		return err
+	}
+	if err := cloud.ValidateProfile(pr, prov.Kind); err != nil {
+		return invalidf("%v", err)
+	}
+	if err := s.store.PutCloudProfile(r.Context(), pr); err != nil {
+		return err
+	}
+	out, err := s.store.GetCloudProfile(r.Context(), pr.Name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, showProfile(out, p))
+	return nil
+}
+
+func (s *Server) deleteCloudProfile(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	if err := s.store.DeleteCloudProfile(r.Context(), r.PathValue("name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) listCloudInstances(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	list, err := s.store.ListCloudInstances(r.Context(), r.URL.Query().Get("incarnation"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, list)
+	return nil
+}
