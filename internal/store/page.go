@@ -42,6 +42,8 @@ type SoulQuery struct {
 	// After is the cursor: the SID the previous page ended with.
 	After string
 	Limit int // see PageLimit
+	// Count asks for SoulPage.Total as well (one more query).
+	Count bool
 }
 
 // factKeyRE is what one key of a fact path may hold.
@@ -63,6 +65,9 @@ func FactPath(fact string) ([]string, error) {
 type SoulPage struct {
 	Souls []Soul `json:"souls"`
 	Next  string `json:"next,omitempty"`
+	// Total is how many souls match the filters on every page, when the
+	// query asked for it (Count).
+	Total int `json:"total,omitempty"`
 }
 
 // RunQuery selects one page of runs, newest first. Empty fields match

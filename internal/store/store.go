@@ -521,6 +521,9 @@ type Store interface {
 	// matching q, sorted by SID, and the cursor of the next page. A bad
 	// fact path is CodeInvalid.
 	PageSouls(ctx context.Context, q SoulQuery) (SoulPage, error)
+	// ListCovens lists the distinct covens souls carry, sorted (at most
+	// MaxPageLimit).
+	ListCovens(ctx context.Context) ([]string, error)
 	// GetSouls returns the registered souls among sids (an incarnation's
 	// members), sorted by SID, each once; unknown SIDs are left out, no
 	// error. Any number of SIDs (large lists are read in chunks).
@@ -603,6 +606,12 @@ type Store interface {
 	CreateIncarnation(ctx context.Context, inc Incarnation, run Run) error
 	GetIncarnation(ctx context.Context, name string) (Incarnation, error)
 	ListIncarnations(ctx context.Context) ([]Incarnation, error) // sorted by name
+	// CountIncarnations counts the incarnations by status (statuses
+	// without incarnations are absent), without reading them.
+	CountIncarnations(ctx context.Context) (map[string]int, error)
+	// IncarnationNames lists the names of at most limit (see PageLimit)
+	// incarnations in status, sorted.
+	IncarnationNames(ctx context.Context, status string, limit int) ([]string, error)
 	// DeleteIncarnation deletes the incarnation with its members, runs,
 	// results, history and triggers; conflict while a run is active.
 	DeleteIncarnation(ctx context.Context, name string) error

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/soulstack/soulstack/internal/auth"
@@ -61,7 +62,7 @@ type dashboardView struct {
 	SoulTotal    int
 	Incarnations []statusCount
 	IncTotal     int
-	Locked       []store.Incarnation
+	Locked       []string // names of the incarnations locked after a failure
 	Drifted      []string // incarnations whose last drift check found drift
 	Services     int
 	Runs         []store.Run
@@ -78,9 +79,17 @@ func (u *UI) dashboard(r *http.Request) (view, error) {
 	for _, c := range soulCounts {
 		soulTotal += c
 	}
-	incs, err := u.store.ListIncarnations(ctx)
+	incCounts, err := u.store.CountIncarnations(ctx)
 	if err != nil {
-		return view{}, fmt.Errorf("listing incarnations: %w", err)
+		return view{}, fmt.Errorf("counting incarnations: %w", err)
+	}
+	incTotal := 0
+	for _, c := range incCounts {
+		incTotal += c
+	}
+	locked, err := u.store.IncarnationNames(ctx, store.IncarnationErrorLocked, recentLimit*5)
+	if err != nil {
+		return view{}, fmt.Errorf("listing locked incarnations: %w", err)
 	}
 	svcs, err := u.store.ListServices(ctx)
 	if err != nil {
@@ -97,16 +106,12 @@ func (u *UI) dashboard(r *http.Request) (view, error) {
 	d := dashboardView{
 		Souls:        statusCounts(soulCounts, soulStatuses),
 		SoulTotal:    soulTotal,
-		Incarnations: countBy(incs, incarnationStatuses, func(i store.Incarnation) string { return i.Status }),
-		IncTotal:     len(incs),
+		Incarnations: statusCounts(incCounts, incarnationStatuses),
+		IncTotal:     incTotal,
+		Locked:       locked,
 		Services:     len(svcs),
 		Runs:         runs,
 		Tasks:        tasks,
-	}
-	for _, inc := range incs {
-		if inc.Status == store.IncarnationErrorLocked {
-			d.Locked = append(d.Locked, inc)
-		}
 	}
 	drift, err := u.store.ListDrift(ctx)
 	if err != nil {
@@ -122,16 +127,17 @@ func (u *UI) dashboard(r *http.Request) (view, error) {
 
 // soulsView is the data of the souls list.
 type soulsView struct {
-	Souls    []store.Soul // this page's souls
-	Total    int          // every registered soul
-	Matching int          // souls matching the filters
-	Counts   []statusCount
-	Covens   []string
-	Status   string
-	Coven    string
-	Query    string // SID contains
-	Prefix   string // SID starts with
-	Statuses []string
+	Souls     []store.Soul // this page's souls
+	Total     int          // every registered soul
+	Matching  int          // souls matching the filters
+	Counts    []statusCount
+	Covens    []string
+	Status    string
+	Coven     string
+	Prefix    string // SID starts with
+	Fact      string // a soulprint fact path, e.g. os.family
+	FactValue string
+	Statuses  []string
 	// After is the SID the page starts after ("" the first page); Next
 	// is the After of the next page ("" on the last).
 	After string
@@ -140,21 +146,25 @@ type soulsView struct {
 	Act   actions
 }
 
-// souls lists the souls, filtered by status and coven (in the store), SID
-// prefix or substring, a page of SoulsPageSize at a time: the page starts
-// after the SID in "after" (SIDs are sorted), so paging is stable while
-// souls join.
+// souls lists the souls a page of SoulsPageSize at a time, filtered by
+// status, coven, SID prefix and a fact — all in the store, which reads
+// only the page (keyset on the SID, so paging is stable while souls
+// join) and counts the matching souls.
 func (u *UI) souls(r *http.Request) (view, error) {
 	ctx := r.Context()
 	q := r.URL.Query()
 	sv := soulsView{
-		Status:   q.Get("status"),
-		Coven:    q.Get("coven"),
-		Query:    strings.TrimSpace(q.Get("q")),
-		Prefix:   strings.TrimSpace(q.Get("sid")),
-		After:    q.Get("after"),
-		Statuses: soulStatuses,
-		Act:      u.actionsFor(r),
+		Status:    q.Get("status"),
+		Coven:     strings.TrimSpace(q.Get("coven")),
+		Prefix:    strings.TrimSpace(q.Get("sid")),
+		Fact:      strings.TrimSpace(q.Get("fact")),
+		FactValue: strings.TrimSpace(q.Get("value")),
+		After:     q.Get("after"),
+		Statuses:  soulStatuses,
+		Act:       u.actionsFor(r),
+	}
+	if n, err := strconv.Atoi(q.Get("pos")); err == nil && n > 0 && sv.After != "" {
+		sv.First = n - 1
 	}
 	counts, err := u.store.CountSouls(ctx)
 	if err != nil {
@@ -164,51 +174,45 @@ func (u *UI) souls(r *http.Request) (view, error) {
 		sv.Total += counts[st]
 		sv.Counts = append(sv.Counts, statusCount{Status: st, N: counts[st]})
 	}
-	f := store.SoulFilter{Status: sv.Status}
+	sq := store.SoulQuery{Status: sv.Status, SIDPrefix: sv.Prefix, Fact: sv.Fact, FactValue: sv.FactValue,
+		After: sv.After, Limit: u.cfg.SoulsPageSize, Count: true}
 	if sv.Coven != "" {
-		f.Covens = []string{sv.Coven}
+		sq.Covens = []string{sv.Coven}
 	}
-	matching, err := u.store.ListSouls(ctx, f)
+	if sv.Fact == "" {
+		sq.FactValue = ""
+	}
+	page, err := u.store.PageSouls(ctx, sq)
 	if err != nil {
+		if domain.ErrorCode(err) == domain.CodeInvalid {
+			return view{}, err
+		}
 		return view{}, fmt.Errorf("listing souls: %w", err)
 	}
-	covens := map[string]bool{}
-	if sv.Coven != "" {
-		covens[sv.Coven] = true
-	}
-	size := u.cfg.SoulsPageSize
-	for _, s := range matching {
-		for _, c := range s.Covens {
-			covens[c] = true
-		}
-		if sv.Prefix != "" && !strings.HasPrefix(s.SID, sv.Prefix) ||
-			sv.Query != "" && !strings.Contains(strings.ToLower(s.SID), strings.ToLower(sv.Query)) {
-			continue
-		}
-		sv.Matching++
-		if sv.After != "" && s.SID <= sv.After {
-			sv.First++
-			continue
-		}
-		if len(sv.Souls) == size {
-			sv.Next = sv.Souls[size-1].SID
-			continue
-		}
-		sv.Souls = append(sv.Souls, s)
-	}
+	sv.Souls, sv.Next, sv.Matching = page.Souls, page.Next, page.Total
 	sv.First++
-	sv.Covens = slices.Sorted(maps.Keys(covens))
+	if sv.Covens, err = u.store.ListCovens(ctx); err != nil {
+		return view{}, fmt.Errorf("listing covens: %w", err)
+	}
+	if sv.Coven != "" && !slices.Contains(sv.Covens, sv.Coven) {
+		sv.Covens = append(sv.Covens, sv.Coven)
+		slices.Sort(sv.Covens)
+	}
 	return view{Template: "souls", Title: "Souls", Nav: "souls", Data: sv}, nil
 }
 
-// pageURL is the souls list URL of the page after after, keeping the
-// filters.
-func (sv soulsView) PageURL(after string) string {
+// PageURL is the souls list URL of the page after after, keeping the
+// filters; pos is the 1-based position of that page's first soul.
+func (sv soulsView) PageURL(after string, pos int) string {
 	v := url.Values{}
-	for k, val := range map[string]string{"status": sv.Status, "coven": sv.Coven, "q": sv.Query, "sid": sv.Prefix, "after": after} {
+	for k, val := range map[string]string{"status": sv.Status, "coven": sv.Coven, "sid": sv.Prefix,
+		"fact": sv.Fact, "value": sv.FactValue, "after": after} {
 		if val != "" {
 			v.Set(k, val)
 		}
+	}
+	if after != "" && pos > 1 {
+		v.Set("pos", strconv.Itoa(pos))
 	}
 	if len(v) == 0 {
 		return Prefix + "/souls"
@@ -218,6 +222,9 @@ func (sv soulsView) PageURL(after string) string {
 
 // Last is the 1-based position of the page's last soul.
 func (sv soulsView) Last() int { return sv.First + len(sv.Souls) - 1 }
+
+// NextPos is the position of the next page's first soul.
+func (sv soulsView) NextPos() int { return sv.Last() + 1 }
 
 // soulView is the data of a soul's page.
 type soulView struct {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 
+	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -181,19 +183,59 @@ func sameJSON(a, b any) bool {
 	return errA == nil && errB == nil && string(ja) == string(jb)
 }
 
+// runStatuses are the run statuses the runs list filters by.
+var runStatuses = []string{store.RunPending, store.RunRunning, store.RunSucceeded, store.RunFailed,
+	store.RunCancelled, store.RunAborted}
+
 // runsView is the data of the runs list.
 type runsView struct {
 	Runs        []store.Run
+	Counts      []statusCount // every run by status
 	Incarnation string
+	Status      string
+	Scenario    string
+	Statuses    []string
+	// Before is the cursor the page starts at ("" the newest); Next is
+	// the cursor of the next page ("" on the last).
+	Before string
+	Next   string
 }
 
+// runs lists the runs newest first, allRunsLimit at a time, filtered by
+// incarnation, status and scenario in the store.
 func (u *UI) runs(r *http.Request) (view, error) {
-	inc := r.URL.Query().Get("incarnation")
-	runs, err := u.store.ListRuns(r.Context(), inc, allRunsLimit)
+	q := r.URL.Query()
+	rv := runsView{Incarnation: q.Get("incarnation"), Status: q.Get("status"), Scenario: q.Get("scenario"),
+		Before: q.Get("before"), Statuses: runStatuses}
+	page, err := u.store.PageRuns(r.Context(), store.RunQuery{Incarnation: rv.Incarnation, Status: rv.Status,
+		Scenario: rv.Scenario, Before: rv.Before, Limit: allRunsLimit})
 	if err != nil {
+		if domain.ErrorCode(err) == domain.CodeInvalid {
+			return view{}, err
+		}
 		return view{}, fmt.Errorf("listing runs: %w", err)
 	}
-	return view{Template: "runs", Title: "Runs", Nav: "runs", Data: runsView{Runs: runs, Incarnation: inc}}, nil
+	counts, err := u.store.CountRuns(r.Context())
+	if err != nil {
+		return view{}, fmt.Errorf("counting runs: %w", err)
+	}
+	rv.Runs, rv.Next, rv.Counts = page.Runs, page.Next, statusCounts(counts, runStatuses)
+	return view{Template: "runs", Title: "Runs", Nav: "runs", Data: rv}, nil
+}
+
+// PageURL is the runs list URL of the page at cursor before, keeping the
+// filters.
+func (rv runsView) PageURL(before string) string {
+	v := url.Values{}
+	for k, val := range map[string]string{"incarnation": rv.Incarnation, "status": rv.Status, "scenario": rv.Scenario, "before": before} {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	if len(v) == 0 {
+		return Prefix + "/runs"
+	}
+	return Prefix + "/runs?" + v.Encode()
 }
 
 // runView is the data of a run's page and of its live fragment.

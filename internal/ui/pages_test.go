@@ -94,7 +94,7 @@ func TestSoulsPages(t *testing.T) {
 	pending := e.page(c, "/ui/souls?status=pending")
 	contains(t, "souls?status=pending", pending, "new-host")
 	lacks(t, "souls?status=pending", pending, `href="/ui/souls/db-1.example"`)
-	if got := e.page(c, "/ui/souls?q=nothing-like-this"); !strings.Contains(got, "No soul matches") {
+	if got := e.page(c, "/ui/souls?sid=nothing-like-this"); !strings.Contains(got, "No soul matches") {
 		t.Error("a filter matching nothing does not say so")
 	}
 

@@ -12,43 +12,20 @@ import (
 func (s *Store) PageSouls(ctx context.Context, sq store.SoulQuery) (store.SoulPage, error) {
 	const op = "listing souls"
 	limit := store.PageLimit(sq.Limit)
-	query := `SELECT ` + soulCols + ` FROM souls WHERE 1 = 1`
-	var args []any
-	if sq.Status != "" {
-		query += ` AND status = ?`
-		args = append(args, sq.Status)
+	where, args, err := s.soulWhere(sq)
+	if err != nil {
+		return store.SoulPage{}, s.wrap(op, err)
 	}
-	if sq.SIDPrefix != "" {
-		// A range on the key: every SID starting with the prefix sorts
-		// between it and it followed by the largest code point.
-		query += ` AND sid >= ? AND sid < ?`
-		args = append(args, sq.SIDPrefix, sq.SIDPrefix+"\U0010FFFF")
+	page := store.SoulPage{}
+	if sq.Count {
+		if err := s.reader().row(ctx, `SELECT COUNT(*) FROM souls WHERE 1 = 1`+where, args...).Scan(&page.Total); err != nil {
+			return store.SoulPage{}, s.wrap(op, err)
+		}
 	}
+	query := `SELECT ` + soulCols + ` FROM souls WHERE 1 = 1` + where
 	if sq.After != "" {
 		query += ` AND sid > ?`
 		args = append(args, sq.After)
-	}
-	if covens := sortedSet(sq.Covens); len(covens) > 0 {
-		query += ` AND sid IN (SELECT sid FROM soul_covens WHERE coven IN (` + placeholders(len(covens)) + `)
-			GROUP BY sid HAVING COUNT(*) = ?)`
-		for _, c := range covens {
-			args = append(args, c)
-		}
-		args = append(args, len(covens))
-	}
-	if sq.Fact != "" {
-		keys, err := store.FactPath(sq.Fact)
-		if err != nil {
-			return store.SoulPage{}, s.wrap(op, invalid("%v", err))
-		}
-		expr, eargs := s.d.FactText("soulprint", keys)
-		args = append(args, eargs...)
-		if sq.FactValue == "" {
-			query += ` AND ` + expr + ` IS NOT NULL`
-		} else {
-			query += ` AND ` + expr + ` = ?`
-			args = append(args, sq.FactValue)
-		}
 	}
 	// One row more than the page tells whether another page follows.
 	query += ` ORDER BY sid LIMIT ?`
@@ -61,12 +38,52 @@ func (s *Store) PageSouls(ctx context.Context, sq store.SoulQuery) (store.SoulPa
 	if err != nil {
 		return store.SoulPage{}, s.wrap(op, err)
 	}
-	page := store.SoulPage{Souls: souls}
+	page.Souls = souls
 	if len(souls) > limit {
 		page.Souls = souls[:limit]
 		page.Next = souls[limit-1].SID
 	}
 	return page, nil
+}
+
+// soulWhere is the WHERE conditions (each starting with AND) and arguments
+// of sq's filters, without the cursor.
+func (s *Store) soulWhere(sq store.SoulQuery) (string, []any, error) {
+	query := ""
+	var args []any
+	if sq.Status != "" {
+		query += ` AND status = ?`
+		args = append(args, sq.Status)
+	}
+	if sq.SIDPrefix != "" {
+		// A range on the key: every SID starting with the prefix sorts
+		// between it and it followed by the largest code point.
+		query += ` AND sid >= ? AND sid < ?`
+		args = append(args, sq.SIDPrefix, sq.SIDPrefix+"\U0010FFFF")
+	}
+	if covens := sortedSet(sq.Covens); len(covens) > 0 {
+		query += ` AND sid IN (SELECT sid FROM soul_covens WHERE coven IN (` + placeholders(len(covens)) + `)
+			GROUP BY sid HAVING COUNT(*) = ?)`
+		for _, c := range covens {
+			args = append(args, c)
+		}
+		args = append(args, len(covens))
+	}
+	if sq.Fact != "" {
+		keys, err := store.FactPath(sq.Fact)
+		if err != nil {
+			return "", nil, invalid("%v", err)
+		}
+		expr, eargs := s.d.FactText("soulprint", keys)
+		args = append(args, eargs...)
+		if sq.FactValue == "" {
+			query += ` AND ` + expr + ` IS NOT NULL`
+		} else {
+			query += ` AND ` + expr + ` = ?`
+			args = append(args, sq.FactValue)
+		}
+	}
+	return query, args, nil
 }
 
 // PageRuns returns one page of the runs matching q, newest first.
@@ -131,4 +148,55 @@ func (s *Store) CountRuns(ctx context.Context) (map[string]int, error) {
 		out[st] = n
 	}
 	return out, s.wrap("counting runs", rows.Err())
+}
+
+// CountIncarnations counts the incarnations by status (statuses without
+// incarnations are absent), without reading them.
+func (s *Store) CountIncarnations(ctx context.Context) (map[string]int, error) {
+	rows, err := s.reader().query(ctx, `SELECT status, COUNT(*) FROM incarnations GROUP BY status`)
+	if err != nil {
+		return nil, s.wrap("counting incarnations", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, s.wrap("counting incarnations", err)
+		}
+		out[st] = n
+	}
+	return out, s.wrap("counting incarnations", rows.Err())
+}
+
+// IncarnationNames lists the names of at most limit (bounded by
+// store.PageLimit) incarnations in status, sorted.
+func (s *Store) IncarnationNames(ctx context.Context, status string, limit int) ([]string, error) {
+	rows, err := s.reader().query(ctx, `SELECT name FROM incarnations WHERE status = ? ORDER BY name LIMIT ?`,
+		status, store.PageLimit(limit))
+	if err != nil {
+		return nil, s.wrap("listing incarnations", err)
+	}
+	out, err := collect(rows, func(sc interface{ Scan(...any) error }) (string, error) {
+		var n string
+		err := sc.Scan(&n)
+		return n, err
+	})
+	return out, s.wrap("listing incarnations", err)
+}
+
+// ListCovens lists the distinct covens souls carry, sorted (at most
+// store.MaxPageLimit).
+func (s *Store) ListCovens(ctx context.Context) ([]string, error) {
+	rows, err := s.reader().query(ctx, `SELECT DISTINCT coven FROM soul_covens ORDER BY coven LIMIT ?`, store.MaxPageLimit)
+	if err != nil {
+		return nil, s.wrap("listing covens", err)
+	}
+	out, err := collect(rows, func(sc interface{ Scan(...any) error }) (string, error) {
+		var c string
+		err := sc.Scan(&c)
+		return c, err
+	})
+	return out, s.wrap("listing covens", err)
 }

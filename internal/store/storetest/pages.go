@@ -72,7 +72,17 @@ func testPageSouls(t *testing.T, s store.Store) {
 	diff(t, "boolean false", pageSIDs(t, s, store.SoulQuery{Fact: "virtual", FactValue: "false"}), [][]string{{"db-1"}})
 	diff(t, "fact present", pageSIDs(t, s, store.SoulQuery{Fact: "virtual"}),
 		[][]string{{"db-1", "web-1", "web-3", "web-5"}})
-	_, err := s.PageSouls(ctx, store.SoulQuery{Fact: "os.family'; DROP TABLE souls; --", FactValue: "x"})
+	p, err := s.PageSouls(ctx, store.SoulQuery{Fact: "os.family", FactValue: "redhat", Limit: 1, Count: true})
+	must(t, err)
+	diff(t, "count of matching souls", p.Total, 3)
+	diff(t, "count, first page", len(p.Souls), 1)
+	p, err = s.PageSouls(ctx, store.SoulQuery{SIDPrefix: "web", After: "web-3", Count: true})
+	must(t, err)
+	diff(t, "count ignores the cursor", p.Total, 8)
+	covens, err := s.ListCovens(ctx)
+	must(t, err)
+	diff(t, "covens", covens, []string{"db", "dc2", "web"})
+	_, err = s.PageSouls(ctx, store.SoulQuery{Fact: "os.family'; DROP TABLE souls; --", FactValue: "x"})
 	wantCode(t, err, domain.CodeInvalid)
 
 	// Without a limit a page is DefaultPageLimit long (PageLimit, which
@@ -80,7 +90,7 @@ func testPageSouls(t *testing.T, s store.Store) {
 	for i := range store.DefaultPageLimit + 2 {
 		must(t, s.UpsertSoul(ctx, soul(fmt.Sprintf("z-%04d", i))))
 	}
-	p, err := s.PageSouls(ctx, store.SoulQuery{SIDPrefix: "z-"})
+	p, err = s.PageSouls(ctx, store.SoulQuery{SIDPrefix: "z-"})
 	must(t, err)
 	diff(t, "default page", len(p.Souls), store.DefaultPageLimit)
 	diff(t, "next of the default page", p.Next, fmt.Sprintf("z-%04d", store.DefaultPageLimit-1))
@@ -132,5 +142,11 @@ func testPageRuns(t *testing.T, s store.Store) {
 
 	counts, err := s.CountRuns(ctx)
 	must(t, err)
+	incs, err := s.CountIncarnations(ctx)
+	must(t, err)
+	diff(t, "incarnation counts", incs, map[string]int{store.IncarnationApplying: 1, store.IncarnationErrorLocked: 1})
+	names, err := s.IncarnationNames(ctx, store.IncarnationErrorLocked, 0)
+	must(t, err)
+	diff(t, "locked incarnations", names, []string{"b"})
 	diff(t, "run counts", counts, map[string]int{store.RunSucceeded: 5, store.RunFailed: 1, store.RunPending: 1})
 }
