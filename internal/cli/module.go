@@ -11,6 +11,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/cmdutil"
 	"github.com/soulstack/soulstack/internal/module"
+	"github.com/soulstack/soulstack/internal/module/custom"
 	// The registry holds the core.* modules once their package is linked.
 	_ "github.com/soulstack/soulstack/internal/module/core"
 	"github.com/soulstack/soulstack/internal/textutil"
@@ -24,6 +25,7 @@ const (
 	flagNeedsRoot   = "needs-root"   // host-global state: root on the host, never under --root
 	flagRunsProgram = "runs-program" // runs a program of the caller's choosing
 	flagReadOnly    = "read-only"    // changes nothing, runs in check mode too
+	flagCustom      = "custom"       // a custom module of the service repository
 )
 
 // ModuleSummary is one row of `soulctl module list`.
@@ -58,6 +60,10 @@ type ModuleDoc struct {
 	// beyond the common ones.
 	Output  []ModuleField `json:"output"`
 	Example string        `json:"example"`
+	// Description, Timeout and MaxOutput are set for custom modules.
+	Description string `json:"description,omitempty"`
+	Timeout     string `json:"timeout,omitempty"`
+	MaxOutput   int    `json:"max_output,omitempty"`
 }
 
 // ModuleField is one declared field of a module's result.
@@ -86,18 +92,30 @@ nothing; runs in check mode too).`,
 }
 
 func newModuleListCmd(g *Globals) *cobra.Command {
-	return &cobra.Command{
+	var repo string
+	c := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the modules with a one-line summary and their flags",
-		Args:    cobra.NoArgs,
+		Long: `Lists the core modules built into soulctl and, with --service <repo>, the
+typed custom modules of that service repository (modules/<name>/module.yml,
+called as service.<name>).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			customs, err := serviceModules(repo)
+			if err != nil {
+				return err
+			}
 			names := module.Names()
-			out := make([]ModuleSummary, 0, len(names))
+			out := make([]ModuleSummary, 0, len(names)+len(customs))
 			for _, n := range names {
 				m, _ := module.Lookup(n)
 				s := m.Schema()
 				out = append(out, ModuleSummary{Name: n, Summary: s.Summary, Flags: moduleFlags(s)})
+			}
+			for _, n := range sortedKeys(customs) {
+				s := customs[n].Schema()
+				out = append(out, ModuleSummary{Name: n, Summary: s.Summary, Flags: append(moduleFlags(s), flagCustom)})
 			}
 			return g.Emit(cmd, out, func(w io.Writer) error {
 				row(w, "NAME", "FLAGS", "SUMMARY")
@@ -108,10 +126,12 @@ func newModuleListCmd(g *Globals) *cobra.Command {
 			})
 		},
 	}
+	c.Flags().StringVar(&repo, "service", "", "also list the custom modules of this service repository (a directory)")
+	return c
 }
 
 func newModuleShowCmd(g *Globals) *cobra.Command {
-	var name string
+	var name, repo string
 	c := &cobra.Command{
 		Use:   "show [name]",
 		Short: "Show a module's params, check-mode and confinement behaviour, and an example task",
@@ -133,15 +153,32 @@ func newModuleShowCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, ok := module.Lookup(n)
-			if !ok {
-				return unknownModule(n)
+			var doc ModuleDoc
+			if strings.HasPrefix(n, custom.Prefix) {
+				if repo == "" {
+					return cmdutil.Usage(fmt.Errorf("%s is a custom module of a service repository: give --service <repo>", n))
+				}
+				customs, err := serviceModules(repo)
+				if err != nil {
+					return err
+				}
+				m, ok := customs[n]
+				if !ok {
+					return cmdutil.Usage(fmt.Errorf("%s has no module %s%s (custom modules live in modules/<name>/)", repo, n, textutil.Suggest(n, sortedKeys(customs))))
+				}
+				doc = customDoc(m)
+			} else {
+				m, ok := module.Lookup(n)
+				if !ok {
+					return unknownModule(n)
+				}
+				doc = moduleDoc(m.Name(), m.Schema())
 			}
-			doc := moduleDoc(m.Name(), m.Schema())
 			return g.Emit(cmd, doc, func(w io.Writer) error { return moduleDetail(w, doc) })
 		},
 	}
 	addNameFlag(c, &name, "name", "module name")
+	c.Flags().StringVar(&repo, "service", "", "the service repository (a directory) whose custom module service.<name> to show")
 	return c
 }
 
@@ -358,6 +395,13 @@ func moduleDetail(w io.Writer, d ModuleDoc) error {
 	row(w, "Runs on:", d.RunsOn)
 	row(w, "Check mode:", d.CheckMode)
 	row(w, "Under --root:", d.Confinement)
+	if d.Timeout != "" {
+		row(w, "Bounds:", fmt.Sprintf("timeout %s, at most %d bytes of output", d.Timeout, d.MaxOutput))
+	}
+	if d.Description != "" {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, strings.TrimSpace(d.Description))
+	}
 	fmt.Fprintln(w)
 	if len(d.Params) == 0 {
 		fmt.Fprintln(w, "No params.")

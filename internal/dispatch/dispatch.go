@@ -20,6 +20,19 @@ type Call struct {
 	Files map[string][]byte `json:"files,omitempty"`
 	// TemplateData is the data core.file.rendered renders with.
 	TemplateData map[string]any `json:"template_data,omitempty"`
+	// Custom is the service's custom module the call runs (Module is
+	// service.<name>): its module.yml and program, pinned by SHA-256.
+	Custom *CustomModule `json:"custom,omitempty"`
+}
+
+// CustomModule is a service repository's module (modules/<name>/) as it
+// travels to a soul: module.yml and the program, pinned by the SHA-256 the
+// Keeper computed when it loaded the service; the soul refuses a program
+// that does not match.
+type CustomModule struct {
+	Spec    []byte `json:"spec"`
+	Program []byte `json:"program"`
+	SHA256  string `json:"sha256"`
 }
 
 // Bundle is a whole destiny shipped to a soul, which runs it locally with its
@@ -29,6 +42,9 @@ type Bundle struct {
 	Files   map[string][]byte `json:"files"` // the destiny directory, paths relative to it ("main.yml", "templates/x.tmpl")
 	Input   map[string]any    `json:"input"`
 	Essence map[string]any    `json:"essence,omitempty"`
+	// Modules are the service's custom modules the destiny calls, by name
+	// (service.<name>).
+	Modules map[string]*CustomModule `json:"modules,omitempty"`
 }
 
 // Work is what one host is asked to do. Exactly one of Call and Bundle is set.

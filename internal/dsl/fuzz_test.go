@@ -55,7 +55,7 @@ func FuzzLoad(f *testing.F) {
 			t.Fatal("no problems but scenario s is missing")
 		}
 		if d := svc.Destinies["d"]; d != nil {
-			_, _ = ParseDestiny("d", d.Files)
+			_, _ = ParseDestiny("d", d.Files, nil)
 		}
 	})
 }

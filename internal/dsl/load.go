@@ -11,6 +11,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/expr"
 	"github.com/soulstack/soulstack/internal/module"
+	"github.com/soulstack/soulstack/internal/module/custom"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -35,6 +36,9 @@ type parser struct {
 	// already reported: a unit whose main.yml is one of them is not also
 	// said to have none.
 	unread map[string]bool
+	// brokenMods are the custom modules whose directory has problems
+	// (reported once there, not again at every task calling them).
+	brokenMods map[string]bool
 }
 
 // skip records a file found but not read, with the problem saying why.
@@ -82,10 +86,11 @@ func LoadFS(fsys fs.FS) (*Service, Problems) {
 	p.manifest(fsys, svc)
 	p.essence(fsys, svc)
 	p.health(fsys, svc)
+	svc.Modules = p.customModules(fsys)
 	for _, name := range p.unitNames(fsys, "destiny") {
 		dir := "destiny/" + name
 		files := p.readTree(fsys, dir)
-		if d := p.destiny(name, dir, files); d != nil {
+		if d := p.destiny(name, dir, files, svc.Modules); d != nil {
 			svc.Destinies[name] = d
 		}
 	}
@@ -101,11 +106,12 @@ func LoadFS(fsys fs.FS) (*Service, Problems) {
 }
 
 // ParseDestiny parses and validates a destiny from its bundle files (paths
-// relative to the destiny directory), as a soul receives it. The error is
-// a Problems value when the bundle is invalid.
-func ParseDestiny(name string, files map[string][]byte) (*Destiny, error) {
+// relative to the destiny directory), as a soul receives it, with the
+// service's custom modules the bundle carries (nil: none). The error is a
+// Problems value when the bundle is invalid.
+func ParseDestiny(name string, files map[string][]byte, mods map[string]*custom.Module) (*Destiny, error) {
 	p := &parser{}
-	d := p.destiny(name, "destiny/"+name, files)
+	d := p.destiny(name, "destiny/"+name, files, mods)
 	if len(p.problems) > 0 {
 		return nil, sortProblems(p.problems)
 	}
@@ -360,6 +366,8 @@ type unit struct {
 	// serialDepth counts the enclosing blocks with serial: of the task
 	// being parsed (delegate: needs one).
 	serialDepth int
+	// mods are the service's custom modules (service.<name>).
+	mods map[string]*custom.Module
 }
 
 // exprUse is one expression whose register references are checked.
@@ -371,8 +379,16 @@ type exprUse struct {
 
 func (u *unit) file(rel string) string { return u.dir + "/" + rel }
 
-// moduleSchema returns the schema of a registered module.
-func moduleSchema(name string) (module.Schema, bool) {
+// moduleSchema returns the schema of a module: a custom module of the
+// service (service.<name>) or a registered core module.
+func (u *unit) moduleSchema(name string) (module.Schema, bool) {
+	if strings.HasPrefix(name, custom.Prefix) {
+		m, ok := u.mods[name]
+		if !ok {
+			return module.Schema{}, false
+		}
+		return m.Schema(), true
+	}
 	m, ok := module.Lookup(name)
 	if !ok {
 		return module.Schema{}, false

@@ -13,6 +13,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/soulstack/soulstack/internal/module/custom"
 )
 
 // Pos is a position in a service repository: File is relative to the repo
@@ -46,6 +48,9 @@ type Service struct {
 	Destinies map[string]*Destiny
 	// Health holds health/<name>.yml by name (SPEC §14.1).
 	Health map[string]*HealthCheck
+	// Modules are the custom modules of modules/<name>/, by their task
+	// name (service.<name>).
+	Modules map[string]*custom.Module
 	// Warnings are advice found while validating that does not make the
 	// repository invalid (an unquoted ${ input.* } in a shell command line).
 	Warnings Problems

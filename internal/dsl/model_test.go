@@ -150,7 +150,7 @@ func TestParseDestinyMatchesLoad(t *testing.T) {
 	svc := loadExample(t, "redis")
 	for name, loaded := range svc.Destinies {
 		t.Run(name, func(t *testing.T) {
-			parsed, err := ParseDestiny(name, loaded.Files)
+			parsed, err := ParseDestiny(name, loaded.Files, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +171,7 @@ func TestParseDestinyMatchesLoad(t *testing.T) {
 func TestParseDestinyInvalidBundle(t *testing.T) {
 	_, err := ParseDestiny("x", map[string][]byte{
 		"main.yml": []byte("tasks:\n  - module: core.file.rendered\n    params: {path: /a, template: templates/a.tmpl}\n  - module: core.test.ping\n    on: keeper\n"),
-	})
+	}, nil)
 	problems, ok := err.(Problems)
 	if !ok {
 		t.Fatalf("error = %v (%T), want Problems", err, err)
@@ -187,7 +187,7 @@ func TestParseDestinyInvalidBundle(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
-	if _, err := ParseDestiny("y", map[string][]byte{}); err == nil || !strings.Contains(err.Error(), "destiny y has no main.yml") {
+	if _, err := ParseDestiny("y", map[string][]byte{}, nil); err == nil || !strings.Contains(err.Error(), "destiny y has no main.yml") {
 		t.Errorf("empty bundle error = %v", err)
 	}
 }

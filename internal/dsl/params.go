@@ -36,9 +36,12 @@ func (p *parser) moduleCall(u *unit, file string, t *Task, modNode, paramsNode *
 		exprTypes[e.key] = p.templates(u, file, e.value, "params."+e.key, templateOpts{})
 		t.Params[e.key] = p.value(file, e.value)
 	}
-	schema, ok := moduleSchema(name)
+	schema, ok := u.moduleSchema(name)
+	if !ok && p.brokenMods[name] {
+		return
+	}
 	if !ok {
-		p.add(modPos, "module", fmt.Sprintf("unknown module %s%s", name, suggest(name, module.Names())))
+		p.add(modPos, "module", u.unknownModule(name))
 		return
 	}
 	switch {

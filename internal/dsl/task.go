@@ -163,9 +163,9 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 
 	// Keys evaluated on the task's own result also see its own register.
 	after := templateOpts{allowSelf: true, own: t.Register}
-	u.types.self = resultShape(t)
+	u.types.self = resultShape(u, t)
 	if t.Register != "" {
-		u.types.regs[t.Register] = resultShape(t)
+		u.types.regs[t.Register] = resultShape(u, t)
 	}
 	if nn, ok := v["retry"]; ok {
 		t.Retry = p.retry(u, file, nn, after)

@@ -113,7 +113,7 @@ func essenceShape(svc *Service) *expr.Shape {
 // resultShape is the static shape of the result t registers: the common
 // result fields plus the module's declared output (SPEC §5, §9). A module
 // without a schema (a custom module) gives an open shape.
-func resultShape(t *Task) *expr.Shape {
+func resultShape(u *unit, t *Task) *expr.Shape {
 	s := &expr.Shape{Name: "a result", Fields: map[string]*cel.Type{}}
 	for k, f := range module.ResultFields {
 		s.Fields[k] = paramCelType(f.Type)
@@ -122,7 +122,7 @@ func resultShape(t *Task) *expr.Shape {
 	switch {
 	case t.Module != "":
 		s.Name = "a " + t.Module + " result"
-		schema, ok := moduleSchema(t.Module)
+		schema, ok := u.moduleSchema(t.Module)
 		if !ok || schema.Output == nil {
 			s.Open = true
 		}

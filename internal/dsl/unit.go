@@ -8,6 +8,7 @@ import (
 	"github.com/google/cel-go/cel"
 
 	"github.com/soulstack/soulstack/internal/expr"
+	"github.com/soulstack/soulstack/internal/module/custom"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -20,6 +21,7 @@ var (
 // scenario parses scenario/<name>/ (destinies must be parsed already).
 func (p *parser) scenario(svc *Service, name, dir string, files map[string][]byte) *Scenario {
 	u := newUnit(expr.KindScenario, name, dir, files, svc)
+	u.mods = svc.Modules
 	s := &Scenario{Name: name, Dir: dir, Files: files, Pos: Pos{File: u.file("main.yml"), Line: 1, Col: 1}}
 	data, ok := files["main.yml"]
 	if !ok {
@@ -69,8 +71,9 @@ func (p *parser) scenario(svc *Service, name, dir string, files map[string][]byt
 }
 
 // destiny parses destiny/<name>/ from its files.
-func (p *parser) destiny(name, dir string, files map[string][]byte) *Destiny {
+func (p *parser) destiny(name, dir string, files map[string][]byte, mods map[string]*custom.Module) *Destiny {
 	u := newUnit(expr.KindDestiny, name, dir, files, nil)
+	u.mods = mods
 	d := &Destiny{Name: name, Dir: dir, Files: files, Pos: Pos{File: u.file("main.yml"), Line: 1, Col: 1}}
 	data, ok := files["main.yml"]
 	if !ok {

@@ -18,7 +18,11 @@ import (
 // task's result in Tasks and the output in Output.
 func RunBundle(ctx context.Context, b *dispatch.Bundle, facts map[string]any, o Options) domain.Result {
 	start := time.Now()
-	d, err := dsl.ParseDestiny(b.Destiny, b.Files)
+	mods, err := Unwire(b.Modules)
+	if err != nil {
+		return failed(fmt.Sprintf("destiny %s: %v", b.Destiny, err))
+	}
+	d, err := dsl.ParseDestiny(b.Destiny, b.Files, mods)
 	if err != nil {
 		return failed(fmt.Sprintf("destiny %s: %v", b.Destiny, err))
 	}
@@ -30,6 +34,7 @@ func RunBundle(ctx context.Context, b *dispatch.Bundle, facts map[string]any, o 
 		o.Env = expr.ForKind(expr.KindDestiny)
 	}
 	o.Files = d.Files
+	o.Modules = mods
 	sid, _ := facts["sid"].(string)
 	act := &expr.Activation{
 		Input:      input,

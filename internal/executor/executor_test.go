@@ -42,7 +42,7 @@ func (h *host) run(t *testing.T, mainYML string, input map[string]any, check boo
 
 func (h *host) runFiles(t *testing.T, files map[string][]byte, input map[string]any, check bool) domain.Result {
 	t.Helper()
-	if _, err := dsl.ParseDestiny("t", files); err != nil {
+	if _, err := dsl.ParseDestiny("t", files, nil); err != nil {
 		t.Fatalf("destiny does not validate: %v", err)
 	}
 	noSleep := func(context.Context, time.Duration) error { return nil }

@@ -18,6 +18,7 @@ import (
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/dsl"
 	"github.com/soulstack/soulstack/internal/expr"
+	"github.com/soulstack/soulstack/internal/module/custom"
 )
 
 // Caller runs one rendered module call on the host and returns its result.
@@ -39,6 +40,9 @@ type Options struct {
 	// Taint, when the run has secrets, marks the params derived from
 	// them (see Taint); nil marks nothing.
 	Taint *Taint
+	// Modules are the service's custom modules (service.<name>), shipped
+	// with the calls that run them.
+	Modules map[string]*custom.Module
 }
 
 // commandModules do not run in check mode, except as the read-only probe.
@@ -160,6 +164,12 @@ func attemptOne(ctx context.Context, t *dsl.Task, act *expr.Activation, o Option
 		check = false
 	}
 	call := dispatch.Call{Module: t.Module, Params: params}
+	if m, ok := o.Modules[t.Module]; ok {
+		if check && !m.Spec.CheckMode {
+			return domain.Result{Unknown: true, Msg: fmt.Sprintf("would run; result unknown in check mode (%s does not declare check_mode: true)", t.Module)}
+		}
+		call.Custom = Wire(m)
+	}
 	if t.Module == "core.file.rendered" {
 		call.Files = o.Files
 		call.TemplateData = TemplateData(act)
@@ -378,4 +388,41 @@ func CopiedFiles(files map[string][]byte, params map[string]any) map[string][]by
 		return nil
 	}
 	return map[string][]byte{name: data}
+}
+
+// Wire is m as it travels with a call or a bundle.
+func Wire(m *custom.Module) *dispatch.CustomModule {
+	return &dispatch.CustomModule{Spec: m.SpecData, Program: m.Program, SHA256: m.SHA256}
+}
+
+// WireAll is Wire over a set of modules (nil for none).
+func WireAll(mods map[string]*custom.Module) map[string]*dispatch.CustomModule {
+	if len(mods) == 0 {
+		return nil
+	}
+	out := make(map[string]*dispatch.CustomModule, len(mods))
+	for name, m := range mods {
+		out[name] = Wire(m)
+	}
+	return out
+}
+
+// Unwire rebuilds the custom modules a bundle carries, checking each
+// program against its pin.
+func Unwire(wire map[string]*dispatch.CustomModule) (map[string]*custom.Module, error) {
+	if len(wire) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*custom.Module, len(wire))
+	for name, w := range wire {
+		if w == nil {
+			return nil, fmt.Errorf("custom module %s arrived without its program", name)
+		}
+		m, err := custom.FromWire(name, w.Spec, w.Program, w.SHA256)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = m
+	}
+	return out, nil
 }

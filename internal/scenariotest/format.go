@@ -19,6 +19,7 @@ import (
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/dsl"
+	"github.com/soulstack/soulstack/internal/module/custom"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -193,6 +194,9 @@ func Parse(file, name string, data []byte, svc *dsl.Service, sc *dsl.Scenario) (
 	var root yaml.Node
 	_ = yaml.Unmarshal(data, &root)
 	v := &validator{file: file, root: &root, problems: keyProblems}
+	if svc != nil {
+		v.custom = svc.Modules
+	}
 	t := &Test{
 		Name: name, File: file, Scenario: sc.Name, Description: spec.Description,
 		Hosts: spec.Hosts, Incarnation: spec.Incarnation, Input: spec.Input, Essence: spec.Essence, Check: spec.Check,
@@ -250,6 +254,8 @@ type validator struct {
 	file     string
 	root     *yaml.Node
 	problems Problems
+	// custom are the service's custom modules (stubs may answer them).
+	custom map[string]*custom.Module
 }
 
 func (v *validator) add(n *yaml.Node, format string, args ...any) {
@@ -396,7 +402,7 @@ func (v *validator) stub(t *Test, i int, s stubSpec) dispatch.Stub {
 	if n > 1 {
 		v.add(v.node(path...), "stubs[%d]: give one of result:, results:, unreachable: true, timeout: true", i)
 	}
-	if s.Module != "" && !knownModule(s.Module) {
+	if _, isCustom := v.custom[s.Module]; s.Module != "" && !knownModule(s.Module) && !isCustom {
 		v.add(v.node(append(path, "module")...), "unknown module %s", s.Module)
 	}
 	v.hostList(append(path, "hosts"), s.Hosts, true)

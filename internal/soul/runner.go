@@ -7,12 +7,14 @@ import (
 	"io/fs"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"testing/fstest"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/module"
+	"github.com/soulstack/soulstack/internal/module/custom"
 )
 
 // Runner executes one piece of work on this host. It always returns a
@@ -75,8 +77,19 @@ func (r *ModuleRunner) Run(ctx context.Context, w dispatch.Work) (res domain.Res
 }
 
 func (r *ModuleRunner) call(ctx context.Context, c *dispatch.Call, env *module.Env) domain.Result {
-	m, ok := module.Lookup(c.Module)
-	if !ok {
+	var m module.Module
+	if strings.HasPrefix(c.Module, custom.Prefix) {
+		if c.Custom == nil {
+			return failed(fmt.Sprintf("custom module %s arrived without its program", c.Module))
+		}
+		cm, err := custom.FromWire(c.Module, c.Custom.Spec, c.Custom.Program, c.Custom.SHA256)
+		if err != nil {
+			return failed(err.Error())
+		}
+		m = cm
+	} else if lm, ok := module.Lookup(c.Module); ok {
+		m = lm
+	} else {
 		return failed(fmt.Sprintf("unknown module %s on this soul", c.Module))
 	}
 	files, err := mapFS(c.Files)

@@ -15,6 +15,7 @@ import (
 	"github.com/soulstack/soulstack/internal/cmdutil"
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/dsl"
 	"github.com/soulstack/soulstack/internal/executor"
 	"github.com/soulstack/soulstack/internal/soul"
 )
@@ -43,7 +44,7 @@ func newApplyCmd() *cobra.Command {
 		inputJSON         string
 		check             bool
 		output, sid, root string
-		dataDir           string
+		dataDir, modsDir  string
 	)
 	c := &cobra.Command{
 		Use:   "apply --local <destiny-dir>",
@@ -67,13 +68,17 @@ func newApplyCmd() *cobra.Command {
 			if err != nil {
 				return cmdutil.Usage(fmt.Errorf("reading destiny %s: %w", dir, err))
 			}
+			mods, err := localModules(dir, modsDir, c.Flags().Changed("modules"))
+			if err != nil {
+				return cmdutil.Usage(err)
+			}
 			facts, err := soul.CollectFacts(soul.FactsOptions{SID: sid, Root: root})
 			if err != nil {
 				return cmdutil.Failed(fmt.Errorf("collecting facts: %w", err))
 			}
 			runner := &soul.ModuleRunner{Root: root, Facts: func() map[string]any { return facts }}
 			name := filepath.Base(dir)
-			res := executor.RunBundle(c.Context(), &dispatch.Bundle{Destiny: name, Files: files, Input: input}, facts,
+			res := executor.RunBundle(c.Context(), &dispatch.Bundle{Destiny: name, Files: files, Input: input, Modules: mods}, facts,
 				executor.Options{Check: check, Call: executor.CallerFor(runner)})
 			recordApply(c, dataDir, root, check, name, res)
 			if output == "json" {
@@ -96,8 +101,30 @@ func newApplyCmd() *cobra.Command {
 	c.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	c.Flags().StringVar(&sid, "sid", "", "soul identity (default: the host's FQDN)")
 	c.Flags().StringVar(&root, "root", "", "confine file modules to this directory")
+	c.Flags().StringVar(&modsDir, "modules", "", "the service repository whose modules/<name>/ the destiny calls as service.<name> (default: the repository around <destiny-dir> when it is destiny/<name> of one)")
 	c.Flags().StringVar(&dataDir, "data-dir", defaultSoulDataDir, "where the local task record (tasks.log) is kept; written when running as root without --root, or when this flag is given")
 	return c
+}
+
+// localModules loads the custom modules of the repository repo (or, when
+// not given, of the repository around dir when dir is destiny/<name> of
+// one and has modules/), wired as a bundle carries them.
+func localModules(dir, repo string, given bool) (map[string]*dispatch.CustomModule, error) {
+	if !given {
+		parent := filepath.Dir(dir)
+		if filepath.Base(parent) != "destiny" {
+			return nil, nil
+		}
+		repo = filepath.Dir(parent)
+		if st, err := os.Stat(filepath.Join(repo, "modules")); err != nil || !st.IsDir() {
+			return nil, nil
+		}
+	}
+	mods, problems := dsl.LoadModules(os.DirFS(repo))
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("custom modules of %s:\n%v", repo, problems)
+	}
+	return executor.WireAll(mods), nil
 }
 
 // flatten lists a destiny's tasks with block children inline.

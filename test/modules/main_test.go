@@ -14,9 +14,9 @@ import (
 	"github.com/soulstack/soulstack/internal/lab/labtest"
 )
 
-// labPackages are installable offline on the host; the same set as
-// test/systemd's, so both share one cached repository.
-var labPackages = []string{"hello", "redis-server", "redis-tools"}
+// labPackages are installable offline on the host: test/systemd's set
+// plus python3 for the example's Python custom module.
+var labPackages = []string{"hello", "python3", "redis-server", "redis-tools"}
 
 // shared is the one lab host every test of the package uses (booted by
 // the first test that needs it, closed by TestMain); lab.New removes an
