@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
@@ -62,6 +63,23 @@ type hostView struct {
 	Msg        string    `json:"msg"`
 	DurationMS int64     `json:"duration_ms"`
 	StartedAt  time.Time `json:"started_at"`
+	// Data holds module-specific fields; delegated_to lists the hosts a
+	// delegated task ran on for this one.
+	Data map[string]any `json:"data,omitempty"`
+}
+
+// hostLabel is how a result's host is shown: its SID, and for a task run
+// by delegates (delegate:), "sid → delegate, …".
+func hostLabel(h hostView) string {
+	ds, ok := h.Data["delegated_to"].([]any)
+	if !ok || len(ds) == 0 {
+		return h.SID
+	}
+	names := make([]string, len(ds))
+	for i, d := range ds {
+		names[i] = fmt.Sprint(d)
+	}
+	return h.SID + " → " + strings.Join(names, ",")
 }
 
 // terminalRun reports whether a run status is final.

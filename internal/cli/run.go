@@ -200,7 +200,7 @@ func runDetail(w io.Writer, r runView) error {
 			if i > 0 {
 				label = `  "`
 			}
-			row(w, clip(label, 48), h.SID, waveCell(h.Wave), h.Status, yn(h.Changed), fmt.Sprint(h.RC), human(time.Duration(h.DurationMS)*time.Millisecond))
+			row(w, clip(label, 48), hostLabel(h), waveCell(h.Wave), h.Status, yn(h.Changed), fmt.Sprint(h.RC), human(time.Duration(h.DurationMS)*time.Millisecond))
 			switch domain.HostStatus(h.Status) {
 			case domain.StatusFailed, domain.StatusUnreachable:
 				failed = append(failed, failureText(name, h))
