@@ -37,9 +37,10 @@ const (
 )
 
 // labPackages are made installable in the hosts: Redis for examples/redis,
-// htop for examples/my-service (the first-service guide), hello as in the
-// lab's own tests.
-var labPackages = []string{"hello", "htop", "redis-server", "redis-tools"}
+// htop for examples/my-service (the first-service guide), nginx, haproxy,
+// openssh-server and cron for examples/web, hello as in the lab's own
+// tests.
+var labPackages = []string{"cron", "haproxy", "hello", "htop", "nginx", "openssh-server", "redis-server", "redis-tools"}
 
 // cluster is a lab with a Keeper on the machine side and a connected soul
 // in every host.
