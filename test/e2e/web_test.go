@@ -45,6 +45,7 @@ func TestWebService(t *testing.T) {
 	runSteps(t, []step{
 		{"create converges", func(t *testing.T) { c.testWebCreate(t, lb, webs) }},
 		{"create again changes nothing", c.testWebCreateAgain},
+		{"deploy in check mode touches nothing", func(t *testing.T) { c.testWebDeployCheck(t, lb, webs) }},
 		{"deploy drains each wave at the balancer", func(t *testing.T) { c.testWebDeploy(t, lb, webs) }},
 	}, c.resetStartLimits)
 	t.Logf("the web service end-to-end run took %v", since(start))
@@ -255,5 +256,39 @@ func (c *cluster) testWebDeploy(t *testing.T, lb string, webs []string) {
 		}
 	}); !slices.Equal(got, webs) {
 		t.Errorf("haproxy servers %v, want %v", got, webs)
+	}
+}
+
+// testWebDeployCheck runs deploy in check mode: the delegated commands are
+// reported as would-run (unknown) on each wave host's row, delegated to
+// the balancer, and nothing is drained or restarted.
+func (c *cluster) testWebDeployCheck(t *testing.T, lb string, webs []string) {
+	before := map[string]int{}
+	for _, sid := range webs {
+		before[sid] = c.mainPID(t, sid, "nginx")
+	}
+	ctx := t.Context()
+	acc, err := c.api.StartRun(ctx, webIncarnation, apiclient.StartRunRequest{Scenario: "deploy", Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.waitRun(t, acc.ApplyID)
+	requireOutcome(t, r, store.RunSucceeded)
+	drain := task(r, "Drain at the balancer")
+	assertEqual(t, "check-mode drain rows", hostsOf(drain, status(domain.StatusUnknown)), webs)
+	for _, h := range drain.Hosts {
+		if fmt.Sprint(h.Data["delegated_to"]) != "["+lb+"]" {
+			t.Errorf("check-mode drain of %s: delegated_to %v", h.SID, h.Data["delegated_to"])
+		}
+	}
+	for sid, st := range c.serverStates(t, lb) {
+		if st != "UP" {
+			t.Errorf("after a check-mode deploy haproxy has %s %s", sid, st)
+		}
+	}
+	for _, sid := range webs {
+		if pid := c.mainPID(t, sid, "nginx"); pid != before[sid] {
+			t.Errorf("check-mode deploy restarted nginx on %s (MainPID %d → %d)", sid, before[sid], pid)
+		}
 	}
 }
