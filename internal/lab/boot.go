@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -224,8 +225,17 @@ func (h *Host) startInit(ctx context.Context) (*initProc, error) {
 // makes a stop or reboot take as long as the busiest disk of the machine.
 // The verb systemd-shutdown was given (reboot, poweroff, halt) is kept for
 // the reboot decision.
+//
+// systemd-shutdown begins by stopping every process (kill(-1, SIGSTOP))
+// and continues them after its SIGTERM; a cut that lands in between
+// leaves processes entered from outside (Host.Start, Exec) stopped, and
+// their nsenter parent, which stops itself when its child stops, never
+// reaps them — so the namespace's init could not finish exiting (the
+// kernel's zap_pid_ns_processes waits for every member to be reaped).
+// After the cut those parents are continued until init is gone.
 func (init *initProc) cutAtFinalStage() {
 	cmdline := fmt.Sprintf("/proc/%d/cmdline", init.pid)
+	pidNS, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init.pid))
 	for {
 		select {
 		case <-init.done:
@@ -242,7 +252,31 @@ func (init *initProc) cutAtFinalStage() {
 		}
 		init.finalVerb.Store(args[1])
 		_ = syscall.Kill(init.pid, syscall.SIGKILL)
+		for pidNS != "" {
+			continueStoppedEntrants(pidNS)
+			select {
+			case <-init.done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 		return
+	}
+}
+
+// continueStoppedEntrants sends SIGCONT to every stopped process outside
+// the PID namespace pidNS (a /proc/PID/ns/pid link) whose child is in it:
+// the nsenter processes that entered the host and stopped along with
+// their child.
+func continueStoppedEntrants(pidNS string) {
+	for _, pid := range nsMembers(pidNS) {
+		ppid, _ := strconv.Atoi(procPPID(pid))
+		if ppid <= 1 || procState(ppid) != "T" {
+			continue
+		}
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", ppid)); err == nil && ns != pidNS {
+			_ = syscall.Kill(ppid, syscall.SIGCONT)
+		}
 	}
 }
 

@@ -15,10 +15,10 @@ import (
 const sigRTMin3 = syscall.Signal(34 + 3)
 
 // shutdownTimeout bounds a clean stop; a host still up after it is killed.
-// A stop takes about a second, but with several lab packages booting and
-// installing at once (make test) units flushing to a saturated disk were
-// seen to need more than a minute; 90 s is systemd's own DefaultTimeoutStopSec
-// for one unit, so a clean stop is given a little more than that.
+// A stop takes well under a second (every unit stopped, then the lab cuts
+// at systemd-shutdown); 90 s is systemd's own DefaultTimeoutStopSec for
+// one unit, so a unit that hangs on its way down is given that and a
+// little more before the host is killed and the stop reported unclean.
 const shutdownTimeout = 100 * time.Second
 
 // Shutdown stops the host cleanly, as `poweroff` would: systemd stops every
@@ -43,8 +43,9 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	wait, cancel := context.WithTimeout(ctx, shutdownTimeout)
 	defer cancel()
 	if err := waitInit(wait, init); err != nil {
-		// Killed it is, then; the error says the clean stop failed.
-		return errors.Join(fmt.Errorf("%s: shutdown: %w", h.name, err), h.KillAll(ctx))
+		// Killed it is, then; the error says the clean stop failed and
+		// what it was waiting for.
+		return errors.Join(fmt.Errorf("%s: shutdown: %w; still running:%s", h.name, err, h.stuckReport(init.pid)), h.KillAll(ctx))
 	}
 	return h.KillAll(ctx)
 }
