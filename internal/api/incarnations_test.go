@@ -107,7 +107,7 @@ func TestIncarnationLifecycle(t *testing.T) {
 		t.Errorf("stored creation input shows the secret: %v", inc.Input)
 	}
 	hist, err := viewer.IncarnationHistory(ctx, "web-prod", 10)
-	if err != nil || len(hist) != 1 || hist[0].State["banner"] != "managed" || hist[0].Summary["a"] == nil {
+	if err != nil || len(hist) != 1 || hist[0].State["banner"] != "managed" || hist[0].Summary["hosts"] != 2.0 {
 		t.Errorf("history = %+v %v", hist, err)
 	}
 	if list, err := viewer.ListIncarnations(ctx); err != nil || len(list) != 1 {

@@ -345,29 +345,17 @@ func incarnationDetail(w io.Writer, i incarnationView) error {
 	return writeMapYAML(w, "  ", i.State)
 }
 
-// snapshotHosts summarizes a history entry's per-host outcome (sid →
-// {ok, changed, failed, skipped} task counts): "3 hosts, 2 changed" — how
-// many hosts took part and on how many something changed.
+// snapshotHosts summarizes a history entry's outcome counts (hosts,
+// hosts_changed, hosts_failed): "3 hosts, 2 changed" — how many hosts took
+// part and on how many something changed.
 func snapshotHosts(summary map[string]any) string {
-	if len(summary) == 0 {
+	count := func(k string) int { f, _ := summary[k].(float64); return int(f) }
+	if count("hosts") == 0 {
 		return "-"
 	}
-	changed, failed := 0, 0
-	for _, v := range summary {
-		m, ok := v.(map[string]any)
-		if !ok {
-			continue
-		}
-		if n, _ := m["changed"].(float64); n > 0 {
-			changed++
-		}
-		if n, _ := m["failed"].(float64); n > 0 {
-			failed++
-		}
-	}
-	s := fmt.Sprintf("%s, %d changed", countOf(len(summary), "host"), changed)
-	if failed > 0 {
-		s += fmt.Sprintf(", %d failed", failed)
+	s := fmt.Sprintf("%s, %d changed", countOf(count("hosts"), "host"), count("hosts_changed"))
+	if n := count("hosts_failed"); n > 0 {
+		s += fmt.Sprintf(", %d failed", n)
 	}
 	return s
 }

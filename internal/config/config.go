@@ -67,6 +67,7 @@ type Keeper struct {
 	HTTP               HTTP     `yaml:"http"`
 	Services           Services `yaml:"services"`
 	Auth               Auth     `yaml:"auth"`
+	Runs               Runs     `yaml:"runs"`
 	// PlainHTTP serves the Operator API and UI over plain HTTP next to TLS
 	// on the one listener (default true, as the seeds' curl examples use
 	// it). false answers plain connections with a refusal naming https://:
@@ -137,6 +138,7 @@ func Default() Keeper {
 		Checker:            Checker{DefaultTimeout: Duration(checker.DefaultTaskTimeout)},
 		Services:           Services{MaxTreeSize: Size(catalog.DefaultMaxTreeBytes)},
 		PlainHTTP:          true,
+		Runs:               Runs{Keep: DefaultRunsKeep()},
 	}
 }
 
@@ -197,6 +199,9 @@ func (k Keeper) Validate() error {
 	}
 	if k.SoulMaxMessageSize < 64<<10 {
 		errs = append(errs, fmt.Errorf("soul_max_message_size must be at least 64KiB"))
+	}
+	if err := k.Runs.Keep.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if (k.TLS.Cert == "") != (k.TLS.Key == "") {
 		errs = append(errs, errors.New("tls cert and key are given together or not at all"))

@@ -378,32 +378,38 @@ func (r *runner) lastAttempt(t *dsl.Task, sid string) int64 {
 	return r.attempts[t][sid]
 }
 
-// summary is the per-host outcome summary of the history snapshot: for each
-// host, how many task results were ok, changed, failed, skipped.
+// summary is the outcome summary of the history snapshot, in counts (the
+// per-host detail is the run's, GET /v1/runs/{apply_id}): how many hosts
+// had results, how many of them changed or failed anything, and how many
+// task results were ok, changed, failed, skipped (and any other status).
 func (r *runner) summary() map[string]any {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	counts := map[string]map[string]int{}
+	perHost := map[string]map[domain.HostStatus]int{}
+	out := map[string]any{"ok": 0, "changed": 0, "failed": 0, "skipped": 0}
 	for t, hosts := range r.results {
 		if t.Block != nil {
 			continue // blocks aggregate their children, counted already
 		}
 		for sid, res := range hosts {
-			c := counts[sid]
-			if c == nil {
-				c = map[string]int{"ok": 0, "changed": 0, "failed": 0, "skipped": 0}
-				counts[sid] = c
+			if perHost[sid] == nil {
+				perHost[sid] = map[domain.HostStatus]int{}
 			}
-			c[string(res.Status())]++
+			st := res.Status()
+			perHost[sid][st]++
+			n, _ := out[string(st)].(int)
+			out[string(st)] = n + 1
 		}
 	}
-	out := make(map[string]any, len(counts))
-	for sid, c := range counts {
-		m := make(map[string]any, len(c))
-		for k, v := range c {
-			m[k] = v
+	changed, failed := 0, 0
+	for _, c := range perHost {
+		if c[domain.StatusChanged] > 0 {
+			changed++
 		}
-		out[sid] = m
+		if c[domain.StatusFailed] > 0 {
+			failed++
+		}
 	}
+	out["hosts"], out["hosts_changed"], out["hosts_failed"] = len(perHost), changed, failed
 	return out
 }

@@ -60,6 +60,13 @@ func backends(t *testing.T, fn func(t *testing.T, dbURL string)) {
 // race detector sees it) on a loopback port until the test ends.
 func inProcessKeeper(t *testing.T, dbURL string) *fleet {
 	t.Helper()
+	return inProcessKeeperWith(t, dbURL, nil)
+}
+
+// inProcessKeeperWith is inProcessKeeper with tune, when not nil, changing
+// the configuration first.
+func inProcessKeeperWith(t *testing.T, dbURL string, tune func(*config.Keeper)) *fleet {
+	t.Helper()
 	ctx := context.Background()
 	f := &fleet{t: t, ctx: ctx, dir: t.TempDir(), souls: map[string]*testutil.Process{}}
 	cfg := config.Default()
@@ -67,6 +74,9 @@ func inProcessKeeper(t *testing.T, dbURL string) *fleet {
 	cfg.DatabaseURL = dbURL
 	cfg.HeartbeatInterval = config.Duration(time.Second)
 	cfg.ShutdownTimeout = config.Duration(5 * time.Second)
+	if tune != nil {
+		tune(&cfg)
+	}
 	res, err := keeper.Init(ctx, keeper.InitOptions{Keeper: cfg})
 	if err != nil {
 		t.Fatal(err)

@@ -156,6 +156,7 @@ func (k *Keeper) startBackground(ctx context.Context) *background {
 	})
 	b.wg.Go(func() { k.heartbeat(bctx) })
 	b.wg.Go(func() { k.reaper(bctx, reap) })
+	b.wg.Go(func() { k.pruner(bctx) })
 	b.wg.Go(func() { k.engine.RunDriftSchedules(bctx, k.leader.IsLeader, 0) })
 	sched := checker.NewScheduler(k.checker, checker.SchedulerConfig{Logger: k.log.With("component", "scheduler"), Wake: wake})
 	b.wg.Go(func() {

@@ -211,10 +211,13 @@ type Run struct {
 	// on its old commit.
 	UpgradeRef string `json:"upgrade_ref,omitempty"`
 	// Drift marks a drift check run (SPEC §8.9; Check is set too).
-	Drift      bool       `json:"drift,omitempty"`
-	CreatedAt  time.Time  `json:"created_at"`
-	StartedAt  *time.Time `json:"started_at,omitempty"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Drift bool `json:"drift,omitempty"`
+	// ResultsPrunedAt is when retention (runs.keep) deleted the run's
+	// per-host results; the run record and its history entry stay.
+	ResultsPrunedAt *time.Time `json:"results_pruned_at,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	StartedAt       *time.Time `json:"started_at,omitempty"`
+	FinishedAt      *time.Time `json:"finished_at,omitempty"`
 }
 
 // HostResult is one task's outcome on one host within a run. Seq orders the
@@ -262,7 +265,10 @@ type Snapshot struct {
 	RunID       string         `json:"apply_id"`
 	Scenario    string         `json:"scenario"`
 	State       map[string]any `json:"state"`
-	Summary     map[string]any `json:"summary"` // sid → {ok, changed, failed, skipped}
+	// Summary counts the run's outcome: hosts, hosts_changed,
+	// hosts_failed, and task results ok, changed, failed, skipped (and any
+	// other status seen). The per-host detail is the run's results.
+	Summary map[string]any `json:"summary"`
 	// ResumedFrom is the run the committing run resumed (read from the
 	// run; "" when it was not a resume).
 	ResumedFrom string    `json:"resumed_from,omitempty"`
@@ -686,6 +692,14 @@ type Store interface {
 	// LockReason; conflict when it is not error_locked.
 	Unlock(ctx context.Context, name string) error
 	ListHistory(ctx context.Context, incarnation string, limit int) ([]Snapshot, error) // newest first
+	// ListHistoryPage is one page of ListHistory: at most limit snapshots
+	// (> 0) with an ID below before (0 = from the newest).
+	ListHistoryPage(ctx context.Context, incarnation string, before int64, limit int) ([]Snapshot, error)
+	// PruneResults deletes the per-host results and notes of the finished
+	// runs keep no longer keeps (see RunRetention), in batches of their
+	// own transactions, marks those runs ResultsPrunedAt = now and says
+	// how much it deleted. Nothing when keep is not Enabled.
+	PruneResults(ctx context.Context, keep RunRetention, now time.Time) (PruneReport, error)
 
 	// Pending onchanges triggers, unique per (incarnation, scenario, task,
 	// sid); adding an existing one refreshes its RunID and CreatedAt.

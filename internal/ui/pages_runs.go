@@ -136,19 +136,11 @@ func timeline(snaps []store.Snapshot, limit int) []historyEntry {
 		if i+1 < len(snaps) {
 			prev = snaps[i+1].State
 		}
-		e := historyEntry{Snapshot: s, Hosts: len(s.Summary)}
+		e := historyEntry{Snapshot: s, Hosts: summaryCount(s.Summary, "hosts")}
 		e.Set, e.Removed = stateDelta(prev, s.State)
 		totals := map[string]int{}
-		for _, v := range s.Summary {
-			hm, ok := v.(map[string]any)
-			if !ok {
-				continue
-			}
-			for k, n := range hm {
-				if f, ok := n.(float64); ok {
-					totals[k] += int(f)
-				}
-			}
+		for k := range s.Summary {
+			totals[k] = summaryCount(s.Summary, k)
 		}
 		for _, k := range []string{"ok", "changed", "failed", "skipped", "unknown"} {
 			if totals[k] > 0 {
@@ -158,6 +150,13 @@ func timeline(snaps []store.Snapshot, limit int) []historyEntry {
 		out = append(out, e)
 	}
 	return out
+}
+
+// summaryCount reads one count of a snapshot's summary (numbers read back
+// as float64).
+func summaryCount(summary map[string]any, key string) int {
+	f, _ := summary[key].(float64)
+	return int(f)
 }
 
 // stateDelta lists the top-level keys of next that are new or differ from

@@ -2,14 +2,20 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/soulstack/soulstack/internal/store"
 )
 
-const resultCols = `run_id, seq, sid, path, task_name, wave, status, changed, rc, stdout, stderr, msg, diff,
-	duration_ms, data, started_at, finished_at, final`
+// resultCols are run_results' columns (migration 0210): the run and the
+// host by number (runs.num, result_hosts.id), times as integer
+// microseconds.
+const resultCols = `run, seq, host, path, task_name, wave, status, changed, rc, stdout, stderr, msg, diff,
+	duration_ms, data, started_us, elapsed_us, final`
 
 // resultArgs is the number of columns in resultCols.
 const resultArgs = 18
@@ -50,22 +56,16 @@ func (s *Store) upsertResults(ctx context.Context, rs []store.HostResult, late b
 		sid string
 	}
 	last := make(map[key]int, len(rs))
+	runs := map[string]int64{}
+	sids := make([]string, 0, len(rs))
 	for i, r := range rs {
 		last[key{r.RunID, r.Seq, r.SID}] = i
+		runs[r.RunID] = 0
+		sids = append(sids, r.SID)
 	}
-	runs := map[string]bool{}
-	args := make([]any, 0, len(rs)*resultArgs)
-	for i, r := range rs {
-		if last[key{r.RunID, r.Seq, r.SID}] != i {
-			continue
-		}
-		runs[r.RunID] = true
-		data, err := optMap(r.Data)
-		if err != nil {
-			return 0, s.wrap("recording results", err)
-		}
-		args = append(args, r.RunID, r.Seq, r.SID, r.Path, r.TaskName, r.Wave, r.Status, r.Changed, r.RC,
-			r.Stdout, r.Stderr, r.Msg, r.Diff, r.DurationMS, data, s.ts(s.orNow(r.StartedAt)), s.ts(s.orNow(r.FinishedAt)), r.Final)
+	hosts, err := s.hostNumbers(ctx, sids)
+	if err != nil {
+		return 0, s.wrap("recording results", err)
 	}
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", resultArgs), ", ") + ")"
 	where := ""
@@ -73,21 +73,40 @@ func (s *Store) upsertResults(ctx context.Context, rs []store.HostResult, late b
 		where = ` WHERE NOT run_results.final`
 	}
 	written := 0
-	err := s.inTx(ctx, "recording results", func(tx q) error {
+	err = s.inTx(ctx, "recording results", func(tx q) error {
 		for id := range runs {
-			if err := mustExist(ctx, tx, "run", "runs", "id", id); err != nil {
+			var num int64
+			err := tx.row(ctx, `SELECT num FROM runs WHERE id = ?`, id).Scan(&num)
+			if errors.Is(err, sql.ErrNoRows) {
+				return notFound("run", id)
+			}
+			if err != nil {
 				return err
 			}
+			runs[id] = num
+		}
+		args := make([]any, 0, len(rs)*resultArgs)
+		for i, r := range rs {
+			if last[key{r.RunID, r.Seq, r.SID}] != i {
+				continue
+			}
+			data, err := optMap(r.Data)
+			if err != nil {
+				return err
+			}
+			start, end := normTime(s.orNow(r.StartedAt)), normTime(s.orNow(r.FinishedAt))
+			args = append(args, runs[r.RunID], r.Seq, hosts[r.SID], r.Path, r.TaskName, r.Wave, r.Status, r.Changed, r.RC,
+				r.Stdout, r.Stderr, r.Msg, r.Diff, r.DurationMS, data, start.UnixMicro(), end.Sub(start).Microseconds(), r.Final)
 		}
 		for len(args) > 0 {
 			n := min(len(args)/resultArgs, resultBatch)
 			query := `INSERT INTO run_results (` + resultCols + `) VALUES ` +
 				strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + `
-				ON CONFLICT (run_id, seq, sid) DO UPDATE SET path = excluded.path, task_name = excluded.task_name,
+				ON CONFLICT (run, seq, host) DO UPDATE SET path = excluded.path, task_name = excluded.task_name,
 					wave = excluded.wave, status = excluded.status, changed = excluded.changed, rc = excluded.rc,
 					stdout = excluded.stdout, stderr = excluded.stderr, msg = excluded.msg, diff = excluded.diff,
-					duration_ms = excluded.duration_ms, data = excluded.data, started_at = excluded.started_at,
-					finished_at = excluded.finished_at, final = excluded.final` + where
+					duration_ms = excluded.duration_ms, data = excluded.data, started_us = excluded.started_us,
+					elapsed_us = excluded.elapsed_us, final = excluded.final` + where
 			res, err := tx.exec(ctx, query, args[:n*resultArgs]...)
 			if err != nil {
 				return fmt.Errorf("writing %d results: %w", n, err)
@@ -104,18 +123,77 @@ func (s *Store) upsertResults(ctx context.Context, rs []store.HostResult, late b
 
 // ListResults returns a run's results ordered by seq, then SID.
 func (s *Store) ListResults(ctx context.Context, runID string) ([]store.HostResult, error) {
-	rows, err := s.reader().query(ctx, `SELECT `+resultCols+` FROM run_results WHERE run_id = ? ORDER BY seq, sid`, runID)
+	rows, err := s.reader().query(ctx, `SELECT rr.seq, h.sid, rr.path, rr.task_name, rr.wave, rr.status, rr.changed, rr.rc,
+		rr.stdout, rr.stderr, rr.msg, rr.diff, rr.duration_ms, rr.data, rr.started_us, rr.elapsed_us, rr.final
+		FROM run_results rr JOIN result_hosts h ON h.id = rr.host
+		WHERE rr.run = (SELECT num FROM runs WHERE id = ?) ORDER BY rr.seq, h.sid`, runID)
 	if err != nil {
 		return nil, s.wrap("listing results", err)
 	}
 	out, err := collect(rows, func(sc interface{ Scan(...any) error }) (store.HostResult, error) {
-		var r store.HostResult
-		err := sc.Scan(&r.RunID, &r.Seq, &r.SID, &r.Path, &r.TaskName, &r.Wave, &r.Status, &r.Changed, &r.RC,
-			&r.Stdout, &r.Stderr, &r.Msg, &r.Diff, &r.DurationMS, mapCol{m: &r.Data},
-			timeCol{&r.StartedAt}, timeCol{&r.FinishedAt}, &r.Final)
+		r := store.HostResult{RunID: runID}
+		var start, elapsed int64
+		err := sc.Scan(&r.Seq, &r.SID, &r.Path, &r.TaskName, &r.Wave, &r.Status, &r.Changed, &r.RC,
+			&r.Stdout, &r.Stderr, &r.Msg, &r.Diff, &r.DurationMS, mapCol{m: &r.Data}, &start, &elapsed, &r.Final)
+		r.StartedAt = time.UnixMicro(start).UTC()
+		r.FinishedAt = time.UnixMicro(start + elapsed).UTC()
 		return r, err
 	})
 	return out, s.wrap("listing results", err)
+}
+
+// hostNumbers returns the result_hosts number of each SID, adding the
+// SIDs not numbered yet in a transaction of their own. Numbers are never
+// deleted or reused, so they are cached once committed.
+func (s *Store) hostNumbers(ctx context.Context, sids []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(sids))
+	var missing []string
+	for _, sid := range sids {
+		if _, ok := out[sid]; ok {
+			continue
+		}
+		if n, ok := s.hosts.Load(sid); ok {
+			out[sid] = n.(int64)
+			continue
+		}
+		out[sid] = 0
+		missing = append(missing, sid)
+	}
+	for len(missing) > 0 {
+		chunk := missing[:min(len(missing), 500)]
+		missing = missing[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, sid := range chunk {
+			args[i] = sid
+		}
+		err := s.inTx(ctx, "numbering hosts", func(tx q) error {
+			if _, err := tx.exec(ctx, `INSERT INTO result_hosts (sid) VALUES `+
+				strings.TrimSuffix(strings.Repeat("(?), ", len(chunk)), ", ")+` ON CONFLICT (sid) DO NOTHING`, args...); err != nil {
+				return err
+			}
+			rows, err := tx.query(ctx, `SELECT id, sid FROM result_hosts WHERE sid IN (`+placeholders(len(chunk))+`)`, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id int64
+				var sid string
+				if err := rows.Scan(&id, &sid); err != nil {
+					return err
+				}
+				out[sid] = id
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, sid := range chunk {
+			s.hosts.Store(sid, out[sid])
+		}
+	}
+	return out, nil
 }
 
 // AddTriggers records pending onchanges triggers; ErrNotFound when an

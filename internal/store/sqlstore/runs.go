@@ -13,7 +13,7 @@ import (
 )
 
 const runCols = `id, incarnation, scenario, input, check_mode, status, error, archon_id, keeper_id,
-	resumed_from, service_commit, members, drift, upgrade_ref, created_at, started_at, finished_at`
+	resumed_from, service_commit, members, drift, upgrade_ref, created_at, started_at, finished_at, pruned_at`
 
 // unfinished is the SQL list of run statuses that still hold the run slot.
 const unfinished = `('` + store.RunPending + `', '` + store.RunRunning + `')`
@@ -22,7 +22,7 @@ func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
 	err := sc.Scan(&r.ID, &r.Incarnation, &r.Scenario, mapCol{m: &r.Input}, &r.Check, &r.Status, &r.Error,
 		&r.ArchonID, &r.KeeperID, &r.ResumedFrom, &r.Commit, listCol{&r.Members}, &r.Drift, &r.UpgradeRef,
-		timeCol{&r.CreatedAt}, nullTimeCol{&r.StartedAt}, nullTimeCol{&r.FinishedAt})
+		timeCol{&r.CreatedAt}, nullTimeCol{&r.StartedAt}, nullTimeCol{&r.FinishedAt}, nullTimeCol{&r.ResultsPrunedAt})
 	if len(r.Members) == 0 {
 		r.Members = nil
 	}
@@ -48,9 +48,9 @@ func (s *Store) insertRun(ctx context.Context, tx q, r store.Run) error {
 	if r.Members != nil {
 		members = strList(r.Members)
 	}
-	if _, err := tx.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := tx.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Incarnation, r.Scenario, input, r.Check, r.Status, r.Error, r.ArchonID, r.KeeperID,
-		r.ResumedFrom, r.Commit, members, r.Drift, r.UpgradeRef, s.ts(s.orNow(r.CreatedAt)), s.tsPtr(r.StartedAt), s.tsPtr(r.FinishedAt)); err != nil {
+		r.ResumedFrom, r.Commit, members, r.Drift, r.UpgradeRef, s.ts(s.orNow(r.CreatedAt)), s.tsPtr(r.StartedAt), s.tsPtr(r.FinishedAt), nil); err != nil {
 		if s.d.Classify(err) == ClassUnique {
 			return conflict(nil, "run %s already exists", r.ID)
 		}
@@ -309,11 +309,19 @@ func (s *Store) AbortRuns(ctx context.Context, keeperID string, at time.Time) ([
 
 // ListHistory returns the incarnation's snapshots, newest first.
 func (s *Store) ListHistory(ctx context.Context, incarnation string, limit int) ([]store.Snapshot, error) {
-	lim, args := limitClause(limit, []any{incarnation})
+	return s.listHistory(ctx, incarnation, 0, limit)
+}
+
+func (s *Store) listHistory(ctx context.Context, incarnation string, before int64, limit int) ([]store.Snapshot, error) {
+	where, args := `h.incarnation = ?`, []any{incarnation}
+	if before > 0 {
+		where, args = where+` AND h.id < ?`, append(args, before)
+	}
+	lim, args := limitClause(limit, args)
 	rows, err := s.reader().query(ctx, `SELECT h.id, h.incarnation, h.run_id, h.scenario, h.state, h.summary,
 		COALESCE(r.resumed_from, ''), h.created_at
 		FROM history h LEFT JOIN runs r ON r.id = h.run_id
-		WHERE h.incarnation = ? ORDER BY h.id DESC`+lim, args...)
+		WHERE `+where+` ORDER BY h.id DESC`+lim, args...)
 	if err != nil {
 		return nil, s.wrap("listing history", err)
 	}

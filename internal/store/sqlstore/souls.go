@@ -117,6 +117,17 @@ func (s *Store) GetSoul(ctx context.Context, sid string) (store.Soul, error) {
 
 // ListSouls returns the souls matching f, sorted by SID.
 func (s *Store) ListSouls(ctx context.Context, f store.SoulFilter) ([]store.Soul, error) {
+	query, args := soulsQuery(f)
+	rows, err := s.reader().query(ctx, query+` ORDER BY sid`, args...)
+	if err != nil {
+		return nil, s.wrap("listing souls", err)
+	}
+	out, err := collect(rows, scanSoul)
+	return out, s.wrap("listing souls", err)
+}
+
+// soulsQuery selects the souls matching f (without an order).
+func soulsQuery(f store.SoulFilter) (string, []any) {
 	query := `SELECT ` + soulCols + ` FROM souls WHERE 1 = 1`
 	var args []any
 	if f.Status != "" {
@@ -131,13 +142,7 @@ func (s *Store) ListSouls(ctx context.Context, f store.SoulFilter) ([]store.Soul
 		}
 		args = append(args, len(covens))
 	}
-	query += ` ORDER BY sid`
-	rows, err := s.reader().query(ctx, query, args...)
-	if err != nil {
-		return nil, s.wrap("listing souls", err)
-	}
-	out, err := collect(rows, scanSoul)
-	return out, s.wrap("listing souls", err)
+	return query, args
 }
 
 // updateSoul runs an UPDATE on one soul and reports ErrNotFound when it

@@ -72,6 +72,7 @@ type Store struct {
 	r, w    *sql.DB // readers and writers; the same pool unless the dialect needs a single writer
 	d       Dialect
 	rebinds sync.Map // query with ? → query with $n
+	hosts   sync.Map // SID → result_hosts.id (never deleted, so never stale)
 	now     func() time.Time
 }
 

@@ -46,6 +46,8 @@ func Run(t *testing.T, open Opener) {
 		{"Pages", pageTests},
 		{"Health", healthTests},
 		{"Cloud", cloudTests},
+		{"Retention", retentionTests},
+		{"HistoryPage", historyPageTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,51 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// Runs configures what the keeper keeps of finished runs.
+type Runs struct {
+	Keep RunsKeep `yaml:"keep"`
+}
+
+// RunsKeep is runs.keep, the retention of per-host results: a finished
+// run's results are pruned once it is older than Age or not among its
+// incarnation's Count newest runs (0 disables either bound; both 0 keeps
+// everything). The run record, its history entry (counts), the committed
+// state and whatever a pending trigger or a resume needs are never
+// pruned. The keeper prunes at start and every Interval.
+type RunsKeep struct {
+	Age      Duration `yaml:"age"`
+	Count    int      `yaml:"count"`
+	Interval Duration `yaml:"interval"`
+}
+
+// DefaultRunsKeep keeps 30 days and at most 1,000 runs per incarnation,
+// pruned every 10 minutes.
+func DefaultRunsKeep() RunsKeep {
+	return RunsKeep{Age: Duration(30 * 24 * time.Hour), Count: 1000, Interval: Duration(10 * time.Minute)}
+}
+
+// Retention is the store's form of the setting.
+func (k RunsKeep) Retention() store.RunRetention {
+	return store.RunRetention{MaxAge: k.Age.D(), MaxCount: k.Count}
+}
+
+func (k RunsKeep) validate() error {
+	var errs []error
+	if k.Age < 0 {
+		errs = append(errs, errors.New("runs.keep.age must not be negative (0 keeps runs of any age)"))
+	}
+	if k.Count < 0 {
+		errs = append(errs, errors.New("runs.keep.count must not be negative (0 keeps any number of runs)"))
+	}
+	if k.Interval < Duration(time.Second) {
+		errs = append(errs, fmt.Errorf("runs.keep.interval must be at least 1s, not %s", k.Interval))
+	}
+	return errors.Join(errs...)
+}

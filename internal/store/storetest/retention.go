@@ -1,0 +1,145 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+var retentionTests = []test{
+	{"PruneByCount", testPruneByCount},
+	{"PruneKeepsResume", testPruneKeepsResume},
+}
+
+// finishedRun starts run id on inc at minute m, records one result per
+// host and ends it committed (or with status).
+func finishedRun(t *testing.T, s store.Store, inc, id string, m int, check bool, status string, hosts ...string) {
+	t.Helper()
+	ctx := t.Context()
+	must(t, s.StartRun(ctx, store.Run{ID: id, Incarnation: inc, Scenario: "deploy", Check: check, KeeperID: "k1",
+		CreatedAt: at(time.Duration(m) * time.Minute)}))
+	for _, h := range hosts {
+		must(t, s.RecordResults(ctx, []store.HostResult{hostResult(id, 1, h, "ok")}))
+	}
+	must(t, s.RecordRunNote(ctx, store.RunNote{RunID: id, Seq: 2, Path: "2", TaskName: "db only", Note: "no host"}))
+	if status == store.RunSucceeded && !check {
+		must(t, s.CommitRun(ctx, id, map[string]any{"run": id}, store.Snapshot{}, at(time.Duration(m)*time.Minute+time.Second)))
+		return
+	}
+	must(t, s.FinishRun(ctx, id, status, "", at(time.Duration(m)*time.Minute+time.Second)))
+}
+
+// kept checks which runs still have their results and notes, and that
+// the pruned ones say so.
+func kept(t *testing.T, s store.Store, want map[string]bool) {
+	t.Helper()
+	ctx := t.Context()
+	for id, keep := range want {
+		rs, err := s.ListResults(ctx, id)
+		must(t, err)
+		notes, err := s.ListRunNotes(ctx, id)
+		must(t, err)
+		run, err := s.GetRun(ctx, id)
+		must(t, err)
+		if keep && (len(rs) == 0 || len(notes) == 0 || run.ResultsPrunedAt != nil) {
+			t.Errorf("run %s: want its results kept, have %d results, %d notes, pruned at %v", id, len(rs), len(notes), run.ResultsPrunedAt)
+		}
+		if !keep && (len(rs) != 0 || len(notes) != 0 || run.ResultsPrunedAt == nil) {
+			t.Errorf("run %s: want its results pruned, have %d results, %d notes, pruned at %v", id, len(rs), len(notes), run.ResultsPrunedAt)
+		}
+	}
+}
+
+// testPruneByCount: runs beyond the newest MaxCount, or older than
+// MaxAge, lose their per-host results; the newest run, the newest normal
+// run and a run a pending trigger names keep them; run records, history
+// and state stay.
+func testPruneByCount(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	create := newIncarnation(t, s, "redis", "cache", "h1", "h2")
+	must(t, s.RecordResults(ctx, []store.HostResult{hostResult(create.ID, 1, "h1", "ok")}))
+	must(t, s.CommitRun(ctx, create.ID, map[string]any{"created": true}, store.Snapshot{}, at(time.Second)))
+	for i, id := range []string{"r1", "r2", "r3", "r4", "r5"} {
+		finishedRun(t, s, "cache", id, i+1, false, store.RunSucceeded, "h1", "h2")
+	}
+	finishedRun(t, s, "cache", "r6-check", 6, true, store.RunSucceeded, "h1")
+	must(t, s.AddTriggers(ctx, []store.PendingTrigger{{Incarnation: "cache", Scenario: "deploy", Task: "restart", SID: "h2", RunID: "r2"}}))
+
+	rep, err := s.PruneResults(ctx, store.RunRetention{}, at(time.Hour))
+	must(t, err)
+	if rep != (store.PruneReport{}) {
+		t.Errorf("retention disabled pruned %+v", rep)
+	}
+	now := at(time.Hour)
+	rep, err = s.PruneResults(ctx, store.RunRetention{MaxCount: 2}, now)
+	must(t, err)
+	// Newest first: r6-check, r5 (kept: count), r4, r3, r2 (trigger), r1, create.
+	if rep != (store.PruneReport{Runs: 4, Results: 7}) {
+		t.Errorf("pruned %+v, want 4 runs, 7 results", rep)
+	}
+	kept(t, s, map[string]bool{"r6-check": true, "r5": true, "r4": false, "r3": false, "r2": true, "r1": false, create.ID: false})
+	if run, _ := s.GetRun(ctx, "r4"); run.ResultsPrunedAt == nil || !run.ResultsPrunedAt.Equal(now) || run.Status != store.RunSucceeded {
+		t.Errorf("pruned run r4 = %+v", run)
+	}
+	hist, err := s.ListHistory(ctx, "cache", 0)
+	must(t, err)
+	if len(hist) != 6 {
+		t.Errorf("history after pruning has %d entries, want 6", len(hist))
+	}
+	inc, err := s.GetIncarnation(ctx, "cache")
+	must(t, err)
+	if inc.State["run"] != "r5" {
+		t.Errorf("state after pruning = %v", inc.State)
+	}
+	rep, err = s.PruneResults(ctx, store.RunRetention{MaxCount: 2}, now)
+	must(t, err)
+	if rep.Runs != 0 {
+		t.Errorf("a second prune pruned %+v", rep)
+	}
+
+	// By age: everything but the newest run, the newest normal run and
+	// the trigger's; once the trigger is cleared, its run too.
+	finishedRun(t, s, "cache", "r7", 7, false, store.RunSucceeded, "h1")
+	rep, err = s.PruneResults(ctx, store.RunRetention{MaxAge: time.Hour}, at(7*time.Minute+time.Hour))
+	must(t, err)
+	kept(t, s, map[string]bool{"r7": true, "r6-check": false, "r5": false, "r2": true})
+	must(t, s.ClearTrigger(ctx, "cache", "deploy", "restart", "h2"))
+	rep, err = s.PruneResults(ctx, store.RunRetention{MaxAge: time.Hour, MaxCount: 100}, at(7*time.Minute+time.Hour))
+	must(t, err)
+	if rep != (store.PruneReport{Runs: 1, Results: 2}) {
+		t.Errorf("after clearing the trigger pruned %+v, want r2's 2 results", rep)
+	}
+	kept(t, s, map[string]bool{"r7": true, "r2": false})
+}
+
+// testPruneKeepsResume: the failed run an unfinished resume resumes keeps
+// its results (the resume reads them), and so does an incarnation's newest
+// normal run behind newer check runs.
+func testPruneKeepsResume(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	create := newIncarnation(t, s, "redis", "cache", "h1")
+	must(t, s.CommitRun(ctx, create.ID, map[string]any{"created": true}, store.Snapshot{}, at(time.Second)))
+	finishedRun(t, s, "cache", "b1", 1, false, store.RunSucceeded, "h1")
+	finishedRun(t, s, "cache", "b2", 2, false, store.RunFailed, "h1")
+	must(t, s.StartRun(ctx, store.Run{ID: "b3", Incarnation: "cache", Scenario: "deploy", ResumedFrom: "b2", KeeperID: "k1", CreatedAt: at(3 * time.Minute)}))
+	must(t, s.RecordResults(ctx, []store.HostResult{hostResult("b3", 1, "h1", "ok")}))
+	must(t, s.RecordRunNote(ctx, store.RunNote{RunID: "b3", Seq: 2, Path: "2", TaskName: "db only", Note: "no host"}))
+	_, err := s.PruneResults(ctx, store.RunRetention{MaxCount: 1}, at(time.Hour))
+	must(t, err)
+	rs, err := s.ListResults(ctx, "b3")
+	must(t, err)
+	if len(rs) != 1 {
+		t.Errorf("the unfinished resume's results: %v", rs)
+	}
+	kept(t, s, map[string]bool{"b2": true, "b1": false})
+
+	// The resume fails; check runs follow: b3 stays the newest normal run.
+	must(t, s.FinishRun(ctx, "b3", store.RunFailed, "", at(4*time.Minute)))
+	must(t, s.Unlock(ctx, "cache"))
+	finishedRun(t, s, "cache", "c1", 5, true, store.RunSucceeded, "h1")
+	finishedRun(t, s, "cache", "c2", 6, true, store.RunSucceeded, "h1")
+	_, err = s.PruneResults(ctx, store.RunRetention{MaxCount: 1}, at(time.Hour))
+	must(t, err)
+	kept(t, s, map[string]bool{"c2": true, "c1": false, "b3": true, "b2": false})
+}
