@@ -15,6 +15,11 @@ import (
 // maxPage bounds ?limit= on every list route.
 const maxPage = 10000
 
+// smallPage is the default page of the lists that stay short (archons,
+// tokens, procedures, schedules, services, incarnations are read whole
+// and cut here).
+const smallPage = 1000
+
 // NextCursorHeader names the header that carries the next page's cursor.
 const NextCursorHeader = "X-Next-Cursor"
 

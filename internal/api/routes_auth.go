@@ -61,7 +61,11 @@ func (s *Server) listArchons(w http.ResponseWriter, r *http.Request, _ auth.Prin
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, nonNil(as))
+	page, err := pageSlice(w, r, as, smallPage, func(x store.Archon) string { return x.ID })
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -93,7 +97,11 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p auth.Princ
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, nonNil(ts))
+	page, err := pageSlice(w, r, ts, smallPage, func(x store.Token) string { return x.ID })
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

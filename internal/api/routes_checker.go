@@ -10,6 +10,7 @@ import (
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/store"
 )
 
 func init() { routeGroups = append(routeGroups, (*Server).routesChecker) }
@@ -38,7 +39,11 @@ func (s *Server) listProcedures(w http.ResponseWriter, r *http.Request, _ auth.P
 	if err != nil {
 		return fmt.Errorf("listing procedures: %w", err)
 	}
-	writeJSON(w, http.StatusOK, nonNil(ps))
+	page, err := pageSlice(w, r, ps, smallPage, func(x store.Procedure) string { return x.Name })
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -155,7 +160,11 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, _ auth.Pr
 	if err != nil {
 		return fmt.Errorf("listing schedules: %w", err)
 	}
-	writeJSON(w, http.StatusOK, nonNil(ss))
+	page, err := pageSlice(w, r, ss, smallPage, func(x store.Schedule) string { return x.ID })
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

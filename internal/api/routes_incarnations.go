@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,7 +65,11 @@ func (s *Server) listIncarnations(w http.ResponseWriter, r *http.Request, _ auth
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, nonNil(incs))
+	page, err := pageSlice(w, r, incs, 100, func(i store.Incarnation) string { return i.Name })
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -101,19 +106,32 @@ func (s *Server) deleteIncarnation(w http.ResponseWriter, r *http.Request, _ aut
 	return nil
 }
 
+// historyPage is GET …/history's default page size.
+const historyPage = 50
+
 func (s *Server) incarnationHistory(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
 	if _, err := s.incarnation(r); err != nil {
 		return err
 	}
-	limit, err := limitParam(r, 0)
+	after, limit, err := pageParams(r, historyPage)
 	if err != nil {
 		return err
 	}
-	hist, err := s.store.ListHistory(r.Context(), r.PathValue("name"), limit)
+	var before int64
+	if after != "" {
+		if before, err = strconv.ParseInt(after, 10, 64); err != nil || before < 1 {
+			return invalidf("after must be a history entry id, not %q", after)
+		}
+	}
+	hist, err := s.store.ListHistoryPage(r.Context(), r.PathValue("name"), before, limit+1)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, nonNil(hist))
+	hist = trimPage(w, r, hist, limit, func(h store.Snapshot) string { return strconv.FormatInt(h.ID, 10) })
+	for i := range hist {
+		hist[i].Results = "/v1/runs/" + url.PathEscape(hist[i].RunID)
+	}
+	writeJSON(w, http.StatusOK, hist)
 	return nil
 }
 

@@ -59,15 +59,20 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request, p auth.Princi
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
-	limit, err := limitParam(r, 100)
+	after, limit, err := pageParams(r, 100)
 	if err != nil {
 		return err
 	}
-	runs, err := s.store.ListRuns(r.Context(), r.URL.Query().Get("incarnation"), limit)
+	page, err := s.store.PageRuns(r.Context(), store.RunQuery{Incarnation: r.URL.Query().Get("incarnation"), Before: after, Limit: limit})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, nonNil(runs))
+	setNext(w, r, page.Next)
+	runs := nonNil(page.Runs)
+	for i := range runs {
+		runs[i].Members = nil // GET /v1/runs/{apply_id} has them: a list of runs over 50,000 hosts would not
+	}
+	writeJSON(w, http.StatusOK, runs)
 	return nil
 }
 

@@ -45,7 +45,11 @@ func (s *Server) listServices(w http.ResponseWriter, r *http.Request, _ auth.Pri
 	for i := range ss {
 		ss[i] = redactService(ss[i])
 	}
-	writeJSON(w, http.StatusOK, nonNil(ss))
+	page, err := pageSlice(w, r, ss, smallPage, func(x store.Service) string { return x.Name })
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

@@ -53,6 +53,9 @@ func (s *Server) soulAdmin() SoulAdmin {
 	return StoreSouls{Store: s.store}
 }
 
+// soulsPage is GET /v1/souls' default page size.
+const soulsPage = 500
+
 func (s *Server) listSouls(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
 	q := r.URL.Query()
 	f := store.SoulFilter{Status: q.Get("status"), Covens: q["coven"]}
@@ -61,14 +64,20 @@ func (s *Server) listSouls(w http.ResponseWriter, r *http.Request, _ auth.Princi
 	default:
 		return invalidf("unknown soul status %q: use pending, connected, disconnected or rejected", f.Status)
 	}
-	souls, err := s.store.ListSouls(r.Context(), f)
+	after, limit, err := pageParams(r, soulsPage)
+	if err != nil {
+		return err
+	}
+	page, err := s.store.PageSouls(r.Context(), store.SoulQuery{Status: f.Status, Covens: f.Covens, After: after, Limit: limit})
 	if err != nil {
 		return fmt.Errorf("listing souls: %w", err)
 	}
+	setNext(w, r, page.Next)
+	souls := nonNil(page.Souls)
 	for i := range souls {
 		souls[i].Soulprint = souls[i].Facts()
 	}
-	writeJSON(w, http.StatusOK, nonNil(souls))
+	writeJSON(w, http.StatusOK, souls)
 	return nil
 }
 

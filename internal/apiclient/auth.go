@@ -40,8 +40,7 @@ func (c *Client) CreateArchon(ctx context.Context, req CreateArchonRequest) (Cre
 
 // ListArchons lists the Archons (admin).
 func (c *Client) ListArchons(ctx context.Context) ([]store.Archon, error) {
-	var out []store.Archon
-	return out, c.Do(ctx, http.MethodGet, "/v1/archons", nil, nil, &out)
+	return listAll[store.Archon](ctx, c, "/v1/archons", nil)
 }
 
 // DisableArchon disables an Archon: all its tokens are refused until
@@ -64,8 +63,7 @@ func (c *Client) ListTokens(ctx context.Context, archonID string) ([]store.Token
 	if archonID != "" {
 		v.Set("archon_id", archonID)
 	}
-	var out []store.Token
-	return out, c.Do(ctx, http.MethodGet, "/v1/tokens", v, nil, &out)
+	return listAll[store.Token](ctx, c, "/v1/tokens", v)
 }
 
 // CreateToken issues a token for the caller or (admin) another Archon.

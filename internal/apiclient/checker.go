@@ -44,8 +44,7 @@ func (c *Client) PutProcedure(ctx context.Context, name, source string) (store.P
 
 // ListProcedures lists the procedures.
 func (c *Client) ListProcedures(ctx context.Context) ([]store.Procedure, error) {
-	var out []store.Procedure
-	return out, c.Do(ctx, http.MethodGet, "/v1/procedures", nil, nil, &out)
+	return listAll[store.Procedure](ctx, c, "/v1/procedures", nil)
 }
 
 // GetProcedure returns one procedure with its source.
@@ -98,8 +97,7 @@ func (c *Client) CreateSchedule(ctx context.Context, req CreateScheduleRequest) 
 
 // ListSchedules lists the schedules.
 func (c *Client) ListSchedules(ctx context.Context) ([]store.Schedule, error) {
-	var out []store.Schedule
-	return out, c.Do(ctx, http.MethodGet, "/v1/schedules", nil, nil, &out)
+	return listAll[store.Schedule](ctx, c, "/v1/schedules", nil)
 }
 
 // DeleteSchedule deletes a schedule (operator).

@@ -155,6 +155,12 @@ func (e *APIError) Problems() []Problem {
 // *APIError. Route files of this package build on it; other callers may use
 // it for routes without a typed method yet.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	_, err := c.do(ctx, method, path, query, in, out)
+	return err
+}
+
+// do is Do returning the answer's headers.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) (http.Header, error) {
 	u := *c.base
 	u.Path = strings.TrimRight(c.base.Path, "/") + path
 	u.RawQuery = query.Encode()
@@ -162,13 +168,13 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return fmt.Errorf("encoding %s %s request: %w", method, path, err)
+			return nil, fmt.Errorf("encoding %s %s request: %w", method, path, err)
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -180,25 +186,25 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return &domain.Error{Code: domain.CodeUnavailable, Message: fmt.Sprintf("keeper %s unreachable", c.base.Host), Err: err}
+		return nil, &domain.Error{Code: domain.CodeUnavailable, Message: fmt.Sprintf("keeper %s unreachable", c.base.Host), Err: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return decodeError(resp)
+		return nil, decodeError(resp)
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil
+		return resp.Header, nil
 	}
 	if raw, ok := out.(*json.RawMessage); ok {
 		b, err := io.ReadAll(resp.Body)
 		*raw = b
-		return err
+		return resp.Header, err
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("decoding %s %s answer: %w", method, path, err)
+		return nil, fmt.Errorf("decoding %s %s answer: %w", method, path, err)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 func decodeError(resp *http.Response) error {

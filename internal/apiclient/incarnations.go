@@ -64,8 +64,7 @@ func (c *Client) CreateIncarnation(ctx context.Context, req CreateIncarnationReq
 
 // ListIncarnations lists every incarnation, by name.
 func (c *Client) ListIncarnations(ctx context.Context) ([]store.Incarnation, error) {
-	var out []store.Incarnation
-	return out, c.Do(ctx, http.MethodGet, "/v1/incarnations", nil, nil, &out)
+	return listAll[store.Incarnation](ctx, c, "/v1/incarnations", nil)
 }
 
 // GetIncarnation returns one incarnation with its members, status and

@@ -18,8 +18,7 @@ func (c *Client) RegisterService(ctx context.Context, req RegisterServiceRequest
 
 // ListServices lists the catalog.
 func (c *Client) ListServices(ctx context.Context) ([]store.Service, error) {
-	var out []store.Service
-	return out, c.Do(ctx, http.MethodGet, "/v1/services", nil, nil, &out)
+	return listAll[store.Service](ctx, c, "/v1/services", nil)
 }
 
 // GetService returns one catalog entry.

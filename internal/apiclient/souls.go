@@ -17,8 +17,7 @@ func (c *Client) ListSouls(ctx context.Context, q SoulQuery) ([]store.Soul, erro
 	for _, cv := range q.Covens {
 		v.Add("coven", cv)
 	}
-	var out []store.Soul
-	return out, c.Do(ctx, http.MethodGet, "/v1/souls", v, nil, &out)
+	return listAll[store.Soul](ctx, c, "/v1/souls", v)
 }
 
 // GetSoul returns one soul.

@@ -271,8 +271,11 @@ type Snapshot struct {
 	Summary map[string]any `json:"summary"`
 	// ResumedFrom is the run the committing run resumed (read from the
 	// run; "" when it was not a resume).
-	ResumedFrom string    `json:"resumed_from,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
+	ResumedFrom string `json:"resumed_from,omitempty"`
+	// Results links the run's per-host detail (/v1/runs/{apply_id}); the
+	// API sets it, the store does not keep it.
+	Results   string    `json:"results,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 
 	// SealedState, given to CommitRun, replaces the incarnation's sealed
 	// secret state keys (Incarnation.SealedState) in the same transaction;

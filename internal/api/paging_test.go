@@ -1,0 +1,142 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// getPage GETs path as a viewer and decodes the JSON array into out; it
+// returns the status and the next-page headers.
+func (e *env) getPage(path string, out any) (int, string, string) {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e.tokens[auth.RoleViewer])
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			e.t.Fatalf("GET %s: %v", path, err)
+		}
+	}
+	return resp.StatusCode, resp.Header.Get("X-Next-Cursor"), resp.Header.Get("Link")
+}
+
+// TestSoulsPaged (issue 23): GET /v1/souls answers a bounded page (500 by
+// default) and names the next one; the client follows the pages and gets
+// every soul once, in SID order; ?limit= and ?after= pick a page.
+func TestSoulsPaged(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const n = 1203
+	for i := range n {
+		if err := e.st.UpsertSoul(ctx, store.Soul{SID: fmt.Sprintf("host-%04d", i), Status: store.SoulConnected,
+			Covens: []string{"web"}, LastSeen: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var page []store.Soul
+	status, next, link := e.getPage("/v1/souls", &page)
+	if status != http.StatusOK || len(page) != 500 || next != "host-0499" || !strings.Contains(link, "after=host-0499") || !strings.Contains(link, `rel="next"`) {
+		t.Fatalf("first page: status %d, %d souls, next %q, link %q", status, len(page), next, link)
+	}
+	status, next, _ = e.getPage("/v1/souls?coven=web&limit=3&after=host-1199", &page)
+	if status != http.StatusOK || len(page) != 3 || page[0].SID != "host-1200" || next != "" {
+		t.Fatalf("last page: status %d, %v, next %q", status, page, next)
+	}
+	all, err := e.client(auth.RoleViewer).ListSouls(ctx, apiclient.SoulQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != n || all[0].SID != "host-0000" || all[n-1].SID != fmt.Sprintf("host-%04d", n-1) {
+		t.Fatalf("the client read %d souls across the pages", len(all))
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].SID <= all[i-1].SID {
+			t.Fatalf("souls out of order at %d: %s after %s", i, all[i].SID, all[i-1].SID)
+		}
+	}
+	if status, _, _ := e.getPage("/v1/souls?limit=0", &page); status != http.StatusBadRequest {
+		t.Errorf("limit=0: status %d", status)
+	}
+	if status, _, _ := e.getPage("/v1/souls?limit=10001", &page); status != http.StatusBadRequest {
+		t.Errorf("limit=10001: status %d", status)
+	}
+}
+
+// TestRunsAndHistoryPaged: runs and history entries page newest first by
+// cursor; a run list leaves out members (the run itself has them), a
+// history entry links the run's per-host detail.
+func TestRunsAndHistoryPaged(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Now().Add(-time.Hour)
+	must(e.st.CreateService(ctx, store.Service{Name: "svc", Git: "g", Ref: "main"}))
+	must(e.st.CreateIncarnation(ctx, store.Incarnation{Name: "inc", Service: "svc", Members: []string{"a", "b"}},
+		store.Run{ID: "run-0", Scenario: "create", Members: []string{"a", "b"}, CreatedAt: t0}))
+	must(e.st.CommitRun(ctx, "run-0", map[string]any{}, store.Snapshot{}, t0.Add(time.Second)))
+	for i := 1; i <= 4; i++ {
+		id := fmt.Sprintf("run-%d", i)
+		at := t0.Add(time.Duration(i) * time.Minute)
+		must(e.st.StartRun(ctx, store.Run{ID: id, Incarnation: "inc", Scenario: "deploy", Members: []string{"a", "b"}, CreatedAt: at}))
+		must(e.st.CommitRun(ctx, id, map[string]any{"n": i}, store.Snapshot{Summary: map[string]any{"hosts": 2}}, at.Add(time.Second)))
+	}
+	var runs []store.Run
+	var ids []string
+	status, next, _ := e.getPage("/v1/runs?limit=2", &runs)
+	if status != http.StatusOK || len(runs) != 2 || runs[0].ID != "run-4" || runs[1].ID != "run-3" || next == "" {
+		t.Fatalf("first page of runs: %d %+v next %q", status, runs, next)
+	}
+	if runs[0].Members != nil {
+		t.Errorf("the run list carries members: %v", runs[0].Members)
+	}
+	for next != "" {
+		ids = append(ids, runs[0].ID, runs[1].ID)
+		status, next, _ = e.getPage("/v1/runs?incarnation=inc&limit=2&after="+url.QueryEscape(next), &runs)
+		if status != http.StatusOK {
+			t.Fatalf("next page of runs: %d", status)
+		}
+	}
+	if ids = append(ids, runs[0].ID); len(runs) != 1 || strings.Join(ids, " ") != "run-4 run-3 run-2 run-1 run-0" {
+		t.Fatalf("runs across the pages: %v (last page %+v)", ids, runs)
+	}
+	if status, _, _ := e.getPage("/v1/runs?after=ghost", &runs); status != http.StatusBadRequest {
+		t.Errorf("unknown cursor: status %d", status)
+	}
+	var hist []store.Snapshot
+	status, next, _ = e.getPage("/v1/incarnations/inc/history?limit=3", &hist)
+	if status != http.StatusOK || len(hist) != 3 || hist[0].RunID != "run-4" || next != fmt.Sprint(hist[2].ID) {
+		t.Fatalf("first page of history: %d %+v next %q", status, hist, next)
+	}
+	if hist[0].Results != "/v1/runs/run-4" || hist[0].Summary["hosts"] != 2.0 {
+		t.Errorf("history entry: results %q summary %v", hist[0].Results, hist[0].Summary)
+	}
+	status, next, _ = e.getPage("/v1/incarnations/inc/history?after="+next, &hist)
+	if status != http.StatusOK || len(hist) != 2 || hist[1].RunID != "run-0" || next != "" {
+		t.Fatalf("second page of history: %d %+v next %q", status, hist, next)
+	}
+	if status, _, _ := e.getPage("/v1/incarnations/inc/history?after=x", &hist); status != http.StatusBadRequest {
+		t.Errorf("bad history cursor: status %d", status)
+	}
+}
