@@ -514,6 +514,9 @@ type Store interface {
 
 	// Souls.
 	UpsertSoul(ctx context.Context, s Soul) error // insert or replace all fields but CreatedAt
+	// UpsertSouls upserts souls as UpsertSoul does, all in one
+	// transaction (bulk imports, scale tests).
+	UpsertSouls(ctx context.Context, souls []Soul) error
 	// CreateSoul inserts a new soul; conflict when its SID exists. Unlike
 	// UpsertSoul it never replaces a registered soul's key or status, so of
 	// two keepers registering one SID at once exactly one wins.

@@ -13,25 +13,55 @@ import (
 // funcs are the template functions of every page.
 func (u *UI) funcs() template.FuncMap {
 	return template.FuncMap{
-		"since":  u.since,
-		"ts":     timestamp,
-		"tsp":    timestampPtr,
-		"ms":     durationMS,
-		"span":   u.span,
-		"short":  shortCommit,
-		"sid":    shortID,
-		"iso":    isoTime,
-		"pretty": prettyJSON,
-		"st":     statusClass,
-		"pe":     url.PathEscape,
-		"qe":     url.QueryEscape,
-		"facts":  flattenFacts,
-		"fact":   lookupFact,
-		"join":   strings.Join,
-		"upper":  strings.ToUpper,
-		"poll":   func() int64 { return u.cfg.PollInterval.Milliseconds() },
-		"plural": plural,
+		"since":          u.since,
+		"ts":             timestamp,
+		"tsp":            timestampPtr,
+		"ms":             durationMS,
+		"span":           u.span,
+		"short":          shortCommit,
+		"sid":            shortID,
+		"iso":            isoTime,
+		"pretty":         prettyJSON,
+		"st":             statusClass,
+		"pe":             url.PathEscape,
+		"qe":             url.QueryEscape,
+		"facts":          flattenFacts,
+		"fact":           lookupFact,
+		"join":           strings.Join,
+		"upper":          strings.ToUpper,
+		"poll":           func() int64 { return u.cfg.PollInterval.Milliseconds() },
+		"groupThreshold": func() int { return groupThreshold },
+		"plural":         plural,
+		"difflines":      diffLines,
 	}
+}
+
+// diffLine is one line of a unified diff with its kind: "add", "del",
+// "hunk", "file" or "" (context).
+type diffLine struct {
+	Kind string
+	Text string
+}
+
+// diffLines splits a unified diff into lines classed for colouring.
+func diffLines(d string) []diffLine {
+	lines := strings.Split(strings.TrimSuffix(d, "\n"), "\n")
+	out := make([]diffLine, len(lines))
+	for i, l := range lines {
+		kind := ""
+		switch {
+		case strings.HasPrefix(l, "+++") || strings.HasPrefix(l, "---"):
+			kind = "file"
+		case strings.HasPrefix(l, "+"):
+			kind = "add"
+		case strings.HasPrefix(l, "-"):
+			kind = "del"
+		case strings.HasPrefix(l, "@@"):
+			kind = "hunk"
+		}
+		out[i] = diffLine{kind, l}
+	}
+	return out
 }
 
 // since renders t relative to now ("3m ago"); the zero time is "never".

@@ -18,6 +18,10 @@ type grid struct {
 	Rows   []gridRow
 	Counts []statusCount // cells by status, in statusOrder
 	Failed []string      // hosts with a failed or unreachable task
+	// Grouped: more than groupThreshold hosts; Groups holds them by wave
+	// and status, and each row has Counts instead of Cells.
+	Grouped bool
+	Groups  []hostGroup
 }
 
 // gridRow is one task of the run.
@@ -30,6 +34,7 @@ type gridRow struct {
 	Waves    []int  // distinct waves the task ran in, ascending
 	Duration int64  // longest cell, ms
 	Cells    []gridCell
+	Counts   []statusCount // grouped grid: the row's cells by status
 	// Note says why a task that targeted no host did (SPEC §6); its
 	// cells are all empty.
 	Note string

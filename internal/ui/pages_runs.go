@@ -274,6 +274,9 @@ func (u *UI) loadRun(r *http.Request) (runView, error) {
 	}
 	rv.Grid = buildGrid(results, members, rv.Live)
 	rv.Grid.addNotes(notes)
+	if len(rv.Grid.Hosts) > groupThreshold {
+		rv.Grid.group(results, members, rv.Live)
+	}
 	rv.Act = u.actionsFor(r)
 	return rv, nil
 }

@@ -210,7 +210,7 @@ func TestRunGrid(t *testing.T) {
 		`<span id="run-status"><span class="badge st-failed">failed</span></span>`,
 		`<tr class="row st-failed" data-path="2">`, `<td class="waves">1, 2</td>`, `<td class="task depth-1">wait for sync</td>`,
 		`id="run-error">task &#34;restart replicas&#34; failed on web-2.example`,
-		`id="failed-hosts">Failed on <a href="/ui/souls/web-2.example">`,
+		`id="failed-hosts"><a href="/ui/runs/`+runRestart+`/failed" id="failed-link">Failed on 1 host</a>: <a href="/ui/runs/`+runRestart+`/hosts/web-2.example">`,
 		// the failed cell's output, behind a click
 		"redis-server did not come back", `<pre class="stderr">Job for redis-server.service failed`,
 		"· failed · rc 1 · wave 2 · 40ms", `<pre class="stdout">role:master</pre>`,

@@ -134,6 +134,8 @@ func (u *UI) routes() http.Handler {
 	mux.Handle("GET "+Prefix+"/incarnations/{name}", u.page(u.incarnation))
 	mux.Handle("GET "+Prefix+"/runs", u.page(u.runs))
 	mux.Handle("GET "+Prefix+"/runs/{id}", u.page(u.run))
+	mux.Handle("GET "+Prefix+"/runs/{id}/hosts/{sid}", u.page(u.runHost))
+	mux.Handle("GET "+Prefix+"/runs/{id}/failed", u.page(u.runFailed))
 	mux.Handle("GET "+Prefix+"/runs/{id}/live", u.fragment(u.runLive))
 	mux.Handle("GET "+Prefix+"/runs/{id}/events", u.fragment(u.runEvents))
 	mux.Handle("GET "+Prefix+"/procedures", u.page(u.procedures))

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/domain"
@@ -22,23 +23,73 @@ func scanSoul(sc interface{ Scan(...any) error }) (store.Soul, error) {
 
 // UpsertSoul inserts the soul or replaces every field but CreatedAt.
 func (s *Store) UpsertSoul(ctx context.Context, so store.Soul) error {
-	op := "storing soul " + so.SID
-	soulprint, err := reqMap(so.Soulprint)
-	if err != nil {
-		return s.wrap(op, err)
+	return s.UpsertSouls(ctx, []store.Soul{so})
+}
+
+// upsertChunk is how many souls one statement of UpsertSouls writes (9
+// arguments each, far below either dialect's limit on arguments).
+const upsertChunk = 200
+
+// UpsertSouls upserts every soul as UpsertSoul does, in one transaction,
+// a chunk of souls per statement.
+func (s *Store) UpsertSouls(ctx context.Context, souls []store.Soul) error {
+	op := "storing souls"
+	if len(souls) == 1 {
+		op = "storing soul " + souls[0].SID
 	}
-	covens := sortedSet(so.Covens)
 	return s.inTx(ctx, op, func(tx q) error {
-		if _, err := tx.exec(ctx, `INSERT INTO souls (`+soulCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (sid) DO UPDATE SET public_key = excluded.public_key, status = excluded.status,
-				covens = excluded.covens, soulprint = excluded.soulprint, version = excluded.version,
-				keeper_id = excluded.keeper_id, last_seen = excluded.last_seen`,
-			so.SID, so.PublicKey, so.Status, strList(covens), soulprint, so.Version, so.KeeperID,
-			s.ts(so.LastSeen), s.ts(s.orNow(so.CreatedAt))); err != nil {
+		for start := 0; start < len(souls); start += upsertChunk {
+			if err := s.upsertSouls(ctx, tx, souls[start:min(start+upsertChunk, len(souls))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// upsertSouls writes one chunk of UpsertSouls: the souls (a SID twice in
+// a chunk: the last wins), then their coven index rows.
+func (s *Store) upsertSouls(ctx context.Context, tx q, chunk []store.Soul) error {
+	last := map[string]int{}
+	for i, so := range chunk {
+		last[so.SID] = i
+	}
+	var rows []string
+	var args, sids, covenArgs []any
+	for i, so := range chunk {
+		if last[so.SID] != i {
+			continue
+		}
+		soulprint, err := reqMap(so.Soulprint)
+		if err != nil {
 			return err
 		}
-		return replaceSoulCovens(ctx, tx, so.SID, covens)
-	})
+		covens := sortedSet(so.Covens)
+		rows = append(rows, `(?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		args = append(args, so.SID, so.PublicKey, so.Status, strList(covens), soulprint, so.Version, so.KeeperID,
+			s.ts(so.LastSeen), s.ts(s.orNow(so.CreatedAt)))
+		sids = append(sids, so.SID)
+		for _, c := range covens {
+			covenArgs = append(covenArgs, so.SID, c)
+		}
+	}
+	if _, err := tx.exec(ctx, `INSERT INTO souls (`+soulCols+`) VALUES `+strings.Join(rows, ", ")+`
+		ON CONFLICT (sid) DO UPDATE SET public_key = excluded.public_key, status = excluded.status,
+			covens = excluded.covens, soulprint = excluded.soulprint, version = excluded.version,
+			keeper_id = excluded.keeper_id, last_seen = excluded.last_seen`, args...); err != nil {
+		return err
+	}
+	if _, err := tx.exec(ctx, `DELETE FROM soul_covens WHERE sid IN (`+placeholders(len(sids))+`)`, sids...); err != nil {
+		return err
+	}
+	for start := 0; start < len(covenArgs); start += 2 * upsertChunk {
+		part := covenArgs[start:min(start+2*upsertChunk, len(covenArgs))]
+		if _, err := tx.exec(ctx, `INSERT INTO soul_covens (sid, coven) VALUES `+
+			strings.TrimSuffix(strings.Repeat("(?, ?), ", len(part)/2), ", "), part...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CreateSoul inserts a new soul; conflict when the SID is registered.

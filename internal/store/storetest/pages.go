@@ -87,9 +87,16 @@ func testPageSouls(t *testing.T, s store.Store) {
 
 	// Without a limit a page is DefaultPageLimit long (PageLimit, which
 	// also caps it at MaxPageLimit, has its own test).
+	var bulk []store.Soul
 	for i := range store.DefaultPageLimit + 2 {
-		must(t, s.UpsertSoul(ctx, soul(fmt.Sprintf("z-%04d", i))))
+		bulk = append(bulk, soul(fmt.Sprintf("z-%04d", i), "bulk"))
 	}
+	must(t, s.UpsertSouls(ctx, bulk))
+	bulk[0].Covens = []string{"moved"}
+	must(t, s.UpsertSouls(ctx, bulk[:1])) // replaces, coven index too
+	p, err = s.PageSouls(ctx, store.SoulQuery{Covens: []string{"bulk"}, Count: true, Limit: 1})
+	must(t, err)
+	diff(t, "bulk souls in coven bulk", p.Total, store.DefaultPageLimit+1)
 	p, err = s.PageSouls(ctx, store.SoulQuery{SIDPrefix: "z-"})
 	must(t, err)
 	diff(t, "default page", len(p.Souls), store.DefaultPageLimit)
