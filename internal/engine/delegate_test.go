@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -156,5 +157,38 @@ func TestDelegateCovensAreChecked(t *testing.T) {
 				t.Errorf("%d calls dispatched", n)
 			}
 		})
+	}
+}
+
+// TestLateResultOfDelegatedWork: the balancer answers the drain after the
+// task timed out. The answer is not recorded as a row of the balancer
+// (which never ran the task for itself); the wave host keeps the timeout.
+func TestLateResultOfDelegatedWork(t *testing.T) {
+	src := strings.Replace(drainScenario, "        register: drained\n", "        register: drained\n        timeout: 100ms\n", 1)
+	svc := loadService(t, map[string]string{"scenario/roll/main.yml": src})
+	w := newWorld(t, svc, "roll", drainHosts+"expect: {outcome: failed}\n")
+	w.readyIncarnation(map[string]any{})
+	w.Sim.SetStubs([]dispatch.Stub{{Module: "core.file.line", Hang: true}})
+	d := &tap{Dispatcher: w.Sim}
+	k := w.keeperProcess(d)
+	id, err := k.StartRun(w.ctx, "test", "roll", nil, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lateID := d.taskID(t, "lb", "drain")
+	run, err := k.Wait(w.ctx, id)
+	if err != nil || run.Status != store.RunFailed {
+		t.Fatalf("run %+v %v, want failed", run, err)
+	}
+	k.RecordLate("lb", id, lateID, domain.Result{Changed: true})
+	if err := k.Close(w.ctx); err != nil { // records what is queued
+		t.Fatal(err)
+	}
+	rows := rowsOf(w.results(id), "0.0")
+	if r, ok := rows["lb"]; ok {
+		t.Errorf("the delegate got a row of its own from a late result: %+v", r)
+	}
+	if r := rows["w1"]; r.Status != "failed" || !strings.Contains(r.Msg, "on lb") {
+		t.Errorf("w1's drain row = %+v, want the timeout on lb", r)
 	}
 }

@@ -304,6 +304,13 @@ func (e *Engine) recordLate(ctx context.Context, runID string, r *runner, items 
 		if lr.idx != nil {
 			t = lr.idx.task(it.ref.seq, it.ref.path)
 		}
+		if t != nil && t.Delegate != nil {
+			// The rows of a delegated task are the wave hosts', decided
+			// when the run gave up on the delegate; a row of the delegate
+			// itself would claim it ran the task for itself.
+			log.InfoContext(ctx, "late result of delegated work not recorded: the wave host's row keeps the run's verdict", "sid", it.ref.sid, "task_id", it.taskID)
+			continue
+		}
 		if r != nil && t != nil && r.lastAttempt(t, it.ref.sid) > it.ref.attempt {
 			log.DebugContext(ctx, "late result superseded by a later attempt", "task_id", it.taskID)
 			continue
