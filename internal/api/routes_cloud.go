@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
@@ -180,5 +181,41 @@ func (s *Server) listCloudInstances(w http.ResponseWriter, r *http.Request, _ au
 		return err
 	}
 	writeJSON(w, http.StatusOK, list)
+	return nil
+}
+
+// destroyInstances deletes the cloud instances of an incarnation being
+// deleted with ?destroy=true (SPEC §10.6). Without it, an incarnation
+// that has instances is not deleted: that would orphan them.
+func (s *Server) destroyInstances(r *http.Request, inc store.Incarnation) error {
+	destroy := false
+	switch v := r.URL.Query().Get("destroy"); v {
+	case "", "false":
+	case "true":
+		destroy = true
+	default:
+		return invalidf("destroy must be true or false, not %q", v)
+	}
+	list, err := s.store.ListCloudInstances(r.Context(), inc.Name)
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	if !destroy {
+		return domain.Errorf(domain.CodeConflict, "incarnation %s has %d cloud instance(s): delete it with ?destroy=true (soulctl incarnation delete --destroy) to delete them too, or remove them with core.cloud.absent first", inc.Name, len(list))
+	}
+	if inc.ActiveRun != "" {
+		return domain.Errorf(domain.CodeConflict, "incarnation %s has an active run (%s): wait for it or cancel it before destroying", inc.Name, inc.ActiveRun)
+	}
+	if s.cfg.Cloud == nil {
+		return domain.Errorf(domain.CodeUnavailable, "this keeper runs no cloud providers: it cannot destroy the instances of %s", inc.Name)
+	}
+	names, err := s.cfg.Cloud.Destroy(r.Context(), inc.Name)
+	AddAuditField(r, "destroyed", names)
+	if err != nil {
+		return fmt.Errorf("destroying the cloud instances of %s (deleted so far: %v; the incarnation is kept): %w", inc.Name, names, err)
+	}
 	return nil
 }

@@ -96,7 +96,11 @@ func (s *Server) incarnation(r *http.Request) (store.Incarnation, error) {
 }
 
 func (s *Server) deleteIncarnation(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
-	if _, err := s.incarnation(r); err != nil {
+	inc, err := s.incarnation(r)
+	if err != nil {
+		return err
+	}
+	if err := s.destroyInstances(r, inc); err != nil {
 		return err
 	}
 	if err := s.store.DeleteIncarnation(r.Context(), r.PathValue("name")); err != nil {

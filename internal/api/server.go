@@ -33,6 +33,7 @@ import (
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog"
 	"github.com/soulstack/soulstack/internal/checker"
+	"github.com/soulstack/soulstack/internal/cloud"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/install"
@@ -58,6 +59,9 @@ type Config struct {
 	Checker *checker.Checker
 	// Engine serves incarnations and runs; nil leaves them out.
 	Engine *engine.Engine
+	// Cloud destroys an incarnation's cloud instances (DELETE
+	// /v1/incarnations/{name}?destroy=true); nil refuses that.
+	Cloud *cloud.Manager
 	// Secrets serves /v1/secrets (SPEC §10.5); nil leaves them out.
 	Secrets *secrets.Store
 	// Fingerprint is the SHA-256 fingerprint of the Keeper's CA, put into

@@ -167,8 +167,12 @@ func listRuns(ctx context.Context, cl *apiclient.Client, incarnation string, lim
 	return call[[]runView](ctx, cl, http.MethodGet, "/v1/runs", q, nil)
 }
 
-func deleteIncarnation(ctx context.Context, cl *apiclient.Client, name string) (raw[map[string]any], error) {
-	return call[map[string]any](ctx, cl, http.MethodDelete, incPath(name), nil, nil)
+func deleteIncarnation(ctx context.Context, cl *apiclient.Client, name string, destroy bool) (raw[map[string]any], error) {
+	var q url.Values
+	if destroy {
+		q = url.Values{"destroy": {"true"}}
+	}
+	return call[map[string]any](ctx, cl, http.MethodDelete, incPath(name), q, nil)
 }
 
 // changeMembers adds (POST) or removes (DELETE) members by SID.

@@ -242,18 +242,21 @@ func newIncarnationUnlockCmd(g *Globals) *cobra.Command {
 }
 
 func newIncarnationDeleteCmd(g *Globals) *cobra.Command {
-	var name string
+	var (
+		name    string
+		destroy bool
+	)
 	c := &cobra.Command{
-		Use:     "delete [name]",
+		Use:     "delete [name] [--destroy]",
 		Aliases: []string{"rm"},
-		Short:   "Delete an incarnation's record (hosts are left as they are)",
+		Short:   "Delete an incarnation's record (hosts are left as they are; --destroy deletes its cloud instances)",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, cl, err := g.nameAndClient(cmd, args, name, "name")
 			if err != nil {
 				return err
 			}
-			if _, err := deleteIncarnation(cmd.Context(), cl, n); err != nil {
+			if _, err := deleteIncarnation(cmd.Context(), cl, n, destroy); err != nil {
 				return err
 			}
 			return g.Emit(cmd, map[string]any{"name": n, "deleted": true}, func(w io.Writer) error {
@@ -263,6 +266,7 @@ func newIncarnationDeleteCmd(g *Globals) *cobra.Command {
 		},
 	}
 	addNameFlag(c, &name, "name", "incarnation name")
+	c.Flags().BoolVar(&destroy, "destroy", false, "delete the incarnation's cloud instances too (refused without it when it has some)")
 	return c
 }
 

@@ -92,6 +92,15 @@ func (e *Engine) knownCovens(ctx context.Context, incCovens []string) ([]string,
 			set[c] = true
 		}
 	}
+	profiles, err := e.cfg.Store.ListCloudProfiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing cloud profiles: %w", err)
+	}
+	for _, p := range profiles {
+		for _, c := range p.Covens {
+			set[c] = true
+		}
+	}
 	out := make([]string, 0, len(set))
 	for c := range set {
 		out = append(out, c)

@@ -59,6 +59,9 @@ type Config struct {
 	// Local runs on: keeper tasks; nil fails them.
 	Local    dispatch.Dispatcher
 	Services ServiceLoader // required
+	// Cloud runs core.cloud.created and core.cloud.absent (on: keeper)
+	// with the incarnation's context; nil fails them.
+	Cloud Cloud
 	// Secrets resolves secret("name") (the Keeper's secret store); nil
 	// refuses scenarios that use it.
 	Secrets SecretSource

@@ -86,7 +86,7 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (id s
 	if err := e.checkDelegates(ctx, sc, req.Name, members); err != nil {
 		return "", err
 	}
-	if len(members) == 0 {
+	if len(members) == 0 && !provisions(sc) {
 		// Like an inventory pattern matching no host: almost always a typo,
 		// and an incarnation on nothing would commit state no host has.
 		return "", domain.Errorf(domain.CodeUnprocessable,

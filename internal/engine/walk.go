@@ -25,9 +25,12 @@ type scope struct {
 	// handler is set inside a block that runs as an onfail handler after
 	// the run failed: its tasks run normally.
 	handler bool
+	// top is the scenario's own task list: its hosts follow the members,
+	// which a cloud step may change (SPEC §10.6).
+	top bool
 }
 
-func (r *runner) topScope() scope { return scope{hosts: r.members} }
+func (r *runner) topScope() scope { return scope{hosts: r.members, top: true} }
 
 // walk runs tasks in order. Once the run failed (fail-fast), only onfail
 // handlers (and blocks holding some) still start.
@@ -38,6 +41,9 @@ func (r *runner) walk(ctx context.Context, tasks []*dsl.Task, sc scope) {
 		}
 		if r.failed() && !sc.handler && !holdsHandler(t) {
 			continue
+		}
+		if sc.top {
+			sc.hosts = r.currentMembers()
 		}
 		r.task(ctx, t, sc)
 	}

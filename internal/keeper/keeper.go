@@ -34,6 +34,7 @@ import (
 	"github.com/soulstack/soulstack/internal/catalog"
 	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/cli"
+	"github.com/soulstack/soulstack/internal/cloud"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
@@ -72,6 +73,7 @@ type Keeper struct {
 	engine    *engine.Engine
 	checker   *checker.Checker
 	secrets   *secrets.Store
+	clouds    *cloud.Manager
 	ui        *ui.UI
 	leader    *leader
 	commander *selfCommander
@@ -181,7 +183,9 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	}
 	k.registry = prometheus.NewRegistry()
 	k.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	k.clouds = k.newCloud()
 	k.engine, err = engine.New(engine.Config{
+		Cloud:      cloudFunc(k.clouds),
 		Secrets:    k.secrets,
 		Store:      k.store,
 		Dispatcher: k.relay,
@@ -232,6 +236,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		return nil, err
 	}
 	k.api, err = api.New(api.Config{
+		Cloud:       k.clouds,
 		Secrets:     k.secrets,
 		Engine:      k.engine,
 		Checker:     k.checker,

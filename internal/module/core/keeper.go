@@ -15,15 +15,24 @@ import (
 
 func init() {
 	register("core.cloud.created", module.Schema{
-		Summary: "Create cloud instances from a provider profile registered on the Keeper",
+		Summary: "Create cloud instances (idempotent by name) and wait until their souls join the incarnation",
 		Params: map[string]module.Param{
 			"provider": str(true, "cloud provider registered through the Operator API"),
-			"profile":  str(true, "instance profile"),
-			"count":    typed(module.TypeInt, "number of instances"),
-			"names":    typed(module.TypeStrList, "instance names"),
+			"profile":  str(true, "instance profile of that provider"),
+			"count":    typed(module.TypeInt, "number of instances of this profile the incarnation has (grows, never shrinks); names <incarnation>-<profile>-<i>"),
+			"names":    typed(module.TypeStrList, "instance names (host names and SIDs)"),
+		},
+		ExactlyOne: [][]string{{"count", "names"}},
+		KeeperSide: true,
+	}, cloudOnlyInEngine)
+	register("core.cloud.absent", module.Schema{
+		Summary: "Delete cloud instances of the incarnation and forget their souls",
+		Params: map[string]module.Param{
+			"provider": str(true, "cloud provider registered through the Operator API"),
+			"names":    {Type: module.TypeStrList, Required: true, Description: "instance names to delete"},
 		},
 		KeeperSide: true,
-	}, cloudCreated)
+	}, cloudOnlyInEngine)
 	register("core.http.request", module.Schema{
 		Summary: "Send an HTTP request and check the status; in check mode only GET, HEAD and OPTIONS are sent",
 		Params: map[string]module.Param{
@@ -36,10 +45,11 @@ func init() {
 	}, httpRequest)
 }
 
-// cloudCreated is a placeholder until providers can be registered: it
-// fails clearly instead of pretending to create anything.
-func cloudCreated(_ context.Context, p map[string]any, _ *module.Env) (domain.Result, error) {
-	return domain.Result{}, fmt.Errorf("no cloud provider registered: %q (providers and profiles are registered through the Operator API; none is configured on this Keeper)", p["provider"])
+// cloudOnlyInEngine answers a core.cloud.* call that reached the module
+// itself: the Keeper's run engine runs these (they need the incarnation),
+// so anywhere else they fail clearly.
+func cloudOnlyInEngine(_ context.Context, p map[string]any, _ *module.Env) (domain.Result, error) {
+	return domain.Result{}, fmt.Errorf("core.cloud.* runs only in a scenario step on: keeper, through the Keeper's cloud providers (provider %q)", p["provider"])
 }
 
 // safeMethod reports methods that only read, which run in check mode and

@@ -63,9 +63,9 @@ func TestHTTPRequest(t *testing.T) {
 	wantErrContains(t, err, "http:// or https://")
 }
 
-func TestCloudCreatedHasNoProvider(t *testing.T) {
-	_, err := runErr(t, "core.cloud.created", map[string]any{"provider": "hetzner", "profile": "cx22"}, nil)
-	wantErrContains(t, err, "no cloud provider registered", "hetzner")
+func TestCloudModulesRunOnlyInTheEngine(t *testing.T) {
+	_, err := runErr(t, "core.cloud.created", map[string]any{"provider": "hetzner", "profile": "cx22", "count": int64(1)}, nil)
+	wantErrContains(t, err, "only in a scenario step on: keeper", "hetzner")
 	m, _ := module.Lookup("core.cloud.created")
 	if !m.Schema().KeeperSide {
 		t.Error("core.cloud.created must be keeper-side")

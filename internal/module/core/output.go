@@ -44,7 +44,14 @@ var coreOutputs = map[string]map[string]module.Field{
 		"path": fileOutput["path"],
 		"mode": fileOutput["mode"],
 	},
-	"core.cloud.created": {},
+	"core.cloud.created": {
+		"instances":    outputField(module.TypeList, "the instances: [{name, id, address, sid, provider, profile}]"),
+		"created":      outputField(module.TypeStrList, "names of the instances this task created"),
+		"would_create": outputField(module.TypeStrList, "check mode: names it would create"),
+	},
+	"core.cloud.absent": {
+		"deleted": outputField(module.TypeStrList, "names of the instances deleted (or to delete in check mode)"),
+	},
 	"core.http.request": {
 		"url":     outputField(module.TypeString, "URL requested"),
 		"method":  outputField(module.TypeString, "HTTP method sent"),

@@ -13,7 +13,7 @@ import (
 // DSL validator and the soul's confinement rely on.
 func TestRegistry(t *testing.T) {
 	want := []string{
-		"core.archive.extracted", "core.cloud.created", "core.cmd.shell", "core.exec.run",
+		"core.archive.extracted", "core.cloud.absent", "core.cloud.created", "core.cmd.shell", "core.exec.run",
 		"core.file.absent", "core.file.block", "core.file.copied", "core.file.directory", "core.file.downloaded", "core.file.line", "core.file.link", "core.file.present", "core.file.rendered",
 		"core.file.replace", "core.file.stat",
 		"core.group.present", "core.http.request", "core.pkg.installed", "core.pkg.removed",
