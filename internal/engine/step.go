@@ -236,7 +236,7 @@ func (r *runner) dispatch(ctx context.Context, t *dsl.Task, sid string, wave int
 	w.Task = executor.TaskName(t)
 	r.noteAttempt(t, sid, attempt)
 	d := r.e.cfg.Dispatcher
-	if sid == dispatch.KeeperSID && w.Call != nil && IsCloudModule(w.Call.Module) {
+	if sid == dispatch.KeeperSID && r.e.cfg.Cloud != nil && w.Call != nil && IsCloudModule(w.Call.Module) {
 		return r.cloud(ctx, w)
 	}
 	if sid == dispatch.KeeperSID {
