@@ -40,7 +40,9 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request, _ auth.Prin
 	return nil
 }
 
-var defaultSecretRE = regexp.MustCompile(`default_secret:\s*["']?([A-Za-z][A-Za-z0-9_.-]*)`)
+// defaultSecretRE finds a procedure's default_secret: NAME and
+// {{ secret("NAME") }}.
+var defaultSecretRE = regexp.MustCompile(`(?:default_secret:\s*["']?|secret\(\s*\\?["'])([A-Za-z][A-Za-z0-9_.-]*)`)
 
 // secretUsers maps each secret name to the scenarios (at their service's
 // pinned commit) and procedures that reference it. A service that does not

@@ -49,6 +49,9 @@ func (r *run) calls(step string, c *Calls) (any, string, error) {
 		}
 		argvs[i] = argv
 		r.logf(step, LogAPICall, map[string]any{"argv": argv}, "apicall: %s", shellJoin(argv))
+		if err := r.guardInputs(argv); err != nil {
+			return nil, "", &commandError{err: fmt.Errorf("apicall %q: %w", r.mask(shellJoin(argv)), err)}
+		}
 	}
 	results := make([]callResult, len(argvs))
 	if len(argvs) == 1 {
@@ -262,4 +265,22 @@ func shellJoin(argv []string) string {
 		parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(parts, " ")
+}
+
+// guardInputs asks the Checker's InputGuard about a Commander command
+// line that carries one of the task's secrets.
+func (r *run) guardInputs(argv []string) error {
+	if r.c.inputGuard == nil || len(r.secrets) == 0 || len(argv) == 0 {
+		return nil
+	}
+	if _, bound := r.c.bindings[argv[0]]; bound || argv[0] == "checker" {
+		return nil
+	}
+	line := strings.Join(argv, " ")
+	for _, s := range r.secrets {
+		if strings.Contains(line, s) {
+			return r.c.inputGuard(r.ctx, argv, r.secrets)
+		}
+	}
+	return nil
 }

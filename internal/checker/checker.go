@@ -116,6 +116,11 @@ type Config struct {
 	// nothing runs. Nil: any prefix is taken to be one when a Commander is
 	// set.
 	IsCommand func(prefix string) bool
+	// InputGuard, when set, is asked before a Commander apicall whose
+	// command line carries one of the task's secrets (argv rendered; the
+	// secret values): it refuses a secret passed into a scenario input
+	// that is not secret: true (audit L10). Nil: no such check.
+	InputGuard func(ctx context.Context, argv []string, secrets []string) error
 	// DefaultTimeout bounds a task whose procedure sets no config.timeout;
 	// 0 = DefaultTaskTimeout (SPEC §10.2 "Abuse bounds").
 	DefaultTimeout time.Duration
@@ -142,6 +147,7 @@ type Checker struct {
 	defaultTimeout time.Duration
 	forward        func(ctx context.Context, procedure string, vars map[string]any) ([]store.CheckerTask, error)
 	secrets        SecretSource
+	inputGuard     func(ctx context.Context, argv []string, secrets []string) error
 
 	ctx    context.Context // parent of every task
 	cancel context.CancelCauseFunc
@@ -185,6 +191,7 @@ func New(cfg Config) (*Checker, error) {
 		running:   map[string]*handle{},
 
 		defaultTimeout: cfg.DefaultTimeout,
+		inputGuard:     cfg.InputGuard,
 	}
 	if c.defaultTimeout <= 0 {
 		c.defaultTimeout = DefaultTaskTimeout
@@ -342,6 +349,9 @@ func (c *Checker) Execute(ctx context.Context, req ExecRequest) ([]store.Checker
 		return nil, err
 	}
 	if err := c.secretDefaults(ctx, proc, sets); err != nil {
+		return nil, err
+	}
+	if err := c.checkSecretRefs(ctx, proc); err != nil {
 		return nil, err
 	}
 	if proc.Config.RunOnVIP && !c.isLeader() {

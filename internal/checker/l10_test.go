@@ -83,3 +83,38 @@ steps:
 		t.Fatalf("launch without the store secret: %v", err)
 	}
 }
+
+// TestSecretInTemplates: {{ secret("name") }} in a procedure reads the
+// Keeper's store when the task starts: the command gets the value, the
+// task and its step log show ****, the source holds only the name; an
+// unknown name fails the launch and a malformed call fails the PUT with
+// its line.
+func TestSecretInTemplates(t *testing.T) {
+	const val = "TPL-SECRET-789"
+	calls := filepath.Join(t.TempDir(), "calls")
+	script := fmt.Sprintf(`printf '%%s\n' "$*" >> %q; echo '{}'`, calls)
+	b := Binding{Prefix: "vault", Executable: "/bin/sh", Args: []string{"-c", script, "vault"}}
+	e := newEnv(t, Config{Bindings: []Binding{b}, Secrets: mapSecrets{"api_token": val}})
+	if _, err := e.c.PutProcedure(t.Context(), "bad", "steps:\n  use:\n    action:\n      apicall: vault use {{ secret(api_token) }}\n"); err == nil || !strings.Contains(err.Error(), ":4:") || !strings.Contains(err.Error(), "quoted secret name") {
+		t.Fatalf("a malformed secret(): %v", err)
+	}
+	src := "steps:\n  use:\n    action:\n      apicall: vault use --token={{ secret(\"api_token\") }}\n      log: \"used {{ secret('api_token') }}\"\n"
+	e.put("tpl", src)
+	task := e.execWait("tpl", nil)
+	if task.Status != StatusSuccess {
+		t.Fatalf("status %s: %s\n%s", task.Status, task.RunError, dumpLog(task))
+	}
+	got, err := os.ReadFile(calls)
+	if err != nil || string(got) != "use --token="+val+"\n" {
+		t.Fatalf("the command received %q (%v), want the store's value", got, err)
+	}
+	stored, _ := json.Marshal(task)
+	if strings.Contains(string(stored), val) || task.Message != "used ****" {
+		t.Fatalf("the stored task holds the secret (message %q):\n%s", task.Message, stored)
+	}
+	e2 := newEnv(t, Config{Bindings: []Binding{b}, Secrets: mapSecrets{}})
+	e2.put("tpl", src)
+	if _, err := e2.c.Execute(t.Context(), ExecRequest{Procedure: "tpl"}); domain.ErrorCode(err) != domain.CodeInvalid || !strings.Contains(err.Error(), "api_token") {
+		t.Fatalf("launch without the store secret: %v", err)
+	}
+}

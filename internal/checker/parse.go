@@ -46,6 +46,7 @@ func ParseProcedure(name string, src []byte) (*Procedure, error) {
 		})
 		return nil, &ValidationError{Name: name, Issues: p.issues}
 	}
+	proc.Secrets = p.secrets
 	return proc, nil
 }
 
@@ -53,6 +54,8 @@ type parser struct {
 	name   string
 	issues []Issue
 	vars   map[string]*Var
+	// secrets are the store secrets the templates read ({{ secret("…") }}).
+	secrets []string
 }
 
 func (p *parser) errf(n *yaml.Node, format string, args ...any) {

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -75,6 +76,12 @@ func (p *parser) filter(n *yaml.Node, what string) *Filter {
 
 func (p *parser) checkRefs(n *yaml.Node, what string, names []string) {
 	for _, name := range names {
+		if sn := SecretName(name); sn != "" {
+			if !slices.Contains(p.secrets, sn) {
+				p.secrets = append(p.secrets, sn)
+			}
+			continue
+		}
 		if name != VarDeps && name != VarDepsStatus && p.vars[name] == nil {
 			p.errf(n, "%s: template uses unknown var %q (declare it in vars:)", what, name)
 		}

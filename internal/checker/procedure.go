@@ -67,6 +67,9 @@ type Procedure struct {
 	Config ProcedureConfig
 	Vars   []*Var // in declaration order
 	Steps  []*Step
+	// Secrets are the Keeper store secrets its templates read with
+	// {{ secret("name") }}, in order of first use.
+	Secrets []string
 }
 
 // Var returns the declaration of name, or nil.

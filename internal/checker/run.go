@@ -108,6 +108,10 @@ func (c *Checker) run(ctx context.Context, proc *Procedure, t store.CheckerTask)
 			<-exited
 		}()
 	}
+	if err := r.loadSecrets(); err != nil {
+		r.finish(err)
+		return
+	}
 	r.finish(r.steps())
 }
 

@@ -44,3 +44,50 @@ func (c *Checker) secretDefaults(ctx context.Context, p *Procedure, sets []map[s
 	}
 	return nil
 }
+
+// checkSecretRefs is the launch's validation of {{ secret("name") }}: every
+// secret the procedure reads is in the store.
+func (c *Checker) checkSecretRefs(ctx context.Context, p *Procedure) error {
+	for _, n := range p.Secrets {
+		if _, err := c.secretValue(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Checker) secretValue(ctx context.Context, name string) (string, error) {
+	if c.secrets == nil {
+		return "", domain.Errorf(domain.CodeInvalid, "secret(%q): this keeper has no secret store", name)
+	}
+	v, err := c.secrets.Value(ctx, name)
+	if domain.ErrorCode(err) == domain.CodeNotFound {
+		return "", domain.Errorf(domain.CodeInvalid, "secret(%q) is not in the Keeper's secret store (soulctl secret set %s)", name, name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("secret(%q): %w", name, err)
+	}
+	return v, nil
+}
+
+// loadSecrets reads the store secrets the procedure's templates use when
+// the task starts (a task keeps the values it started with; a new value
+// takes effect for tasks that start later). They are masked like secret
+// vars and never stored.
+func (r *run) loadSecrets() error {
+	for _, n := range r.proc.Secrets {
+		v, err := r.c.secretValue(r.ctx, n)
+		if err != nil {
+			return err
+		}
+		r.vars[secretRefPrefix+n] = v
+		if !r.secretSeen[v] {
+			if r.secretSeen == nil {
+				r.secretSeen = map[string]bool{}
+			}
+			r.secretSeen[v] = true
+			r.secrets = append(r.secrets, v)
+		}
+	}
+	return nil
+}

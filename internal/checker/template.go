@@ -109,8 +109,32 @@ func scanPlaceholder(s string) (string, int, error) {
 	return "", 0, fmt.Errorf("unterminated {{")
 }
 
+// secretRefPrefix names the value of a store secret among a task's vars:
+// {{ secret("db_pw") }} reads "@secret:db_pw", which no declared var can be
+// named (':' is not a var name character) and which is never stored.
+const secretRefPrefix = "@secret:"
+
+var secretCallRE = regexp.MustCompile(`^secret\(\s*(?:"([A-Za-z][A-Za-z0-9_.-]{0,127})"|'([A-Za-z][A-Za-z0-9_.-]{0,127})')\s*\)$`)
+
+// SecretName returns the store secret a var name of Vars refers to
+// ({{ secret("name") }}), or "".
+func SecretName(varName string) string {
+	n, _ := strings.CutPrefix(varName, secretRefPrefix)
+	if n == varName {
+		return ""
+	}
+	return n
+}
+
 func parsePlaceholder(body string) (part, error) {
 	b := strings.TrimSpace(body)
+	if strings.HasPrefix(b, "secret(") {
+		m := secretCallRE.FindStringSubmatch(b)
+		if m == nil {
+			return part{}, fmt.Errorf("{{%s}}: secret takes one quoted secret name: {{ secret(\"db_password\") }}", body)
+		}
+		return part{ref: true, name: secretRefPrefix + m[1] + m[2]}, nil
+	}
 	p := part{ref: true}
 	if strings.HasPrefix(b, "*") {
 		p.star = true

@@ -74,6 +74,7 @@ func (r *runner) enterBlock(ctx context.Context, t *dsl.Task, sid string, a *exp
 	if err != nil {
 		return entered{Result: domain.Result{Failed: true, Msg: err.Error()}}, false
 	}
+	r.markBlockVars(ctx, t, a, ba)
 	if t.When != "" && !descendOnly {
 		ok, err := evalBool(ctx, r.env, t.When, ba)
 		switch {

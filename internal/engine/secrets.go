@@ -8,6 +8,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/soulstack/soulstack/internal/domain"
@@ -187,9 +188,28 @@ func (r *runner) canaryOf(ctx context.Context, act *expr.Activation) *expr.Activ
 		return nil
 	}
 	c := *act
+	secrets := r.secretList()
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	if len(secrets) > 0 && len(act.Vars) > 0 {
+		// Vars of enclosing blocks derived from a secret were marked when
+		// the block was entered: canaries take their place.
+		c.Vars, _ = withCanaries(act.Vars, secrets).(map[string]any)
+	}
 	c.Input, c.Secrets, c.State = r.canaryBase.Input, r.canaryBase.Secrets, r.canaryBase.State
+	// A result that echoes a secret (a register field holding a param)
+	// passes it on: in the canary rendering it echoes the canary.
+	if len(secrets) > 0 {
+		swap := func(m map[string]any) map[string]any {
+			v, _ := withCanaries(m, secrets).(map[string]any)
+			return v
+		}
+		c.Registers = act.Registers.Transform(swap)
+		if act.Self != nil {
+			c.Self = swap(act.Self)
+		}
+	}
 	if len(r.sc.Vars) > 0 {
-		vars := maps.Clone(act.Vars)
+		vars := maps.Clone(c.Vars)
 		if vars == nil {
 			vars = map[string]any{}
 		}
@@ -197,4 +217,121 @@ func (r *runner) canaryOf(ctx context.Context, act *expr.Activation) *expr.Activ
 		c.Vars = vars
 	}
 	return &c
+}
+
+// CheckSecretInputs refuses to start scenario with an input that carries
+// one of secrets (values the caller knows to be secret, e.g. a Checker
+// procedure's secret vars) when the scenario does not declare that input
+// secret: true: its value would be kept in clear in the run's input, the
+// incarnation and the audit log (audit L10). The scenario is the one of
+// the incarnation's pinned commit, or of service's current commit for a
+// create (incarnation "").
+func (e *Engine) CheckSecretInputs(ctx context.Context, incarnation, service, scenario string, input map[string]any, secrets []string) error {
+	if len(input) == 0 || len(secrets) == 0 {
+		return nil
+	}
+	commit := ""
+	if incarnation != "" {
+		inc, err := e.cfg.Store.GetIncarnation(ctx, incarnation)
+		if err != nil {
+			return fmt.Errorf("incarnation %s: %w", incarnation, err)
+		}
+		service, commit = inc.Service, inc.Commit
+	} else {
+		rec, err := e.cfg.Store.GetService(ctx, service)
+		if err != nil {
+			return fmt.Errorf("service %s: %w", service, err)
+		}
+		commit = rec.Commit
+	}
+	svc, err := e.cfg.Services.Open(ctx, service, commit)
+	if err != nil {
+		return fmt.Errorf("opening service %s at %s: %w", service, commit, err)
+	}
+	sc := svc.Scenarios[scenario]
+	if sc == nil {
+		return nil // StartRun says so
+	}
+	declared := sc.Input.Secrets()
+	for _, k := range slices.Sorted(maps.Keys(input)) {
+		if slices.Contains(declared, k) {
+			continue
+		}
+		text := expr.Stringify(input[k])
+		for _, s := range secrets {
+			if s != "" && strings.Contains(text, s) {
+				return domain.Errorf(domain.CodeInvalid, "input %q of scenario %s (service %s) is given a secret but is not declared secret: true: the run's input, the incarnation and the audit log would keep it in clear; declare it secret: true in the scenario's input, or pass no secret there", k, scenario, service)
+			}
+		}
+	}
+	return nil
+}
+
+// markBlockVars marks the values of block t's vars (in ba, its children's
+// activation) that are derived from a secret: the children's canary
+// activations (canaryOf) then carry canaries in their place.
+func (r *runner) markBlockVars(ctx context.Context, t *dsl.Task, a, ba *expr.Activation) {
+	if len(t.Vars) == 0 {
+		return
+	}
+	c := r.canaryOf(ctx, a)
+	if c == nil {
+		return
+	}
+	real := make(map[string]any, len(t.Vars))
+	for k := range t.Vars {
+		real[k] = ba.Vars[k]
+	}
+	cba, err := executor.TaskActivation(ctx, t, c, r.env)
+	if err != nil {
+		executor.MarkDiff(real, nil, r.addSecrets)
+		return
+	}
+	canary := make(map[string]any, len(t.Vars))
+	for k := range t.Vars {
+		canary[k] = cba.Vars[k]
+	}
+	executor.MarkDiff(real, canary, r.addSecrets)
+}
+
+// withCanaries returns a copy of v with every secret (longest first) in
+// its strings replaced by the secret's canary.
+func withCanaries(v any, secrets []string) any {
+	switch x := v.(type) {
+	case string:
+		for _, s := range secrets {
+			if s != "" && strings.Contains(x, s) {
+				x = strings.ReplaceAll(x, s, canary(s))
+			}
+		}
+		return x
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = withCanaries(e, secrets)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withCanaries(e, secrets)
+		}
+		return out
+	}
+	if n, ok := numberLeaf(v); ok && slices.Contains(secrets, n) {
+		return canaryValue(v)
+	}
+	return v
+}
+
+// numberLeaf is the text of a number value (as a derived number is
+// marked).
+func numberLeaf(v any) (string, bool) {
+	switch x := v.(type) {
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	}
+	return "", false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 
 	"github.com/soulstack/soulstack/internal/domain"
@@ -35,6 +36,18 @@ func MarkDerived(ctx context.Context, env *expr.Env, src map[string]any, real ma
 	} else {
 		diffLeaves(real, cv, &marked)
 	}
+	if len(marked) > 0 {
+		mark(marked...)
+	}
+	return len(marked) > 0
+}
+
+// MarkDiff marks each leaf of real that differs from the same leaf of
+// canary (a value rendered against the canary activation), and reports
+// whether it marked any.
+func MarkDiff(real, canary any, mark func(...string)) bool {
+	var marked []string
+	diffLeaves(real, canary, &marked)
 	if len(marked) > 0 {
 		mark(marked...)
 	}
@@ -165,6 +178,34 @@ func StripDigests(r domain.Result) domain.Result {
 	}
 	for i := range r.Results {
 		r.Results[i] = StripDigests(r.Results[i])
+	}
+	return r
+}
+
+// templateData reports whether the data a core.file.rendered template
+// gets (TemplateData of act) holds a secret or a value derived from one.
+func (tn *Taint) templateData(ctx context.Context, t *dsl.Task, env *expr.Env, act *expr.Activation) bool {
+	if tn == nil || tn.Canary == nil {
+		return false
+	}
+	cact, err := TaskActivation(ctx, t, tn.Canary, env)
+	if err != nil {
+		return true
+	}
+	return !reflect.DeepEqual(TemplateData(act), TemplateData(cact))
+}
+
+// DiffHidden is the diff of a file rendered on the soul from data that
+// holds a secret.
+const DiffHidden = "(diff withheld: the template's data holds a secret)"
+
+// HideDiff replaces r's diff (and its nested results') by DiffHidden.
+func HideDiff(r domain.Result) domain.Result {
+	if r.Diff != "" {
+		r.Diff = DiffHidden
+	}
+	for i := range r.Results {
+		r.Results[i] = HideDiff(r.Results[i])
 	}
 	return r
 }

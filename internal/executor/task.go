@@ -149,11 +149,19 @@ func attemptOne(ctx context.Context, t *dsl.Task, act *expr.Activation, o Option
 	if err != nil {
 		return failed("params: " + err.Error())
 	}
-	if o.Taint.params(ctx, t, o.Env, params) {
+	tainted := o.Taint.params(ctx, t, o.Env, params)
+	// A template renders on the soul: what its functions make of a secret
+	// in its data is unknown here, so its diff is withheld too.
+	rendered := t.Module == "core.file.rendered" && o.Taint.templateData(ctx, t, o.Env, act)
+	if tainted || rendered {
 		// Content derived from a secret: no hash or size of it (L9).
 		inner := o.Call
 		o.Call = func(ctx context.Context, c dispatch.Call, check bool, timeout time.Duration) domain.Result {
-			return StripDigests(inner(ctx, c, check, timeout))
+			r := StripDigests(inner(ctx, c, check, timeout))
+			if rendered {
+				r = HideDiff(r)
+			}
+			return r
 		}
 	}
 	check := o.Check

@@ -257,3 +257,29 @@ func (r *Registers) Names() []string {
 // missingVal is the value of a root that is not defined in this context;
 // using it fails the evaluation with msg.
 func missingVal(msg string) any { return types.NewErrFromString(msg) }
+
+// Transform returns a copy of r in which every host's result map went
+// through f (the engine's taint rendering puts canaries in place of the
+// secrets a result echoes).
+func (r *Registers) Transform(f func(map[string]any) map[string]any) *Registers {
+	if r == nil {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := &Registers{m: make(map[string]map[string]map[string]any, len(r.m))}
+	for name, hosts := range r.m {
+		hs := make(map[string]map[string]any, len(hosts))
+		for sid, m := range hosts {
+			hs[sid] = f(m)
+		}
+		out.m[name] = hs
+	}
+	if r.why != nil {
+		out.why = make(map[string]string, len(r.why))
+		for k, v := range r.why {
+			out.why[k] = v
+		}
+	}
+	return out
+}

@@ -231,6 +231,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		Logger:         log.With("component", "checker"),
 		Metrics:        checker.NewMetrics(k.registry),
 		Forward:        k.forwardExecute,
+		InputGuard:     k.guardSecretInputs,
 	})
 	if err != nil {
 		return nil, err

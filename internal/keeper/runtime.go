@@ -171,3 +171,14 @@ func (b *background) stop() {
 	b.cancel()
 	b.wg.Wait()
 }
+
+// guardSecretInputs is the Checker's InputGuard: an `incarnation run` or
+// `incarnation create` apicall may pass a procedure's secret only into
+// scenario inputs declared secret: true (audit L10).
+func (k *Keeper) guardSecretInputs(ctx context.Context, argv []string, secrets []string) error {
+	ri, ok := cli.ParseRunInput(argv)
+	if !ok {
+		return nil
+	}
+	return k.engine.CheckSecretInputs(ctx, ri.Incarnation, ri.Service, ri.Scenario, ri.Input, secrets)
+}
