@@ -55,7 +55,9 @@ type cluster struct {
 	// soulURL is the Keeper as the souls reach it (https only).
 	soulURL   string
 	joinToken string
-	logDir    string
+	// token is the first Archon's (admin) token.
+	token  string
+	logDir string
 
 	mu    sync.Mutex
 	souls map[string]*lab.Proc // by SID (= host name)
@@ -67,13 +69,20 @@ type cluster struct {
 // Keeper by PID, then the lab.
 func newCluster(t *testing.T, flavour string) *cluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
-	defer cancel()
-	c := &cluster{flavour: flavour, souls: map[string]*lab.Proc{}, logDir: logDir(t)}
 	name := labName
 	if flavour == lab.FlavourSysV {
 		name += "-sysv"
 	}
+	return newClusterOf(t, flavour, name, hostCount, labPackages)
+}
+
+// newClusterOf is newCluster for a lab of its own: name (fixed per test,
+// so a crashed run's leftovers are cleaned), hosts and packages.
+func newClusterOf(t *testing.T, flavour, name string, hostCount int, labPackages []string) *cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	c := &cluster{flavour: flavour, souls: map[string]*lab.Proc{}, logDir: logDir(t)}
 
 	start := time.Now()
 	waitTurn(t, ctx)
@@ -106,6 +115,7 @@ func newCluster(t *testing.T, flavour string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.token = token
 	t.Cleanup(func() {
 		if err := c.keeper.stop(10 * time.Second); err != nil {
 			t.Errorf("stopping the keeper: %v", err)
