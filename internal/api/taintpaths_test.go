@@ -23,7 +23,7 @@ import (
 // echoes a param, a block's vars, a template rendered on the soul, and
 // values that are not strings (a number, a list).
 var pathsService = map[string]string{
-	"service.yml": "name: paths\n",
+	"service.yml":                      "name: paths\n",
 	"scenario/create/templates/x.tmpl": "pw={{ .input.pw | b64enc }}\n",
 	"scenario/create/main.yml": `
 input:
