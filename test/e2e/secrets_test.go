@@ -126,11 +126,11 @@ func TestSecretsNeverLeak(t *testing.T) {
 	places := map[string]string{"SSE events": events.String()}
 	for _, p := range []string{"/v1/runs/" + acc.ApplyID, "/v1/runs/" + verify.ApplyID, "/v1/runs/" + acc.ApplyID + "/events",
 		"/v1/incarnations/db-e2e", "/v1/incarnations/db-e2e/history", "/v1/runs?incarnation=db-e2e", "/v1/audit", "/v1/secrets"} {
-		places["API "+p] = c.get(t, p, false)
+		places["API "+p] = c.getPage(t, p, false)
 	}
 	for _, p := range []string{"/ui/", "/ui/incarnations", "/ui/incarnations/db-e2e", "/ui/runs", "/ui/runs/" + acc.ApplyID,
 		"/ui/runs/" + acc.ApplyID + "/live", "/ui/runs/" + acc.ApplyID + "/events", "/ui/runs/" + verify.ApplyID, "/ui/services/dbconf"} {
-		places["UI "+p] = c.get(t, p, true)
+		places["UI "+p] = c.getPage(t, p, true)
 	}
 	log, err := os.ReadFile(c.keeper.logPath)
 	if err != nil {
@@ -236,9 +236,9 @@ func (c *cluster) waitRunDone(t *testing.T, id string) store.Run {
 	return run
 }
 
-// get returns the body of a GET of path on the Keeper, with the first
+// getPage returns the body of a GET of path on the Keeper, with the first
 // Archon's token as a bearer token (API) or as the UI's session cookie.
-func (c *cluster) get(t *testing.T, path string, ui bool) string {
+func (c *cluster) getPage(t *testing.T, path string, ui bool) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
