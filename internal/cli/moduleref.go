@@ -9,7 +9,7 @@ import (
 	"github.com/soulstack/soulstack/internal/module"
 )
 
-//go:generate go run ./genmodref ../../docs/modules.md
+//go:generate go run ./genmodref ../../docs/modules.md ../../README.md
 
 // ModuleReferencePath is where the generated module reference lives,
 // relative to the repository root.

@@ -44,3 +44,31 @@ func TestModuleReferenceCurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeModuleTableCurrent: the README's module table (between its
+// markers) is what the modules' schemas generate today.
+func TestReadmeModuleTableCurrent(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", ReadmePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := WriteModuleTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	want, err := ReplaceModuleTable(readme, table.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(readme, want) {
+		t.Fatalf("the module table of %s is stale: run go generate ./internal/cli", ReadmePath)
+	}
+	for _, n := range module.Names() {
+		if !strings.Contains(table.String(), "[`"+n+"`]") {
+			t.Errorf("no row for %s", n)
+		}
+	}
+	if _, err := ReplaceModuleTable([]byte("no markers\n"), table.Bytes()); err == nil {
+		t.Error("a README without the markers was accepted")
+	}
+}

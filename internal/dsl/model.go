@@ -75,8 +75,11 @@ type Scenario struct {
 	Input        Inputs
 	StateChanges StateChanges
 	// Vars are the values of vars.yml (visible as vars.*, task vars win).
-	Vars  map[string]any
-	Tasks []*Task
+	Vars map[string]any
+	// VarsFiles are the scenario's vars_files:, resolved per host and
+	// merged over Vars.
+	VarsFiles []VarsFile
+	Tasks     []*Task
 	// Files are all files of the scenario directory, keyed by path relative
 	// to it ("main.yml", "templates/x.conf.tmpl").
 	Files map[string][]byte
@@ -89,7 +92,9 @@ type Destiny struct {
 	Name  string
 	Dir   string // "destiny/<name>"
 	Input Inputs
-	Tasks []*Task
+	// VarsFiles are the destiny's vars_files:, resolved on the host.
+	VarsFiles []VarsFile
+	Tasks     []*Task
 	// Output maps output names to values whose strings may hold ${ }
 	// interpolations, rendered after the destiny's tasks ran.
 	Output map[string]any
@@ -122,8 +127,11 @@ type Task struct {
 	Block   []*Task
 	Include string
 
-	Vars     map[string]any
-	Register string
+	Vars map[string]any
+	// VarsFiles are the task's vars_files:, resolved per host before
+	// Vars (which win).
+	VarsFiles []VarsFile
+	Register  string
 	// When, Where, FailedWhen and ChangedWhen are bare CEL ("" = not set).
 	// A YAML boolean is kept as "true" or "false".
 	When        string

@@ -19,6 +19,7 @@ var (
 	commonTaskKeys = []string{
 		"name", "module", "params", "block", "include", "vars", "register", "when",
 		"onchanges", "onfail", "require", "loop", "retry", "failed_when", "changed_when", "timeout",
+		"vars_files",
 	}
 	// scenarioTaskKeys are the orchestration delta of SPEC §6.
 	scenarioTaskKeys = []string{"on", "where", "apply", "serial", "run_once", "delegate"}
@@ -132,6 +133,9 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 		u.types.delegated = t.Delegate != nil
 	}
 	withItem(true)
+	if nn, ok := v["vars_files"]; ok {
+		t.VarsFiles = p.varsFiles(u, file, nn, "vars_files")
+	}
 	if nn, ok := v["when"]; ok {
 		t.When = p.predicate(u, file, nn, "when", before)
 	}

@@ -13,8 +13,8 @@ import (
 )
 
 var (
-	scenarioTopKeys = []string{"description", "input", "state_changes", "tasks"}
-	destinyTopKeys  = []string{"description", "input", "tasks", "output"}
+	scenarioTopKeys = []string{"description", "input", "state_changes", "tasks", "vars_files"}
+	destinyTopKeys  = []string{"description", "input", "tasks", "output", "vars_files"}
 	inputSpecKeys   = []string{"type", "default", "required", "description", "secret"}
 )
 
@@ -54,6 +54,8 @@ func (p *parser) scenario(svc *Service, name, dir string, files map[string][]byt
 			u.types.input = inputShape(s.Input)
 		case "state_changes":
 			s.StateChanges = p.stateChanges(u, file, e)
+		case "vars_files":
+			s.VarsFiles = p.varsFiles(u, file, e.value, "vars_files")
 		case "tasks":
 			tasksNode = e.value
 		default:
@@ -103,6 +105,8 @@ func (p *parser) destiny(name, dir string, files map[string][]byte, mods map[str
 			u.types.input = inputShape(d.Input)
 		case "tasks":
 			tasksNode = e.value
+		case "vars_files":
+			d.VarsFiles = p.varsFiles(u, file, e.value, "vars_files")
 		case "output":
 			outputNode = e.value
 		case "state_changes":

@@ -58,6 +58,7 @@ type runner struct {
 	failure     string                         // first failure; "" while nothing failed
 	pending     map[string]map[string]bool
 	owedSince   map[string]map[string]string // trigger key → sid → the run that left it
+	varsErr     map[string]string            // sid → why the scenario's vars_files did not resolve there
 }
 
 func (e *Engine) newRunner(run store.Run, inc store.Incarnation, svc *dsl.Service, sc *dsl.Scenario, input map[string]any) *runner {

@@ -115,6 +115,9 @@ func (r *runner) attempt(ctx context.Context, t *dsl.Task, sid string, wave int,
 	if reason, ok := r.gate(t, sid); !ok {
 		return domain.Result{Skipped: true, Msg: reason}
 	}
+	if msg := r.varsErrOf(sid); msg != "" {
+		return domain.Result{Failed: true, Msg: msg}
+	}
 	var res domain.Result
 	switch {
 	case t.Apply != nil:

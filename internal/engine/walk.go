@@ -262,8 +262,12 @@ func (r *runner) hostActivation(ctx context.Context, sid string) *expr.Activatio
 // scenarioVars renders vars.yml for one host. vars.yml may read registers
 // of any task, so an entry that cannot be rendered yet is left out (an
 // expression using it then fails naming it).
+//
+// The scenario's vars_files are resolved for the host and win over
+// vars.yml. A host none of whose alternatives exists gets no values from
+// them; the error is kept and fails the host's next task (attempt).
 func (r *runner) scenarioVars(ctx context.Context, a *expr.Activation) map[string]any {
-	if len(r.sc.Vars) == 0 {
+	if len(r.sc.Vars) == 0 && len(r.sc.VarsFiles) == 0 {
 		return nil
 	}
 	c := *a
@@ -274,5 +278,34 @@ func (r *runner) scenarioVars(ctx context.Context, a *expr.Activation) map[strin
 			out[k] = rv
 		}
 	}
+	if len(r.sc.VarsFiles) > 0 {
+		fv, err := executor.VarsFromFiles(ctx, r.env, r.sc.VarsFiles, &c)
+		if err != nil {
+			r.setVarsErr(a.CurrentSID, err.Error())
+		}
+		maps.Copy(out, fv)
+	}
 	return out
+}
+
+// setVarsErr keeps why host sid's scenario vars_files did not resolve
+// (nothing for no host: the keeper or state_changes).
+func (r *runner) setVarsErr(sid, msg string) {
+	if sid == "" || sid == dispatch.KeeperSID {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.varsErr == nil {
+		r.varsErr = map[string]string{}
+	}
+	r.varsErr[sid] = msg
+}
+
+// varsErrOf is why host sid's scenario vars_files did not resolve ("" =
+// they did).
+func (r *runner) varsErrOf(sid string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.varsErr[sid]
 }

@@ -44,6 +44,11 @@ func RunBundle(ctx context.Context, b *dispatch.Bundle, facts map[string]any, o 
 		Soulprint:  expr.Soulprint{Self: facts},
 		Run:        map[string]any{"check_mode": o.Check},
 	}
+	if len(d.VarsFiles) > 0 {
+		if act.Vars, err = VarsFromFiles(ctx, o.Env, d.VarsFiles, act); err != nil {
+			return failed(fmt.Sprintf("destiny %s: %v", b.Destiny, err))
+		}
+	}
 	h := &HostRun{Options: o, SID: sid}
 	tasks, anyFailed := h.RunTasks(ctx, d.Tasks, act)
 	res := domain.Result{Tasks: tasks, Failed: anyFailed}

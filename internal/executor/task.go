@@ -52,19 +52,31 @@ var commandModules = map[string]bool{"core.exec.run": true, "core.cmd.shell": tr
 // act.Vars (task vars win). Task vars may refer to item when looping, so
 // Attempt calls it per item.
 func TaskActivation(ctx context.Context, t *dsl.Task, act *expr.Activation, env *expr.Env) (*expr.Activation, error) {
-	if len(t.Vars) == 0 {
+	if len(t.Vars) == 0 && len(t.VarsFiles) == 0 {
 		return act, nil
-	}
-	vars, err := env.RenderMap(ctx, t.Vars, act)
-	if err != nil {
-		return nil, fmt.Errorf("vars: %w", err)
 	}
 	c := *act
 	merged := maps.Clone(act.Vars)
 	if merged == nil {
 		merged = map[string]any{}
 	}
-	maps.Copy(merged, vars)
+	if len(t.VarsFiles) > 0 {
+		// vars_files first: the task's vars: may read and override them.
+		fv, err := VarsFromFiles(ctx, env, t.VarsFiles, act)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(merged, fv)
+		c.Vars = merged
+	}
+	if len(t.Vars) > 0 {
+		vars, err := env.RenderMap(ctx, t.Vars, &c)
+		if err != nil {
+			return nil, fmt.Errorf("vars: %w", err)
+		}
+		merged = maps.Clone(merged)
+		maps.Copy(merged, vars)
+	}
 	c.Vars = merged
 	return &c, nil
 }

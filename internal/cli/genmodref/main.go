@@ -1,6 +1,7 @@
-// Command genmodref writes the module reference (docs/modules.md) from the
-// modules' schemas: go run ./internal/cli/genmodref docs/modules.md (or
-// go generate ./internal/cli).
+// Command genmodref writes the module reference (docs/modules.md) and the
+// module table of the README from the modules' schemas: go run
+// ./internal/cli/genmodref docs/modules.md README.md (or go generate
+// ./internal/cli).
 package main
 
 import (
@@ -12,8 +13,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: genmodref FILE")
+	if len(os.Args) != 2 && len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: genmodref MODULES.md [README.md]")
 		os.Exit(2)
 	}
 	var b bytes.Buffer
@@ -25,4 +26,27 @@ func main() {
 		fmt.Fprintln(os.Stderr, "genmodref:", err)
 		os.Exit(1)
 	}
+	if len(os.Args) == 3 {
+		if err := readmeTable(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "genmodref:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// readmeTable rewrites the module table region of the README at path.
+func readmeTable(path string) error {
+	readme, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var table bytes.Buffer
+	if err := cli.WriteModuleTable(&table); err != nil {
+		return err
+	}
+	out, err := cli.ReplaceModuleTable(readme, table.Bytes())
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, 0o644)
 }

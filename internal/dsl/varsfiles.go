@@ -1,0 +1,172 @@
+package dsl
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/soulstack/soulstack/internal/expr"
+)
+
+// VarsFile is one entry of vars_files: (SPEC §9): alternatives, the first
+// that exists for a host wins (Ansible's include_vars with first_found).
+// Paths are relative to the scenario's or destiny's directory and may hold
+// ${ } (soulprint.self, input, essence, …), rendered per host.
+type VarsFile struct {
+	Alternatives []string
+	Pos          Pos
+	// Data holds every file of the unit an alternative can name, parsed
+	// (path relative to the unit directory → values), so that resolving
+	// needs no file access and a destiny bundle carries its own.
+	Data map[string]map[string]any
+}
+
+// interpRE finds the ${ } of a path, to turn it into a glob.
+var interpRE = regexp.MustCompile(`\$\{[^}]*\}`)
+
+// varsFiles parses a vars_files: list and sets the static types of the
+// vars its files define: a key every candidate file of an entry defines
+// with one type gets that type, any other key is dyn.
+func (p *parser) varsFiles(u *unit, file string, n *yaml.Node, key string) []VarsFile {
+	items, ok := p.sequence(file, n, key)
+	if !ok {
+		return nil
+	}
+	var out []VarsFile
+	for i, it := range items {
+		it = deref(it)
+		ekey := fmt.Sprintf("%s[%d]", key, i)
+		vf := VarsFile{Pos: posOf(file, it), Data: map[string]map[string]any{}}
+		var alts []*yaml.Node
+		switch {
+		case it != nil && it.Kind == yaml.ScalarNode && it.Tag == "!!str":
+			alts = []*yaml.Node{it}
+		case it != nil && it.Kind == yaml.SequenceNode && len(it.Content) > 0:
+			alts = it.Content
+		default:
+			p.add(vf.Pos, ekey, fmt.Sprintf("%s must be a path or a non-empty list of alternative paths (the first that exists wins), got %s", ekey, kindName(it)))
+			continue
+		}
+		var cands []string
+		for _, a := range alts {
+			a = deref(a)
+			s, ok := p.str(file, a, ekey)
+			if !ok {
+				continue
+			}
+			apos := posOf(file, a)
+			if t := p.templates(u, file, a, ekey, templateOpts{}); t != nil && t != cel.StringType && t != cel.DynType {
+				p.add(apos, ekey, fmt.Sprintf("%s: a path must be a string, but %s is %s", ekey, strings.TrimSpace(s), expr.TypeName(t)))
+			}
+			glob := interpRE.ReplaceAllString(s, "*")
+			if clean := path.Clean(glob); path.IsAbs(glob) || clean == ".." || strings.HasPrefix(clean, "../") || clean != strings.TrimPrefix(glob, "./") {
+				p.add(apos, ekey, fmt.Sprintf("%s: %q must be a clean path relative to %s (no '..', no leading /)", ekey, s, u.dir))
+				continue
+			}
+			vf.Alternatives = append(vf.Alternatives, s)
+			matched := false
+			for name := range u.files {
+				if ok, _ := path.Match(path.Clean(glob), name); ok {
+					matched = true
+					cands = append(cands, name)
+				}
+			}
+			if !matched && glob == s {
+				p.add(apos, ekey, fmt.Sprintf("%s: %s does not exist in %s%s", ekey, s, u.dir, suggest(s, sortedKeys(u.files))))
+			}
+		}
+		if len(vf.Alternatives) != len(alts) {
+			continue
+		}
+		if len(cands) == 0 {
+			p.add(vf.Pos, ekey, fmt.Sprintf("%s: no file in %s matches any of %s: no host could find its vars", ekey, u.dir, strings.Join(vf.Alternatives, ", ")))
+			continue
+		}
+		sort.Strings(cands)
+		cands = compactStrings(cands)
+		for _, c := range cands {
+			if m, ok := p.varsData(u, c); ok {
+				vf.Data[c] = m
+			}
+		}
+		setVarsTypes(u, vf.Data)
+		out = append(out, vf)
+	}
+	return out
+}
+
+// varsData parses one vars file: a map of identifiers to plain data.
+func (p *parser) varsData(u *unit, name string) (map[string]any, bool) {
+	file := u.file(name)
+	root, ok := p.parseYAML(file, u.files[name])
+	if !ok {
+		return nil, false
+	}
+	if root == nil {
+		return map[string]any{}, true
+	}
+	ents, ok := p.mapping(file, root, "a vars file")
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]any, len(ents))
+	good := true
+	for _, e := range ents {
+		if !identRE.MatchString(e.key) {
+			p.add(e.kpos, e.key, fmt.Sprintf("vars name %q must be an identifier (letters, digits, _), so that vars.%s can be read", e.key, e.key))
+			good = false
+		}
+		p.walkStringNodes(file, e.value, e.key, func(sn *yaml.Node, where string) {
+			if expr.HasInterpolation(sn.Value) {
+				p.add(posOf(file, sn), where, "a vars file holds data: ${ } is not evaluated here; compute the value in vars: of the task or vars.yml instead")
+				good = false
+			}
+		})
+		out[e.key] = p.value(file, e.value)
+	}
+	return out, good
+}
+
+// setVarsTypes records the static types of the vars the candidate files
+// define.
+func setVarsTypes(u *unit, data map[string]map[string]any) {
+	seen := map[string]*cel.Type{}
+	mixed := map[string]bool{}
+	for _, m := range data {
+		for k, v := range m {
+			t := expr.TypeOfValue(v)
+			if prev, ok := seen[k]; ok && prev.String() != t.String() {
+				mixed[k] = true
+			}
+			seen[k] = t
+		}
+	}
+	for k, t := range seen {
+		inAll := true
+		for _, m := range data {
+			if _, ok := m[k]; !ok {
+				inAll = false
+			}
+		}
+		if inAll && !mixed[k] {
+			u.types.vars[k] = t
+		} else {
+			delete(u.types.vars, k)
+		}
+	}
+}
+
+func compactStrings(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
