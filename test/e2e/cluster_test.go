@@ -396,13 +396,14 @@ func eventually(t *testing.T, within time.Duration, what string, f func() error)
 	}
 }
 
-// registerService registers examples/redis as service name: the directory
+// registerService registers examples/<name> as service name: the directory
 // is copied into a fresh local git repository and committed, and the
 // Keeper materializes it over file://.
 func (c *cluster) registerService(t *testing.T, name string) store.Service {
 	t.Helper()
 	ctx := t.Context()
 	files := map[string]string{}
+	var exec []string // executable files (custom modules' programs) stay so
 	src := filepath.Join("..", "..", "examples", name)
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -414,13 +415,16 @@ func (c *cluster) registerService(t *testing.T, name string) store.Service {
 		}
 		rel, _ := filepath.Rel(src, path)
 		files[filepath.ToSlash(rel)] = string(data)
+		if info, err := d.Info(); err == nil && info.Mode().Perm()&0o111 != 0 {
+			exec = append(exec, filepath.ToSlash(rel))
+		}
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("reading %s: %v", src, err)
 	}
 	repo := catalogtest.NewRepo(t)
-	commit := repo.Commit(files, "examples/"+name)
+	commit := repo.CommitExec(files, exec, "examples/"+name)
 	svc, err := c.api.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: name, Git: "file://" + repo.Dir, Ref: "master"})
 	if err != nil {
 		t.Fatalf("registering %s: %v", name, err)

@@ -5,6 +5,7 @@ package catalogtest
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,6 +37,13 @@ func NewRepo(t testing.TB) *Repo {
 // stages everything and commits. It returns the commit hash.
 func (r *Repo) Commit(files map[string]string, msg string) string {
 	r.t.Helper()
+	return r.CommitExec(files, nil, msg)
+}
+
+// CommitExec is Commit with the files named in exec written executable
+// (a custom module's run program must be committed with mode 100755).
+func (r *Repo) CommitExec(files map[string]string, exec []string, msg string) string {
+	r.t.Helper()
 	wt, err := r.repo.Worktree()
 	if err != nil {
 		r.t.Fatal(err)
@@ -53,6 +61,11 @@ func (r *Repo) Commit(files map[string]string, msg string) string {
 		}
 		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
 			r.t.Fatal(err)
+		}
+		if slices.Contains(exec, p) {
+			if err := os.Chmod(full, 0o755); err != nil {
+				r.t.Fatal(err)
+			}
 		}
 	}
 	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
