@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
@@ -215,7 +214,8 @@ func (s *Server) destroyInstances(r *http.Request, inc store.Incarnation) error 
 	names, err := s.cfg.Cloud.Destroy(r.Context(), inc.Name)
 	AddAuditField(r, "destroyed", names)
 	if err != nil {
-		return fmt.Errorf("destroying the cloud instances of %s (deleted so far: %v; the incarnation is kept): %w", inc.Name, names, err)
+		// The provider's own failure, with its reason, not a 500.
+		return domain.Errorf(domain.CodeUnprocessable, "destroying the cloud instances of %s failed (deleted so far: %v; the incarnation and the remaining records are kept, try again): %v", inc.Name, names, err)
 	}
 	return nil
 }

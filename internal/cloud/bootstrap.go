@@ -27,8 +27,6 @@ type Bootstrap struct {
 	// Script is the shell command of UserData that installs and starts
 	// the soul (for providers that run commands rather than cloud-init).
 	Script string `json:"script"`
-	// tokenID is the stored token's id (revoked when creation fails).
-	tokenID string
 }
 
 // newBootstrap makes a one-time join token for instance name and the
@@ -53,7 +51,7 @@ func (m *Manager) newBootstrap(ctx context.Context, inc, name, keeperURL string,
 	}
 	tok := jointoken.Encode(secret, m.Fingerprint)
 	script := InstallScript(keeperURL, m.TLSPin, tok)
-	return Bootstrap{UserData: UserData(name, script), JoinToken: tok, KeeperURL: keeperURL, Script: script, tokenID: jt.ID}, nil
+	return Bootstrap{UserData: UserData(name, script), JoinToken: tok, KeeperURL: keeperURL, Script: script}, nil
 }
 
 // InstallScript is the shell command that installs the soul from the

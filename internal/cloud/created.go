@@ -149,7 +149,9 @@ func (m *Manager) create(ctx context.Context, c Call, t target, missing []string
 		}
 		i := slices.IndexFunc(got, func(x Instance) bool { return x.Name == n })
 		if i < 0 {
-			_ = m.Store.RevokeJoinToken(context.WithoutCancel(ctx), boot.tokenID, m.now())
+			// The token stays valid (one use, short TTL): had the
+			// provider made the instance after all, a re-run adopts it
+			// and its soul can still join.
 			return fmt.Errorf("provider %s returned %d instance(s) for %s, none of that name", t.prov.Name, len(got), n)
 		}
 		mu.Lock()

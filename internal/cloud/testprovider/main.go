@@ -145,7 +145,7 @@ func stopSoul(dir, n string) error {
 	}
 	if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
-		for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+		for i := 0; i < 100 && alive(pid); i++ {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
@@ -153,4 +153,15 @@ func stopSoul(dir, n string) error {
 		return err
 	}
 	return os.Remove(filepath.Join(dir, n+".pid"))
+}
+
+// alive reports whether pid runs (a zombie waiting for its reaper is dead).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }

@@ -1,0 +1,91 @@
+package keeper_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/store"
+)
+
+// TestCloudExecProviderFaults: an exec provider that exits non-zero,
+// prints no JSON, hangs, returns fewer instances than asked, or reports an
+// instance whose soul never connects fails the task with the reason and
+// locks the incarnation; what was created stays recorded and the next run
+// adopts it (each soul was started exactly once: never duplicated, never
+// orphaned); destroy deletes everything recorded.
+func TestCloudExecProviderFaults(t *testing.T) {
+	r := newCloudRig(t)
+	r.provider("bad", "fail", "3s")
+	if _, err := r.c.SetCloudProfile(r.ctx, "badp", apiclient.CloudProfileRequest{Provider: "bad"}); err != nil {
+		t.Fatal(err)
+	}
+	r.register("cloudfault", "testdata/cloudfault")
+	acc, err := r.c.CreateIncarnation(r.ctx, apiclient.CreateIncarnationRequest{Name: "f", Service: "cloudfault", Covens: []string{"web"}, Input: map[string]any{"count": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := func(run apiclient.RunDetail, want string) {
+		t.Helper()
+		inc, err := r.c.GetIncarnation(r.ctx, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Status != store.RunFailed || !strings.Contains(run.Error, want) || inc.Status != store.IncarnationErrorLocked {
+			t.Fatalf("run %s: %s %q (incarnation %s), want failed with %q\n%s", run.ID, run.Status, run.Error, inc.Status, want, runJSON(run))
+		}
+		r.noToken("a failed run", run)
+		if _, err := r.c.UnlockIncarnation(r.ctx, "f", "cloud fault test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step := func(mode string, count int) apiclient.RunDetail {
+		t.Helper()
+		r.provider("bad", mode, "3s")
+		return r.runOn("f", "create", map[string]any{"count": count}, false)
+	}
+
+	failed(r.awaitRun(acc.ApplyID, 30*time.Second), "exited with status 3: testprovider: quota exceeded")
+	if got := r.instances("f"); !slices.Equal(got, []string{"f-badp-1="}) {
+		t.Fatalf("after the failed create, recorded %v, want f-badp-1 without id", got)
+	}
+	failed(step("garbage", 1), "printed no JSON list of instances")
+	pid1 := r.pid("f-badp-1")
+	if pid1 == "" {
+		t.Fatal("the garbage-printing provider started no soul")
+	}
+	failed(step("hang", 2), "did not answer within 3s")
+	pid2 := r.pid("f-badp-2")
+	failed(step("fewer", 3), "returned 0 instance(s) for f-badp-3")
+	pid3 := r.pid("f-badp-3")
+	if got := r.instances("f"); len(got) != 3 || got[0] != "f-badp-1=proc-"+pid1 || got[1] != "f-badp-2=proc-"+pid2 || got[2] != "f-badp-3=" {
+		t.Fatalf("recorded %v: the instances of the garbage and hang runs adopted, f-badp-3 still unconfirmed", got)
+	}
+
+	ok := step("", 3)
+	if ok.Status != store.RunSucceeded {
+		t.Fatalf("the healthy re-run: %s %s\n%s", ok.Status, ok.Error, runJSON(ok))
+	}
+	inc, _ := r.c.GetIncarnation(r.ctx, "f")
+	if !slices.Equal(inc.Members, []string{"f-badp-1", "f-badp-2", "f-badp-3"}) {
+		t.Fatalf("members %v", inc.Members)
+	}
+	if r.pid("f-badp-1") != pid1 || r.pid("f-badp-2") != pid2 || r.pid("f-badp-3") != pid3 {
+		t.Errorf("an instance was created twice: pids %s %s %s, were %s %s %s", r.pid("f-badp-1"), r.pid("f-badp-2"), r.pid("f-badp-3"), pid1, pid2, pid3)
+	}
+
+	failed(step("noconnect", 4), "the souls of f-badp-4 did not connect")
+	if got := r.instances("f"); len(got) != 4 || got[3] != "f-badp-4=proc-0" {
+		t.Fatalf("recorded %v", got)
+	}
+	if err := r.c.Do(r.ctx, "DELETE", "/v1/incarnations/f", map[string][]string{"destroy": {"true"}}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"f-badp-1", "f-badp-2", "f-badp-3", "f-badp-4"} {
+		if r.pid(n) != "" {
+			t.Errorf("%s survived destroy", n)
+		}
+	}
+}
