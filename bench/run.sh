@@ -3,7 +3,7 @@
 # their output, with the machine, date, Go version and commit, under
 # bench/results/<date>/ (or $RESULTS).
 #
-#   bench/run.sh [fanout|fanout10k|idle|checker|versus|lab|all]...
+#   bench/run.sh [fanout|fanout10k|idle|checker|versus|ui|lab|all]...
 #
 # Default: all but lab (lab needs root and builds a lab of 20 Debian hosts;
 # it also compares against Ansible when ansible-playbook is installed:
@@ -36,10 +36,11 @@ run() {
 	idle) bench idle -bench '^BenchmarkSoulIdle$' -benchtime 3x -v ;;
 	checker) bench checker -bench '^BenchmarkChecker$' -benchtime 1x -count 2 -v ;;
 	versus) bench versus -bench '^BenchmarkVersusAnsible$' -benchtime 10x -v ;;
+	ui) bench ui -bench '^BenchmarkUIPages$' -benchtime 20x -count 3 -v ;;
 	lab) SOULSTACK_BENCH_LAB=1 bench lab -bench '^BenchmarkVersusAnsibleLab$' -benchtime 5x -v ;;
-	all) for b in fanout fanout10k idle checker versus; do run "$b"; done ;;
+	all) for b in fanout fanout10k idle checker versus ui; do run "$b"; done ;;
 	*)
-		echo "unknown benchmark $1 (fanout fanout10k idle checker versus lab all)" >&2
+		echo "unknown benchmark $1 (fanout fanout10k idle checker versus ui lab all)" >&2
 		exit 2
 		;;
 	esac
