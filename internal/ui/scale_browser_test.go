@@ -71,7 +71,7 @@ var scalePage = template.Must(template.New("s").Parse(`<!doctype html>
 </script></body></html>`))
 
 type scaleResult struct {
-	Error string
+	Error                   string
 	First, Second, Filtered struct {
 		Status int
 		Rows   []string
@@ -190,4 +190,3 @@ func first(rows []string) string {
 	}
 	return rows[0]
 }
-
