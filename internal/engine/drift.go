@@ -56,7 +56,7 @@ func (e *Engine) DriftCheck(ctx context.Context, incarnation, scenario, archonID
 		}
 		sc = &dsl.Scenario{Name: CreateScenario}
 	}
-	resolved, err := sc.Input.Resolve(driftInput(sc, inc.Input, inc.State))
+	resolved, err := sc.Input.Resolve(driftInput(sc, inc.Input, unsealedState(inc)))
 	if err != nil {
 		return "", fmt.Errorf("drift check of %s with the incarnation's input: scenario %s: %w", incarnation, scenario, err)
 	}

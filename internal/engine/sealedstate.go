@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/soulstack/soulstack/internal/executor"
+	"github.com/soulstack/soulstack/internal/store"
 )
 
 // StateSealer seals and opens the values of the state keys a service's
@@ -127,4 +128,19 @@ func canaryValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// unsealedState is inc's state without its sealed keys (whose value there
+// is ****, not theirs).
+func unsealedState(inc store.Incarnation) map[string]any {
+	if len(inc.SealedState) == 0 {
+		return inc.State
+	}
+	out := make(map[string]any, len(inc.State))
+	for k, v := range inc.State {
+		if _, sealed := inc.SealedState[k]; !sealed {
+			out[k] = v
+		}
+	}
+	return out
 }
