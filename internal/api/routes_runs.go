@@ -99,7 +99,15 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, _ auth.Principal
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, RunDetail(run, rs, notes))
+	detail := RunDetail(run, rs, notes)
+	if h, err := s.store.GetRunHealth(r.Context(), id); err != nil {
+		return err
+	} else if h != nil {
+		if err := json.Unmarshal(h, &detail.Health); err != nil {
+			return fmt.Errorf("decoding the health after run %s: %w", id, err)
+		}
+	}
+	writeJSON(w, http.StatusOK, detail)
 	return nil
 }
 

@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -36,6 +37,7 @@ import (
 	"github.com/soulstack/soulstack/internal/cloud"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/engine"
+	"github.com/soulstack/soulstack/internal/healthkeeper"
 	"github.com/soulstack/soulstack/internal/install"
 	"github.com/soulstack/soulstack/internal/secrets"
 	"github.com/soulstack/soulstack/internal/store"
@@ -78,10 +80,21 @@ type Config struct {
 	KeeperID string
 	// Leader returns the id of the keeper that leads; nil: none is shown.
 	Leader func(ctx context.Context) (string, error)
+	// Health streams health transitions (GET
+	// /v1/incarnations/{name}/health/events); nil leaves that route out.
+	// HealthStaleAfter is how long a silent host shows its last status
+	// before stale (0 = healthkeeper.DefaultStaleAfter).
+	Health           HealthEvents
+	HealthStaleAfter time.Duration
 	// Registry receives the API's metrics and is served at /metrics; nil
 	// creates a private one.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger // nil discards
+}
+
+// HealthEvents is the Keeper's health check service as the API sees it.
+type HealthEvents interface {
+	Subscribe(incarnation string) (events <-chan healthkeeper.Event, stop func())
 }
 
 // Server is the Operator API. Create it with New and serve Handler().

@@ -19,6 +19,9 @@ import (
 type RunDetail struct {
 	store.Run
 	Tasks []RunTask `json:"tasks"`
+	// Health is the health after the run when the service has after_runs
+	// checks (SPEC §14.1): per host, the outcomes of those checks.
+	Health []RunHealthHost `json:"health,omitempty"`
 }
 
 // RunTask is one task of a run with its per-host results, by SID.

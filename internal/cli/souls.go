@@ -22,7 +22,7 @@ func newSoulsCmd(g *Globals) *cobra.Command {
 	}
 	c.AddCommand(newSoulsListCmd(g), newSoulsBootstrapCmd(g))
 	for _, sub := range []*cobra.Command{newSoulsShowCmd(g), newSoulsAcceptCmd(g), newSoulsRejectCmd(g), newSoulsCovensCmd(g),
-		newSoulsDeleteCmd(g), newSoulsRekeyCmd(g)} {
+		newSoulsDeleteCmd(g), newSoulsRekeyCmd(g), newSoulsVitalsCmd(g)} {
 		c.AddCommand(withNames(g, sub, kindSoul, "sid"))
 	}
 	return c

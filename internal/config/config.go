@@ -56,6 +56,10 @@ type Keeper struct {
 	TaskTimeout Duration `yaml:"task_timeout"`
 	// HeartbeatInterval is the souls' heartbeat period.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// HealthStaleAfter is how long a host may go without reporting its
+	// health checks before they show stale (0 = three default summaries
+	// plus 30 s).
+	HealthStaleAfter Duration `yaml:"health_stale_after"`
 	// ShutdownTimeout bounds the graceful drain on SIGTERM.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// SoulMaxMessageSize bounds one message an accepted soul sends (a

@@ -86,6 +86,9 @@ type Config struct {
 	NewID func() string
 	// Metrics receives run and task outcomes (nil: none).
 	Metrics *Metrics
+	// OnRunEnd, when set, is told of every run that ended on this engine
+	// (after its end is recorded); it must not block.
+	OnRunEnd func(incarnation, runID, status string)
 	// TaskKey signs the task ids of dispatched work, so a late result is
 	// accepted only for work a keeper of this database dispatched to that
 	// soul. Keepers sharing a database need the same key (the keeper

@@ -109,6 +109,9 @@ func (r *runner) execute(ctx context.Context) (final Event) {
 	defer r.rec.close()
 	r.e.cfg.Metrics.runStarted()
 	defer func() { r.e.cfg.Metrics.runFinished(final.Status, r.run.Check, time.Since(started)) }()
+	if f := r.e.cfg.OnRunEnd; f != nil {
+		defer func() { f(r.inc.Name, r.run.ID, final.Status) }()
+	}
 	// Finishing writes must happen even when the run was cancelled.
 	bg := context.WithoutCancel(ctx)
 	log := r.e.log.With("apply_id", r.run.ID, "incarnation", r.inc.Name, "scenario", r.sc.Name)

@@ -96,6 +96,12 @@ type Config struct {
 	// OnLog, when set, receives the log lines souls stream for running
 	// tasks. It must not block.
 	OnLog func(sid, taskID, level, text string)
+	// OnHealth, OnVitals and OnWelcome, when set, receive souls' health
+	// reports, vital signs (JSON) and each welcomed soul's SID. They run
+	// on the session's reader and must not block.
+	OnHealth  func(sid string, report []byte)
+	OnVitals  func(sid string, vitals []byte)
+	OnWelcome func(sid string)
 	// MaxSoulMessageBytes bounds one message read from an accepted soul;
 	// 0 means DefaultMaxSoulMessageBytes.
 	MaxSoulMessageBytes int

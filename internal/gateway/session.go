@@ -87,6 +87,9 @@ func (s *session) serve(ctx context.Context, covens []string, log *slog.Logger) 
 		return fmt.Errorf("sending welcome to %s: %w", s.sid, err)
 	}
 	log.Info("soul connected")
+	if f := g.cfg.OnWelcome; f != nil {
+		f(s.sid)
+	}
 	s.mu.Lock()
 	s.writing = false
 	s.startDrainLocked()
@@ -117,6 +120,14 @@ func (s *session) readLoop(ctx context.Context) error {
 			s.deliver(m.Result)
 		case *pb.SoulMessage_Soulprint:
 			s.updateSoulprint(ctx, m.Soulprint.GetSoulprint())
+		case *pb.SoulMessage_Health:
+			if f := s.g.cfg.OnHealth; f != nil {
+				f(s.sid, m.Health.GetReport())
+			}
+		case *pb.SoulMessage_Vitals:
+			if f := s.g.cfg.OnVitals; f != nil {
+				f(s.sid, m.Vitals.GetVitals())
+			}
 		case *pb.SoulMessage_Log:
 			if f := s.g.cfg.OnLog; f != nil {
 				f(s.sid, m.Log.TaskId, m.Log.Level, m.Log.Text)

@@ -40,6 +40,7 @@ import (
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/gateway"
+	"github.com/soulstack/soulstack/internal/healthkeeper"
 	"github.com/soulstack/soulstack/internal/install"
 	_ "github.com/soulstack/soulstack/internal/module/core" // the modules services are validated against
 	"github.com/soulstack/soulstack/internal/netguard"
@@ -71,6 +72,7 @@ type Keeper struct {
 	relay     *relay.Relay
 	api       *api.Server
 	engine    *engine.Engine
+	health    *healthkeeper.Manager
 	checker   *checker.Checker
 	secrets   *secrets.Store
 	clouds    *cloud.Manager
@@ -152,6 +154,10 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		OnLateResult: func(sid, runID, taskID string, r domain.Result) {
 			k.engine.RecordLate(sid, runID, taskID, r)
 		},
+		// Health (SPEC §14.1): built right below, before Serve runs.
+		OnHealth:  func(sid string, b []byte) { k.health.OnHealth(sid, b) },
+		OnVitals:  func(sid string, b []byte) { k.health.OnVitals(sid, b) },
+		OnWelcome: func(sid string) { k.health.OnWelcome(sid) },
 	})
 	// Souls may hold their streams to another keeper on the same
 	// PostgreSQL: the engine dispatches through the relay, which reaches
@@ -183,9 +189,21 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	}
 	k.registry = prometheus.NewRegistry()
 	k.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	k.health, err = healthkeeper.New(healthkeeper.Config{
+		Store:     k.store,
+		Services:  k.catalog,
+		Send:      k.gateway.SendHealth,
+		Connected: k.gateway.ConnectedSIDs,
+		Registry:  k.registry,
+		Logger:    log.With("component", "health"),
+	})
+	if err != nil {
+		return nil, err
+	}
 	k.clouds = k.newCloud()
 	k.engine, err = engine.New(engine.Config{
 		Cloud:      cloudFunc(k.clouds),
+		OnRunEnd:   k.onRunEnd,
 		Secrets:    k.secrets,
 		Store:      k.store,
 		Dispatcher: k.relay,
@@ -237,21 +255,23 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		return nil, err
 	}
 	k.api, err = api.New(api.Config{
-		Cloud:       k.clouds,
-		Secrets:     k.secrets,
-		Engine:      k.engine,
-		Checker:     k.checker,
-		Store:       k.store,
-		Auth:        k.auth,
-		Catalog:     k.catalog,
-		Souls:       api.StoreSouls{Store: k.store, Disconnect: k.relay.Disconnect},
-		Fingerprint: k.fp,
-		TLSPin:      install.PublicKeyPin(k.tls),
-		Install:     newInstallServer(cfg.Keeper, k.tls, log),
-		KeeperID:    k.id,
-		Leader:      k.leader.find,
-		Registry:    k.registry,
-		Logger:      log.With("component", "api"),
+		Cloud:            k.clouds,
+		Secrets:          k.secrets,
+		Engine:           k.engine,
+		Checker:          k.checker,
+		Store:            k.store,
+		Auth:             k.auth,
+		Catalog:          k.catalog,
+		Souls:            api.StoreSouls{Store: k.store, Disconnect: k.relay.Disconnect},
+		Fingerprint:      k.fp,
+		TLSPin:           install.PublicKeyPin(k.tls),
+		Install:          newInstallServer(cfg.Keeper, k.tls, log),
+		KeeperID:         k.id,
+		Leader:           k.leader.find,
+		Health:           k.health,
+		HealthStaleAfter: cfg.HealthStaleAfter.D(),
+		Registry:         k.registry,
+		Logger:           log.With("component", "api"),
 	})
 	if err != nil {
 		return nil, err

@@ -155,6 +155,7 @@ func (k *Keeper) startBackground(ctx context.Context) *background {
 		})
 	})
 	b.wg.Go(func() { k.heartbeat(bctx) })
+	b.wg.Go(func() { k.health.Run(bctx) })
 	b.wg.Go(func() { k.reaper(bctx, reap) })
 	b.wg.Go(func() { k.pruner(bctx) })
 	b.wg.Go(func() { k.engine.RunDriftSchedules(bctx, k.leader.IsLeader, 0) })

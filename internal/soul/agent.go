@@ -25,6 +25,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/executor"
+	"github.com/soulstack/soulstack/internal/health"
 	"github.com/soulstack/soulstack/internal/jointoken"
 	"github.com/soulstack/soulstack/internal/version"
 	"github.com/soulstack/soulstack/proto/soulstack/v1/soulstackv1connect"
@@ -70,6 +71,13 @@ type Config struct {
 	// FactsInterval is how often facts are recollected to detect changes;
 	// 0 means DefaultFactsInterval.
 	FactsInterval time.Duration
+	// HealthSummaryInterval is how often the health summary is sent
+	// (0 = health.DefaultSummaryInterval).
+	HealthSummaryInterval time.Duration
+	// VitalsInterval is how often vital signs are sent (0 =
+	// DefaultVitalsInterval); Vitals collects them (nil = CollectVitals).
+	VitalsInterval time.Duration
+	Vitals         func(ctx context.Context) map[string]any
 	// MinBackoff and MaxBackoff bound the reconnect delay (exponential,
 	// with jitter); 0 means the defaults.
 	MinBackoff, MaxBackoff time.Duration
@@ -95,6 +103,7 @@ type Agent struct {
 	runner  Runner
 	outbox  *outbox
 	record  *TaskLog // the local record of every task run (SPEC §10.3)
+	health  *health.Scheduler
 	client  soulstackv1connect.SoulServiceClient
 	httpTr  *http.Transport
 	version string
@@ -133,6 +142,9 @@ func NewAgent(cfg Config) (*Agent, error) {
 	cfg.MaxBackoff = max(cfg.MaxBackoff, cfg.MinBackoff)
 	if cfg.FactsInterval <= 0 {
 		cfg.FactsInterval = DefaultFactsInterval
+	}
+	if cfg.VitalsInterval <= 0 {
+		cfg.VitalsInterval = DefaultVitalsInterval
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -176,6 +188,7 @@ func NewAgent(cfg Config) (*Agent, error) {
 		mr.Bundle = executor.BundleRunner(mr) // destiny bundles run with the same modules and confinement
 		a.runner = mr
 	}
+	a.newHealth()
 	protos := new(http.Protocols)
 	protos.SetHTTP2(true)
 	a.httpTr = &http.Transport{
@@ -254,6 +267,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	if _, err := a.refreshFacts(); err != nil {
 		return fmt.Errorf("soul %s: %w", a.cfg.SID, err)
 	}
+	// Health checks run whether or not the keeper is reachable.
+	hctx, stopHealth := context.WithCancel(ctx)
+	var healthDone sync.WaitGroup
+	healthDone.Add(1)
+	go func() {
+		defer healthDone.Done()
+		a.health.Run(hctx)
+	}()
+	defer healthDone.Wait()
+	defer stopHealth()
 	attempt := 0
 	for {
 		welcomed, err := a.session(ctx)

@@ -102,6 +102,9 @@ func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
 		a.outbox.remove(p.TaskID)
 	}
 
+	// The keeper learns the current health at once, not at the next summary.
+	a.health.SendSummary()
+
 	hb := time.Duration(welcome.HeartbeatIntervalMs) * time.Millisecond
 	if hb <= 0 {
 		hb = 15 * time.Second
@@ -193,6 +196,8 @@ func (a *Agent) receive(ctx context.Context, stream *clientStream) error {
 			a.startTask(ctx, v.Work)
 		case *pb.KeeperMessage_Cancel:
 			a.cancelTask(v.Cancel.TaskId)
+		case *pb.KeeperMessage_Health:
+			a.onHealthAssignment(ctx, v.Health)
 		default:
 			a.log.Debug("ignoring unexpected keeper message", "type", fmt.Sprintf("%T", m.Msg))
 		}
@@ -206,6 +211,8 @@ func (a *Agent) heartbeat(ctx context.Context, cancel context.CancelFunc, c *con
 	defer hb.Stop()
 	facts := time.NewTicker(a.cfg.FactsInterval)
 	defer facts.Stop()
+	vitals := time.NewTimer(time.Second) // the first soon after welcome
+	defer vitals.Stop()
 	beat := &pb.SoulMessage{Msg: &pb.SoulMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}}
 	for {
 		var m *pb.SoulMessage
@@ -214,6 +221,14 @@ func (a *Agent) heartbeat(ctx context.Context, cancel context.CancelFunc, c *con
 			return
 		case <-hb.C:
 			m = beat
+		case <-vitals.C:
+			vitals.Reset(a.cfg.VitalsInterval)
+			vm, err := a.vitalsMsg(ctx)
+			if err != nil {
+				a.log.Warn("collecting vital signs", "err", err)
+				continue
+			}
+			m = vm
 		case <-facts.C:
 			changed, err := a.refreshFacts()
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/soulstack/soulstack/internal/cmdutil"
+	"github.com/soulstack/soulstack/internal/health"
 	_ "github.com/soulstack/soulstack/internal/module/core" // the modules a soul runs
 	"github.com/soulstack/soulstack/internal/soul"
 )
@@ -105,10 +106,11 @@ func (f *connFlags) config(log *slog.Logger) (soul.Config, error) {
 // newRunCmd is `soul run`: the agent's normal mode.
 func newRunCmd() *cobra.Command {
 	var (
-		cf       connFlags
-		sid      string
-		root     string
-		interval time.Duration
+		cf                            connFlags
+		sid                           string
+		root                          string
+		interval                      time.Duration
+		healthSummary, vitalsInterval time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "run",
@@ -135,6 +137,7 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			cfg.SID, cfg.Root, cfg.Logger, cfg.FactsInterval = sid, root, log, interval
+			cfg.HealthSummaryInterval, cfg.VitalsInterval = healthSummary, vitalsInterval
 			a, err := soul.NewAgent(cfg)
 			if err != nil {
 				return cmdutil.Usage(err)
@@ -153,5 +156,7 @@ func newRunCmd() *cobra.Command {
 	c.Flags().StringVar(&sid, "sid", "", "soul identity (default: the host's FQDN)")
 	c.Flags().StringVar(&root, "root", "", "confine file modules to this directory; modules that change host-global state refuse to run")
 	c.Flags().DurationVar(&interval, "facts-interval", soul.DefaultFactsInterval, "how often facts are recollected; a change is sent to the keeper")
+	c.Flags().DurationVar(&healthSummary, "health-summary-interval", health.DefaultSummaryInterval, "how often the outcomes of every health check are sent to the keeper (changes go at once)")
+	c.Flags().DurationVar(&vitalsInterval, "vitals-interval", soul.DefaultVitalsInterval, "how often vital signs (load, memory, disk, uptime, failed units) are sent to the keeper")
 	return c
 }

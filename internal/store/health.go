@@ -67,6 +67,11 @@ type HealthStore interface {
 	// PruneHealthTransitions deletes transitions older than before and, per
 	// incarnation, all but the newest keep; it returns how many.
 	PruneHealthTransitions(ctx context.Context, keep int, before time.Time) (int, error)
+	// PutRunHealth keeps the health after a run (JSON: the after_runs
+	// checks' outcomes per host), replacing an earlier one; dropped when
+	// the run does not exist. GetRunHealth returns it, nil when none.
+	PutRunHealth(ctx context.Context, runID string, health []byte, at time.Time) error
+	GetRunHealth(ctx context.Context, runID string) ([]byte, error)
 	// PutVitals upserts souls' vital signs by SID.
 	PutVitals(ctx context.Context, vs []Vitals) error
 	// ListVitals lists vital signs of sids (nil = every soul), by SID.

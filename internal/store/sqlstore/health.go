@@ -2,7 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -235,4 +237,27 @@ func (s *Store) ListVitals(ctx context.Context, sids []string) ([]store.Vitals, 
 		return v, json.Unmarshal([]byte(raw), &v.Vitals)
 	})
 	return out, s.wrap("listing vital signs", err)
+}
+
+// PutRunHealth keeps the health after a run.
+func (s *Store) PutRunHealth(ctx context.Context, runID string, health []byte, at time.Time) error {
+	return s.inTx(ctx, "recording the health after run "+runID, func(tx q) error {
+		_, err := tx.exec(ctx, `INSERT INTO run_health (run_id, health, at)
+			SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?)
+			ON CONFLICT (run_id) DO UPDATE SET health = excluded.health, at = excluded.at`, runID, string(health), s.ts(s.orNow(at)), runID)
+		return err
+	})
+}
+
+// GetRunHealth returns the health after a run, nil when none was kept.
+func (s *Store) GetRunHealth(ctx context.Context, runID string) ([]byte, error) {
+	var h string
+	err := s.reader().row(ctx, `SELECT health FROM run_health WHERE run_id = ?`, runID).Scan(&h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.wrap("reading the health after run "+runID, err)
+	}
+	return []byte(h), nil
 }

@@ -11,6 +11,7 @@ var healthTests = []test{
 	{"States", testHealthStates},
 	{"Transitions", testHealthTransitions},
 	{"Vitals", testVitals},
+	{"RunHealth", testRunHealth},
 }
 
 // testHealthStates: states upsert by (incarnation, check, sid) in batches,
@@ -89,4 +90,29 @@ func testVitals(t *testing.T, s store.Store) {
 	got, err = s.ListVitals(ctx, []string{"h2", "h9"})
 	must(t, err)
 	diff(t, "vitals of h2", got, []store.Vitals{v2})
+}
+
+// testRunHealth: the health after a run is kept with it, replaced by a
+// later one, absent (nil) for a run without, dropped for an unknown run.
+func testRunHealth(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	run := newIncarnation(t, s, "redis", "cache", "h1")
+	got, err := s.GetRunHealth(ctx, run.ID)
+	must(t, err)
+	if got != nil {
+		t.Fatalf("health of a run without: %s", got)
+	}
+	must(t, s.PutRunHealth(ctx, run.ID, []byte(`[{"sid":"h1"}]`), at(0)))
+	must(t, s.PutRunHealth(ctx, run.ID, []byte(`[{"sid":"h1","outcomes":[]}]`), at(time.Second)))
+	must(t, s.PutRunHealth(ctx, "no-such-run", []byte(`[]`), at(0)))
+	got, err = s.GetRunHealth(ctx, run.ID)
+	must(t, err)
+	if string(got) != `[{"sid":"h1","outcomes":[]}]` {
+		t.Errorf("run health: %s", got)
+	}
+	got, err = s.GetRunHealth(ctx, "no-such-run")
+	must(t, err)
+	if got != nil {
+		t.Errorf("health of an unknown run: %s", got)
+	}
 }

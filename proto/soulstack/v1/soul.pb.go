@@ -104,6 +104,8 @@ type SoulMessage struct {
 	//	*SoulMessage_Soulprint
 	//	*SoulMessage_Result
 	//	*SoulMessage_Log
+	//	*SoulMessage_Health
+	//	*SoulMessage_Vitals
 	Msg           isSoulMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -200,6 +202,24 @@ func (x *SoulMessage) GetLog() *LogLine {
 	return nil
 }
 
+func (x *SoulMessage) GetHealth() *HealthReport {
+	if x != nil {
+		if x, ok := x.Msg.(*SoulMessage_Health); ok {
+			return x.Health
+		}
+	}
+	return nil
+}
+
+func (x *SoulMessage) GetVitals() *VitalSigns {
+	if x != nil {
+		if x, ok := x.Msg.(*SoulMessage_Vitals); ok {
+			return x.Vitals
+		}
+	}
+	return nil
+}
+
 type isSoulMessage_Msg interface {
 	isSoulMessage_Msg()
 }
@@ -228,6 +248,14 @@ type SoulMessage_Log struct {
 	Log *LogLine `protobuf:"bytes,6,opt,name=log,proto3,oneof"`
 }
 
+type SoulMessage_Health struct {
+	Health *HealthReport `protobuf:"bytes,7,opt,name=health,proto3,oneof"`
+}
+
+type SoulMessage_Vitals struct {
+	Vitals *VitalSigns `protobuf:"bytes,8,opt,name=vitals,proto3,oneof"`
+}
+
 func (*SoulMessage_Hello) isSoulMessage_Msg() {}
 
 func (*SoulMessage_Proof) isSoulMessage_Msg() {}
@@ -240,6 +268,10 @@ func (*SoulMessage_Result) isSoulMessage_Msg() {}
 
 func (*SoulMessage_Log) isSoulMessage_Msg() {}
 
+func (*SoulMessage_Health) isSoulMessage_Msg() {}
+
+func (*SoulMessage_Vitals) isSoulMessage_Msg() {}
+
 // KeeperMessage is everything a keeper sends.
 type KeeperMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -251,6 +283,7 @@ type KeeperMessage struct {
 	//	*KeeperMessage_Rejected
 	//	*KeeperMessage_Work
 	//	*KeeperMessage_Cancel
+	//	*KeeperMessage_Health
 	Msg           isKeeperMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -347,6 +380,15 @@ func (x *KeeperMessage) GetCancel() *Cancel {
 	return nil
 }
 
+func (x *KeeperMessage) GetHealth() *HealthAssignment {
+	if x != nil {
+		if x, ok := x.Msg.(*KeeperMessage_Health); ok {
+			return x.Health
+		}
+	}
+	return nil
+}
+
 type isKeeperMessage_Msg interface {
 	isKeeperMessage_Msg()
 }
@@ -375,6 +417,10 @@ type KeeperMessage_Cancel struct {
 	Cancel *Cancel `protobuf:"bytes,6,opt,name=cancel,proto3,oneof"`
 }
 
+type KeeperMessage_Health struct {
+	Health *HealthAssignment `protobuf:"bytes,7,opt,name=health,proto3,oneof"`
+}
+
 func (*KeeperMessage_Challenge) isKeeperMessage_Msg() {}
 
 func (*KeeperMessage_Welcome) isKeeperMessage_Msg() {}
@@ -386,6 +432,8 @@ func (*KeeperMessage_Rejected) isKeeperMessage_Msg() {}
 func (*KeeperMessage_Work) isKeeperMessage_Msg() {}
 
 func (*KeeperMessage_Cancel) isKeeperMessage_Msg() {}
+
+func (*KeeperMessage_Health) isKeeperMessage_Msg() {}
 
 // Hello opens the stream: who the soul claims to be.
 type Hello struct {
@@ -1039,26 +1087,171 @@ func (x *Cancel) GetReason() string {
 	return ""
 }
 
+// HealthAssignment gives the soul its health checks (SPEC §14.1), replacing
+// the previous set, or asks it to run an incarnation's after_runs checks
+// now.
+type HealthAssignment struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// assignment is the JSON encoding of health.Assignment.
+	Assignment    []byte `protobuf:"bytes,1,opt,name=assignment,proto3" json:"assignment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HealthAssignment) Reset() {
+	*x = HealthAssignment{}
+	mi := &file_soulstack_v1_soul_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HealthAssignment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HealthAssignment) ProtoMessage() {}
+
+func (x *HealthAssignment) ProtoReflect() protoreflect.Message {
+	mi := &file_soulstack_v1_soul_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HealthAssignment.ProtoReflect.Descriptor instead.
+func (*HealthAssignment) Descriptor() ([]byte, []int) {
+	return file_soulstack_v1_soul_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *HealthAssignment) GetAssignment() []byte {
+	if x != nil {
+		return x.Assignment
+	}
+	return nil
+}
+
+// HealthReport carries health check outcomes: changes at once, a summary
+// periodically.
+type HealthReport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// report is the JSON encoding of health.Report.
+	Report        []byte `protobuf:"bytes,1,opt,name=report,proto3" json:"report,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HealthReport) Reset() {
+	*x = HealthReport{}
+	mi := &file_soulstack_v1_soul_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HealthReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HealthReport) ProtoMessage() {}
+
+func (x *HealthReport) ProtoReflect() protoreflect.Message {
+	mi := &file_soulstack_v1_soul_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HealthReport.ProtoReflect.Descriptor instead.
+func (*HealthReport) Descriptor() ([]byte, []int) {
+	return file_soulstack_v1_soul_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *HealthReport) GetReport() []byte {
+	if x != nil {
+		return x.Report
+	}
+	return nil
+}
+
+// VitalSigns are the soul's volatile facts (load, memory, disk, uptime,
+// failed units), sent every minute apart from the soulprint.
+type VitalSigns struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// vitals is a JSON object.
+	Vitals        []byte `protobuf:"bytes,1,opt,name=vitals,proto3" json:"vitals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VitalSigns) Reset() {
+	*x = VitalSigns{}
+	mi := &file_soulstack_v1_soul_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VitalSigns) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VitalSigns) ProtoMessage() {}
+
+func (x *VitalSigns) ProtoReflect() protoreflect.Message {
+	mi := &file_soulstack_v1_soul_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VitalSigns.ProtoReflect.Descriptor instead.
+func (*VitalSigns) Descriptor() ([]byte, []int) {
+	return file_soulstack_v1_soul_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *VitalSigns) GetVitals() []byte {
+	if x != nil {
+		return x.Vitals
+	}
+	return nil
+}
+
 var File_soulstack_v1_soul_proto protoreflect.FileDescriptor
 
 const file_soulstack_v1_soul_proto_rawDesc = "" +
 	"\n" +
-	"\x17soulstack/v1/soul.proto\x12\fsoulstack.v1\"\xc5\x02\n" +
+	"\x17soulstack/v1/soul.proto\x12\fsoulstack.v1\"\xaf\x03\n" +
 	"\vSoulMessage\x12+\n" +
 	"\x05hello\x18\x01 \x01(\v2\x13.soulstack.v1.HelloH\x00R\x05hello\x12+\n" +
 	"\x05proof\x18\x02 \x01(\v2\x13.soulstack.v1.ProofH\x00R\x05proof\x127\n" +
 	"\theartbeat\x18\x03 \x01(\v2\x17.soulstack.v1.HeartbeatH\x00R\theartbeat\x12=\n" +
 	"\tsoulprint\x18\x04 \x01(\v2\x1d.soulstack.v1.SoulprintUpdateH\x00R\tsoulprint\x122\n" +
 	"\x06result\x18\x05 \x01(\v2\x18.soulstack.v1.TaskResultH\x00R\x06result\x12)\n" +
-	"\x03log\x18\x06 \x01(\v2\x15.soulstack.v1.LogLineH\x00R\x03logB\x05\n" +
-	"\x03msg\"\xc5\x02\n" +
+	"\x03log\x18\x06 \x01(\v2\x15.soulstack.v1.LogLineH\x00R\x03log\x124\n" +
+	"\x06health\x18\a \x01(\v2\x1a.soulstack.v1.HealthReportH\x00R\x06health\x122\n" +
+	"\x06vitals\x18\b \x01(\v2\x18.soulstack.v1.VitalSignsH\x00R\x06vitalsB\x05\n" +
+	"\x03msg\"\xff\x02\n" +
 	"\rKeeperMessage\x127\n" +
 	"\tchallenge\x18\x01 \x01(\v2\x17.soulstack.v1.ChallengeH\x00R\tchallenge\x121\n" +
 	"\awelcome\x18\x02 \x01(\v2\x15.soulstack.v1.WelcomeH\x00R\awelcome\x121\n" +
 	"\apending\x18\x03 \x01(\v2\x15.soulstack.v1.PendingH\x00R\apending\x124\n" +
 	"\brejected\x18\x04 \x01(\v2\x16.soulstack.v1.RejectedH\x00R\brejected\x12(\n" +
 	"\x04work\x18\x05 \x01(\v2\x12.soulstack.v1.WorkH\x00R\x04work\x12.\n" +
-	"\x06cancel\x18\x06 \x01(\v2\x14.soulstack.v1.CancelH\x00R\x06cancelB\x05\n" +
+	"\x06cancel\x18\x06 \x01(\v2\x14.soulstack.v1.CancelH\x00R\x06cancel\x128\n" +
+	"\x06health\x18\a \x01(\v2\x1e.soulstack.v1.HealthAssignmentH\x00R\x06healthB\x05\n" +
 	"\x03msg\"\x91\x01\n" +
 	"\x05Hello\x12\x10\n" +
 	"\x03sid\x18\x01 \x01(\tR\x03sid\x12\x1d\n" +
@@ -1106,7 +1299,16 @@ const file_soulstack_v1_soul_proto_rawDesc = "" +
 	"\x04text\x18\x03 \x01(\tR\x04text\"9\n" +
 	"\x06Cancel\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason2T\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"2\n" +
+	"\x10HealthAssignment\x12\x1e\n" +
+	"\n" +
+	"assignment\x18\x01 \x01(\fR\n" +
+	"assignment\"&\n" +
+	"\fHealthReport\x12\x16\n" +
+	"\x06report\x18\x01 \x01(\fR\x06report\"$\n" +
+	"\n" +
+	"VitalSigns\x12\x16\n" +
+	"\x06vitals\x18\x01 \x01(\fR\x06vitals2T\n" +
 	"\vSoulService\x12E\n" +
 	"\aConnect\x12\x19.soulstack.v1.SoulMessage\x1a\x1b.soulstack.v1.KeeperMessage(\x010\x01B?Z=github.com/soulstack/soulstack/proto/soulstack/v1;soulstackv1b\x06proto3"
 
@@ -1123,23 +1325,26 @@ func file_soulstack_v1_soul_proto_rawDescGZIP() []byte {
 }
 
 var file_soulstack_v1_soul_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_soulstack_v1_soul_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_soulstack_v1_soul_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_soulstack_v1_soul_proto_goTypes = []any{
-	(Rejected_Reason)(0),    // 0: soulstack.v1.Rejected.Reason
-	(*SoulMessage)(nil),     // 1: soulstack.v1.SoulMessage
-	(*KeeperMessage)(nil),   // 2: soulstack.v1.KeeperMessage
-	(*Hello)(nil),           // 3: soulstack.v1.Hello
-	(*Challenge)(nil),       // 4: soulstack.v1.Challenge
-	(*Proof)(nil),           // 5: soulstack.v1.Proof
-	(*Welcome)(nil),         // 6: soulstack.v1.Welcome
-	(*Pending)(nil),         // 7: soulstack.v1.Pending
-	(*Rejected)(nil),        // 8: soulstack.v1.Rejected
-	(*Heartbeat)(nil),       // 9: soulstack.v1.Heartbeat
-	(*SoulprintUpdate)(nil), // 10: soulstack.v1.SoulprintUpdate
-	(*Work)(nil),            // 11: soulstack.v1.Work
-	(*TaskResult)(nil),      // 12: soulstack.v1.TaskResult
-	(*LogLine)(nil),         // 13: soulstack.v1.LogLine
-	(*Cancel)(nil),          // 14: soulstack.v1.Cancel
+	(Rejected_Reason)(0),     // 0: soulstack.v1.Rejected.Reason
+	(*SoulMessage)(nil),      // 1: soulstack.v1.SoulMessage
+	(*KeeperMessage)(nil),    // 2: soulstack.v1.KeeperMessage
+	(*Hello)(nil),            // 3: soulstack.v1.Hello
+	(*Challenge)(nil),        // 4: soulstack.v1.Challenge
+	(*Proof)(nil),            // 5: soulstack.v1.Proof
+	(*Welcome)(nil),          // 6: soulstack.v1.Welcome
+	(*Pending)(nil),          // 7: soulstack.v1.Pending
+	(*Rejected)(nil),         // 8: soulstack.v1.Rejected
+	(*Heartbeat)(nil),        // 9: soulstack.v1.Heartbeat
+	(*SoulprintUpdate)(nil),  // 10: soulstack.v1.SoulprintUpdate
+	(*Work)(nil),             // 11: soulstack.v1.Work
+	(*TaskResult)(nil),       // 12: soulstack.v1.TaskResult
+	(*LogLine)(nil),          // 13: soulstack.v1.LogLine
+	(*Cancel)(nil),           // 14: soulstack.v1.Cancel
+	(*HealthAssignment)(nil), // 15: soulstack.v1.HealthAssignment
+	(*HealthReport)(nil),     // 16: soulstack.v1.HealthReport
+	(*VitalSigns)(nil),       // 17: soulstack.v1.VitalSigns
 }
 var file_soulstack_v1_soul_proto_depIdxs = []int32{
 	3,  // 0: soulstack.v1.SoulMessage.hello:type_name -> soulstack.v1.Hello
@@ -1148,20 +1353,23 @@ var file_soulstack_v1_soul_proto_depIdxs = []int32{
 	10, // 3: soulstack.v1.SoulMessage.soulprint:type_name -> soulstack.v1.SoulprintUpdate
 	12, // 4: soulstack.v1.SoulMessage.result:type_name -> soulstack.v1.TaskResult
 	13, // 5: soulstack.v1.SoulMessage.log:type_name -> soulstack.v1.LogLine
-	4,  // 6: soulstack.v1.KeeperMessage.challenge:type_name -> soulstack.v1.Challenge
-	6,  // 7: soulstack.v1.KeeperMessage.welcome:type_name -> soulstack.v1.Welcome
-	7,  // 8: soulstack.v1.KeeperMessage.pending:type_name -> soulstack.v1.Pending
-	8,  // 9: soulstack.v1.KeeperMessage.rejected:type_name -> soulstack.v1.Rejected
-	11, // 10: soulstack.v1.KeeperMessage.work:type_name -> soulstack.v1.Work
-	14, // 11: soulstack.v1.KeeperMessage.cancel:type_name -> soulstack.v1.Cancel
-	0,  // 12: soulstack.v1.Rejected.reason:type_name -> soulstack.v1.Rejected.Reason
-	1,  // 13: soulstack.v1.SoulService.Connect:input_type -> soulstack.v1.SoulMessage
-	2,  // 14: soulstack.v1.SoulService.Connect:output_type -> soulstack.v1.KeeperMessage
-	14, // [14:15] is the sub-list for method output_type
-	13, // [13:14] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	16, // 6: soulstack.v1.SoulMessage.health:type_name -> soulstack.v1.HealthReport
+	17, // 7: soulstack.v1.SoulMessage.vitals:type_name -> soulstack.v1.VitalSigns
+	4,  // 8: soulstack.v1.KeeperMessage.challenge:type_name -> soulstack.v1.Challenge
+	6,  // 9: soulstack.v1.KeeperMessage.welcome:type_name -> soulstack.v1.Welcome
+	7,  // 10: soulstack.v1.KeeperMessage.pending:type_name -> soulstack.v1.Pending
+	8,  // 11: soulstack.v1.KeeperMessage.rejected:type_name -> soulstack.v1.Rejected
+	11, // 12: soulstack.v1.KeeperMessage.work:type_name -> soulstack.v1.Work
+	14, // 13: soulstack.v1.KeeperMessage.cancel:type_name -> soulstack.v1.Cancel
+	15, // 14: soulstack.v1.KeeperMessage.health:type_name -> soulstack.v1.HealthAssignment
+	0,  // 15: soulstack.v1.Rejected.reason:type_name -> soulstack.v1.Rejected.Reason
+	1,  // 16: soulstack.v1.SoulService.Connect:input_type -> soulstack.v1.SoulMessage
+	2,  // 17: soulstack.v1.SoulService.Connect:output_type -> soulstack.v1.KeeperMessage
+	17, // [17:18] is the sub-list for method output_type
+	16, // [16:17] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_soulstack_v1_soul_proto_init() }
@@ -1176,6 +1384,8 @@ func file_soulstack_v1_soul_proto_init() {
 		(*SoulMessage_Soulprint)(nil),
 		(*SoulMessage_Result)(nil),
 		(*SoulMessage_Log)(nil),
+		(*SoulMessage_Health)(nil),
+		(*SoulMessage_Vitals)(nil),
 	}
 	file_soulstack_v1_soul_proto_msgTypes[1].OneofWrappers = []any{
 		(*KeeperMessage_Challenge)(nil),
@@ -1184,6 +1394,7 @@ func file_soulstack_v1_soul_proto_init() {
 		(*KeeperMessage_Rejected)(nil),
 		(*KeeperMessage_Work)(nil),
 		(*KeeperMessage_Cancel)(nil),
+		(*KeeperMessage_Health)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1191,7 +1402,7 @@ func file_soulstack_v1_soul_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_soulstack_v1_soul_proto_rawDesc), len(file_soulstack_v1_soul_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
