@@ -21,9 +21,7 @@ func (s *Server) routesHealthChecks(rt *Router) {
 	rt.Handle("GET /v1/health", auth.RoleViewer, s.healthOverview)
 	rt.Handle("GET /v1/incarnations/{name}/health", auth.RoleViewer, s.incarnationHealth)
 	rt.Handle("GET /v1/souls/{sid}/vitals", auth.RoleViewer, s.soulVitals)
-	if s.cfg.Health != nil {
-		rt.Handle("GET /v1/incarnations/{name}/health/events", auth.RoleViewer, s.healthEvents)
-	}
+	rt.Handle("GET /v1/incarnations/{name}/health/events", auth.RoleViewer, s.healthEvents)
 }
 
 func (s *Server) staleAfter() time.Duration {
@@ -97,6 +95,9 @@ func (s *Server) healthEvents(w http.ResponseWriter, r *http.Request, _ auth.Pri
 	inc, err := s.incarnation(r)
 	if err != nil {
 		return err
+	}
+	if s.cfg.Health == nil {
+		return &domain.Error{Code: domain.CodeUnavailable, Message: "this keeper does not run health checks"}
 	}
 	events, stop := s.cfg.Health.Subscribe(inc.Name)
 	defer stop()

@@ -81,7 +81,7 @@ type Config struct {
 	// Leader returns the id of the keeper that leads; nil: none is shown.
 	Leader func(ctx context.Context) (string, error)
 	// Health streams health transitions (GET
-	// /v1/incarnations/{name}/health/events); nil leaves that route out.
+	// /v1/incarnations/{name}/health/events); nil answers it 503.
 	// HealthStaleAfter is how long a silent host shows its last status
 	// before stale (0 = healthkeeper.DefaultStaleAfter).
 	Health           HealthEvents

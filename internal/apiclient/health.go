@@ -75,6 +75,19 @@ type RunHealthOutcome struct {
 	CheckedAt   time.Time          `json:"checked_at"`
 }
 
+// HealthEvent is one Server-Sent Event of GET
+// /v1/incarnations/{name}/health/events: a check changed status on a host.
+type HealthEvent struct {
+	Type        string    `json:"type"`
+	Incarnation string    `json:"incarnation"`
+	Check       string    `json:"check"`
+	SID         string    `json:"sid"`
+	From        string    `json:"from"`
+	To          string    `json:"to"`
+	Message     string    `json:"message"`
+	Time        time.Time `json:"time"`
+}
+
 // SoulVitals is GET /v1/souls/{sid}/vitals: the soul's latest vital signs.
 type SoulVitals struct {
 	SID    string         `json:"sid"`

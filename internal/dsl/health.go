@@ -20,7 +20,7 @@ const (
 	DefaultHealthEvery = time.Minute
 	// MinHealthEvery is the shortest every: accepted.
 	MinHealthEvery = time.Second
-	// DefaultHealthTimeout is timeout: when omitted.
+	// DefaultHealthTimeout is timeout: when omitted (every: when shorter).
 	DefaultHealthTimeout = 10 * time.Second
 )
 
@@ -161,8 +161,10 @@ func (p *parser) healthCheck(svc *Service, name, file string, data []byte) *Heal
 	}
 	if n, ok := v["timeout"]; ok {
 		hc.Timeout = p.duration(file, n, "timeout", false)
+	} else if hc.Every > 0 {
+		hc.Timeout = min(hc.Timeout, hc.Every)
 	}
-	if hc.Every > 0 && hc.Timeout > hc.Every {
+	if _, given := v["timeout"]; given && hc.Every > 0 && hc.Timeout > hc.Every {
 		p.add(kpos["timeout"], "timeout", fmt.Sprintf("timeout: %s is longer than every: %s: a check must end before the next one starts", hc.Timeout, hc.Every))
 	}
 	if n, ok := v["after_runs"]; ok {
