@@ -271,6 +271,10 @@ func compressedRequest(h http.Header) bool {
 	return false
 }
 
+// Ready is closed once Run has reset this keeper's souls and accepts
+// streams; before that a soul is told "keeper is starting" and retries.
+func (g *Gateway) Ready() <-chan struct{} { return g.ready }
+
 // Run resets this keeper's souls to disconnected (they held streams to a
 // previous process), then accepts souls and keeps house — ending silent
 // sessions and recording last seen — until ctx ends. It then closes every

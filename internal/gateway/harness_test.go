@@ -154,6 +154,15 @@ func startKeeper(t testing.TB, dir string, o keeperOpts) *keeper {
 			t.Logf("keeper %s logs:\n%s", k.addr, logs)
 		}
 	})
+	// A raw stream (dialRaw) does not retry "keeper is starting" as a soul
+	// does: return once the gateway accepts streams.
+	if o.wrap == nil {
+		select {
+		case <-k.gw.Ready():
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the gateway did not become ready in 30 s; logs:\n%s", logs)
+		}
+	}
 	return k
 }
 
