@@ -117,7 +117,21 @@ func TestCustomModulesExample(t *testing.T) {
 	conf := "/etc/systemd/journald.conf.d/soulstack.conf"
 	sh(t, h, "rm -f /etc/motd "+conf)
 
-	run, stderr := applyDestiny(t, h, dir, input, false)
+	// Check mode on the fresh host: the shell module says what it would
+	// write, the Python one is skipped while python3 is not installed yet
+	// (or runs in check mode if it is); nothing is written.
+	run, stderr := applyDestiny(t, h, dir, input, true)
+	if run.Failed {
+		t.Fatalf("first check run: %+v (stderr %q)", run, stderr)
+	}
+	if r := byName(t, run, "Say who owns this host"); !r.Changed || !strings.Contains(r.Diff, "+Lab host") {
+		t.Errorf("first check run, motd: %+v", r)
+	}
+	if got := sh(t, h, "test ! -e /etc/motd && test ! -e "+conf+" && echo clean || ls -l /etc/motd "+conf+" 2>&1"); got != "clean\n" {
+		t.Errorf("the check run wrote files: %s", got)
+	}
+
+	run, stderr = applyDestiny(t, h, dir, input, false)
 	if run.Failed || len(run.Tasks) == 0 {
 		t.Fatalf("first apply: %+v (stderr %q)", run, stderr)
 	}
