@@ -89,14 +89,14 @@ func (c *cluster) sh(t *testing.T, sid, script string) string {
 	return out
 }
 
-// get asks host sid for / of virtual host vhost at addr:80 over plain
+// get asks host sid for path of virtual host vhost at addr:80 over plain
 // HTTP/1.0 and returns the response body.
-func (c *cluster) get(t *testing.T, sid, addr, vhost string) string {
+func (c *cluster) get(t *testing.T, sid, addr, vhost, path string) string {
 	t.Helper()
-	out := c.sh(t, sid, fmt.Sprintf(`printf 'GET / HTTP/1.0\r\nHost: %s\r\n\r\n' | nc -N -w 5 %s 80`, vhost, addr))
+	out := c.sh(t, sid, fmt.Sprintf(`printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' | nc -N -w 5 %s 80`, path, vhost, addr))
 	head, body, _ := strings.Cut(out, "\r\n\r\n")
 	if !strings.HasPrefix(head, "HTTP/1.1 200") {
-		t.Fatalf("GET http://%s/ (Host %s) from %s: %q", addr, vhost, sid, head)
+		t.Fatalf("GET http://%s%s (Host %s) from %s: %q", addr, path, vhost, sid, head)
 	}
 	return body
 }
@@ -107,20 +107,25 @@ func (c *cluster) testWebCreate(t *testing.T, lb string, webs []string) {
 	assertEqual(t, "hosts that installed nginx", hostsOf(task(r, "Install nginx"), changed), webs)
 	assertEqual(t, "hosts that installed haproxy", hostsOf(task(r, "Install haproxy"), changed), []string{lb})
 	assertEqual(t, "hosts whose sshd was hardened", hostsOf(task(r, "Harden sshd"), changed), c.sids())
+	assertEqual(t, "hosts whose health pages service.site_health wrote", hostsOf(task(r, "Health pages"), changed), webs)
 
 	// Both virtual hosts answer on every web server, and through haproxy
 	// on the balancer (round robin over the three).
 	seen := map[string]bool{}
 	for _, sid := range webs {
 		for _, site := range []string{"alpha", "beta"} {
-			body := c.get(t, sid, "127.0.0.1", site+".example.test")
+			body := c.get(t, sid, "127.0.0.1", site+".example.test", "/")
 			if want := fmt.Sprintf("Hello from %s on %s\n", site, sid); body != want {
 				t.Errorf("%s on %s: %q, want %q", site, sid, body, want)
+			}
+			// The page the repository's custom module (service.site_health) wrote.
+			if body := c.get(t, sid, "127.0.0.1", site+".example.test", "/healthz"); body != "ok "+site+"\n" {
+				t.Errorf("%s/healthz on %s: %q", site, sid, body)
 			}
 		}
 	}
 	for range 2 * len(webs) {
-		body := c.get(t, lb, "127.0.0.1", "beta.example.test")
+		body := c.get(t, lb, "127.0.0.1", "beta.example.test", "/")
 		host, ok := strings.CutPrefix(strings.TrimSpace(body), "Hello from beta on ")
 		if !ok {
 			t.Fatalf("beta through haproxy: %q", body)
