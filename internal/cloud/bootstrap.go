@@ -27,6 +27,9 @@ type Bootstrap struct {
 	// Script is the shell command of UserData that installs and starts
 	// the soul (for providers that run commands rather than cloud-init).
 	Script string `json:"script"`
+	// TLSPin is curl's --pinnedpubkey of the Keeper's certificate (for
+	// providers that write their own install command).
+	TLSPin string `json:"tls_pin,omitempty"`
 }
 
 // newBootstrap makes a one-time join token for instance name and the
@@ -51,7 +54,7 @@ func (m *Manager) newBootstrap(ctx context.Context, inc, name, keeperURL string,
 	}
 	tok := jointoken.Encode(secret, m.Fingerprint)
 	script := InstallScript(keeperURL, m.TLSPin, tok)
-	return Bootstrap{UserData: UserData(name, script), JoinToken: tok, KeeperURL: keeperURL, Script: script}, nil
+	return Bootstrap{UserData: UserData(name, script), JoinToken: tok, KeeperURL: keeperURL, Script: script, TLSPin: m.TLSPin}, nil
 }
 
 // InstallScript is the shell command that installs the soul from the

@@ -7,7 +7,6 @@ import (
 	"github.com/soulstack/soulstack/internal/cloud"
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/install"
-	"github.com/soulstack/soulstack/internal/store"
 )
 
 // newCloud builds the cloud manager (SPEC §10.6): new instances reach
@@ -24,7 +23,7 @@ func (k *Keeper) newCloud() *cloud.Manager {
 			}
 			return "https://" + k.advertise()
 		},
-		Local:  newLocalDriver(k.cfg.DataDir),
+		Local:  (&cloud.LocalHosts{Dir: filepath.Join(k.cfg.DataDir, "cloud-local")}).Driver,
 		Logger: k.log.With("component", "cloud"),
 	}
 }
@@ -34,13 +33,5 @@ func cloudFunc(m *cloud.Manager) engine.Cloud {
 	return func(ctx context.Context, c engine.CloudCall) engine.CloudOutcome {
 		o := m.Run(ctx, cloud.Call{Module: c.Module, Params: c.Params, Incarnation: c.Incarnation, Covens: c.Covens, Check: c.Check})
 		return engine.CloudOutcome{Result: o.Result, Join: o.Join, Leave: o.Leave}
-	}
-}
-
-// newLocalDriver returns the maker of local providers' drivers; local
-// hosts live under the keeper's data dir unless the provider says where.
-func newLocalDriver(dataDir string) func(p store.CloudProvider) (cloud.Driver, error) {
-	return func(p store.CloudProvider) (cloud.Driver, error) {
-		return cloud.NewLocal(p, filepath.Join(dataDir, "cloud-local"))
 	}
 }

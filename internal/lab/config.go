@@ -30,6 +30,15 @@ type Config struct {
 	// the repositories; it defaults to $SOULSTACK_LAB_CACHE or
 	// /var/cache/soulstack-lab.
 	CacheDir string
+	// Base, when set, is a root filesystem directory used read-only as the
+	// hosts' lower layer instead of the cached base (the cloud provider kind
+	// local boots the rootfs its profile names). No package repository is
+	// built for it: Packages must be empty, and the hosts' /srv/lab-repo
+	// is an empty directory.
+	Base string
+	// HostNames, when set, names the hosts (one name per host, DNS labels)
+	// instead of lab-host-1 … lab-host-N.
+	HostNames []string
 	// Flavour is the hosts' init: FlavourSystemd (the default; systemd 252
 	// as PID 1, as on real Debian hosts) or FlavourSysV (tini, services run
 	// by their /etc/init.d scripts).
@@ -100,6 +109,24 @@ func (cfg Config) normalize() (Config, error) {
 	default:
 		return cfg, fmt.Errorf("lab %s: flavour %q: want %s or %s", cfg.Name, cfg.Flavour, FlavourSystemd, FlavourSysV)
 	}
+	if cfg.Base != "" {
+		if !filepath.IsAbs(cfg.Base) || len(cfg.Packages) > 0 {
+			return cfg, fmt.Errorf("lab %s: base %q: want an absolute path, and no packages", cfg.Name, cfg.Base)
+		}
+		if fi, err := os.Lstat(filepath.Join(cfg.Base, "sbin", "init")); err != nil || fi.IsDir() {
+			return cfg, fmt.Errorf("lab %s: base %s is not a root filesystem with /sbin/init", cfg.Name, cfg.Base)
+		}
+	}
+	if cfg.HostNames != nil {
+		if len(cfg.HostNames) != cfg.Hosts {
+			return cfg, fmt.Errorf("lab %s: %d host names for %d hosts", cfg.Name, len(cfg.HostNames), cfg.Hosts)
+		}
+		for _, n := range cfg.HostNames {
+			if !hostNameRE.MatchString(n) {
+				return cfg, fmt.Errorf("lab %s: host name %q is not a DNS label", cfg.Name, n)
+			}
+		}
+	}
 	for _, p := range cfg.Packages {
 		if !debNameRE.MatchString(p) {
 			return cfg, fmt.Errorf("lab %s: package %q is not a Debian package name", cfg.Name, p)
@@ -107,6 +134,8 @@ func (cfg Config) normalize() (Config, error) {
 	}
 	return cfg, nil
 }
+
+var hostNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 var debNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+$`)
 

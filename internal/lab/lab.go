@@ -88,6 +88,11 @@ func New(ctx context.Context, cfg Config) (_ *Lab, err error) {
 // buildCaches finds or builds the base and the repository, under the cache
 // lock so that concurrent labs build them once.
 func (l *Lab) buildCaches(ctx context.Context) error {
+	if l.cfg.Base != "" {
+		l.base = l.cfg.Base
+		l.repo = filepath.Join(l.cfg.Dir, "hosts", ".empty-repo")
+		return os.MkdirAll(l.repo, 0o755)
+	}
 	cache := l.cfg.CacheDir
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return fmt.Errorf("cache: %w", err)
@@ -127,7 +132,7 @@ func (l *Lab) createHosts(ctx context.Context) error {
 	defer l.stateMu.Unlock()
 	st := &labState{Name: l.cfg.Name, Dir: l.cfg.Dir, Base: l.base, Repo: l.repo, Bridge: l.names.bridge(), Flavour: l.cfg.Flavour}
 	for i := 1; i <= l.cfg.Hosts; i++ {
-		st.Hosts = append(st.Hosts, hostState{Name: l.names.hostname(i), NetNS: l.names.netns(i), Veth: l.names.veth(i)})
+		st.Hosts = append(st.Hosts, hostState{Name: l.hostName(i), NetNS: l.names.netns(i), Veth: l.names.veth(i)})
 	}
 	if err := writeState(l.names, st); err != nil {
 		return err
@@ -149,7 +154,7 @@ func (l *Lab) createHosts(ctx context.Context) error {
 		return err
 	}
 	for i := 1; i <= l.cfg.Hosts; i++ {
-		name := l.names.hostname(i)
+		name := l.hostName(i)
 		l.hosts = append(l.hosts, newHost(l, i, name, hostAddr(l.subnet, i).String(),
 			l.names.netns(i), l.names.veth(i), filepath.Join(l.cfg.Dir, "hosts", name)))
 		st.Hosts[i-1].IP = l.hosts[i-1].ip
@@ -157,6 +162,12 @@ func (l *Lab) createHosts(ctx context.Context) error {
 	for i, h := range l.hosts {
 		if err := h.mountRoot(); err != nil {
 			return err
+		}
+		if l.cfg.Base != "" {
+			// The repository's mount point, which a foreign rootfs lacks.
+			if err := os.MkdirAll(filepath.Join(h.RootDir(), "srv", "lab-repo"), 0o755); err != nil {
+				return err
+			}
 		}
 		if err := h.writeIdentity(); err != nil {
 			return fmt.Errorf("%s: %w", h.name, err)
@@ -173,6 +184,14 @@ func (l *Lab) createHosts(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// hostName names host i (1-based).
+func (l *Lab) hostName(i int) string {
+	if l.cfg.HostNames != nil {
+		return l.cfg.HostNames[i-1]
+	}
+	return l.names.hostname(i)
 }
 
 // recordInit records the PID of a host's init in the state file, for
