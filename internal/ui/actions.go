@@ -109,6 +109,7 @@ func (u *UI) registerActions(mux *http.ServeMux) {
 	mux.Handle("POST "+Prefix+"/souls/{sid}/delete", u.action(auth.RoleAdmin, u.deleteSoul))
 	mux.Handle("GET "+Prefix+"/join-tokens", u.page(u.joinTokenForm))
 	mux.Handle("POST "+Prefix+"/join-tokens", u.action(auth.RoleAdmin, u.createJoinToken))
+	u.registerMoreActions(mux)
 }
 
 func pathTo(parts ...string) string {

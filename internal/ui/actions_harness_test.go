@@ -17,6 +17,7 @@ import (
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
+	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/engine"
@@ -101,7 +102,12 @@ func newActEnv(t *testing.T, stubs ...dispatch.Stub) *actEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close(context.Background()) })
-	srvAPI, err := api.New(api.Config{Store: st, Auth: a, Catalog: cat, Engine: eng, Fingerprint: strings.Repeat("ab", 32)})
+	ck, err := checker.New(checker.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	srvAPI, err := api.New(api.Config{Store: st, Auth: a, Catalog: cat, Engine: eng, Checker: ck, Fingerprint: strings.Repeat("ab", 32)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +158,30 @@ func newActEnv(t *testing.T, stubs ...dispatch.Stub) *actEnv {
 		t.Fatal(err)
 	}
 	e.wait(acc.ApplyID)
+	if _, err := e.api.PutProcedure(ctx, "greet", greetProc); err != nil {
+		t.Fatal(err)
+	}
 	return e
 }
+
+// greetProc is a procedure with a public var (who) and a private one.
+const greetProc = `
+vars:
+  who:
+    type: string
+    visibility: public
+  times:
+    type: number
+    visibility: public
+    default: 1
+  seen:
+    type: array[string]
+    default: []
+steps:
+  greet:
+    action:
+      log: "hello {{ who }}"
+`
 
 // wait waits for a run to finish.
 func (e *actEnv) wait(id string) store.Run {

@@ -45,6 +45,8 @@ type procedureView struct {
 	Procedure store.Procedure
 	Tasks     []store.CheckerTask
 	Schedules []store.Schedule
+	Vars      []varField // public vars: the execute and schedule forms
+	Act       actions
 }
 
 func (u *UI) procedure(r *http.Request) (view, error) {
@@ -62,7 +64,7 @@ func (u *UI) procedure(r *http.Request) (view, error) {
 	if err != nil {
 		return view{}, fmt.Errorf("listing schedules: %w", err)
 	}
-	pv := procedureView{Procedure: p, Tasks: tasks}
+	pv := procedureView{Procedure: p, Tasks: tasks, Vars: procedureVars(p), Act: u.actionsFor(r)}
 	for _, s := range scheds {
 		if s.Procedure == name {
 			pv.Schedules = append(pv.Schedules, s)
@@ -137,6 +139,7 @@ func (u *UI) taskLive(w http.ResponseWriter, r *http.Request) error {
 // schedulesView is the data of the schedules list.
 type schedulesView struct {
 	Schedules []store.Schedule
+	Act       actions
 }
 
 func (u *UI) schedules(r *http.Request) (view, error) {
@@ -144,5 +147,5 @@ func (u *UI) schedules(r *http.Request) (view, error) {
 	if err != nil {
 		return view{}, fmt.Errorf("listing schedules: %w", err)
 	}
-	return view{Template: "schedules", Title: "Schedules", Nav: "schedules", Data: schedulesView{Schedules: s}}, nil
+	return view{Template: "schedules", Title: "Schedules", Nav: "schedules", Data: schedulesView{Schedules: s, Act: u.actionsFor(r)}}, nil
 }

@@ -25,6 +25,7 @@ type incarnationsView struct {
 	Counts       []statusCount
 	Status       string
 	Total        int
+	Act          actions
 }
 
 func (u *UI) incarnations(r *http.Request) (view, error) {
@@ -36,6 +37,7 @@ func (u *UI) incarnations(r *http.Request) (view, error) {
 		Counts: countBy(all, incarnationStatuses, func(i store.Incarnation) string { return i.Status }),
 		Status: r.URL.Query().Get("status"),
 		Total:  len(all),
+		Act:    u.actionsFor(r),
 	}
 	for _, inc := range all {
 		if iv.Status == "" || inc.Status == iv.Status {
