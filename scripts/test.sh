@@ -11,25 +11,35 @@ export SOULSTACK_TEST_DATABASE_URL="${SOULSTACK_TEST_DATABASE_URL:-postgres://so
 gofmt_out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$gofmt_out" ]; then echo "gofmt needed on:"; echo "$gofmt_out"; exit 1; fi
 go vet ./...
+# Every group runs even when an earlier one failed (one CI run reports all
+# failures); the script fails at the end if any did.
+failed=()
+run() { "$@" || failed+=("$*"); }
 # The lab packages (hosts booted from overlays on this machine's disk) run
-# after the rest and one at a time: a systemd host's clean stop flushes its
-# journal and services to disk, and next to another package compressing
-# .debs or building binaries that flush was seen to take over 100 s.
+# after the rest and one package at a time: each boots its own hosts, and
+# two labs booting and installing packages at once on 2 cores only make
+# both slower.
 lab_pkgs=$(go list ./internal/lab/... ./test/...)
-go test -race -count=1 -timeout 25m $(go list ./... | grep -vxF "$lab_pkgs")
+run go test -race -count=1 -timeout 25m $(go list ./... | grep -vxF "$lab_pkgs")
 # The UI's 10,000-soul browser test once more without the race detector,
 # which slows SQLite (C compiled to Go) 30-50 times over: only there does
 # its bound (the benchmark's 300 ms of server time per page) hold as stated.
-go test -count=1 -run '^TestBrowserTenThousandSouls$' ./internal/ui
-# Flush what the first group wrote (gigabytes of builds and databases)
-# first: a service's fsync inside a lab host otherwise waits for all of it.
+run go test -count=1 -run '^TestBrowserTenThousandSouls$' ./internal/ui
+# Flush what the first group wrote (gigabytes of builds and databases), so
+# the lab hosts' services do not wait on it when they fsync.
 sync
-go test -race -count=1 -timeout 25m -p 1 $lab_pkgs
+run go test -race -count=1 -timeout 25m -p 1 $lab_pkgs
 
 # Short fuzz runs: each target a few seconds (FUZZTIME to change).
 ft="${FUZZTIME:-5s}"
 for spec in $(grep -rl --include='*_test.go' '^func Fuzz' internal | xargs -r grep -ho '^func Fuzz[A-Za-z0-9_]*' | sort -u | sed 's/func //'); do
   pkg=$(dirname "$(grep -rl --include='*_test.go' "^func $spec(" internal | head -1)")
   echo "fuzz $spec in ./$pkg for $ft"
-  go test -run '^$' -fuzz "^$spec\$" -fuzztime "$ft" "./$pkg"
+  run go test -run '^$' -fuzz "^$spec\$" -fuzztime "$ft" "./$pkg"
 done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED:"; printf '  %s\n' "${failed[@]}" | cut -c1-200
+  exit 1
+fi
+echo "all tests passed"
