@@ -15,8 +15,9 @@ import (
 
 // TestRealSoulsCustomModule drives a custom module of the service through
 // the real gateway and a real soul: called by a scenario task and inside a
-// destiny bundle, it runs, its typed output is committed, a re-run changes
-// nothing and a check run changes nothing either.
+// destiny bundle and delegated to a balancer inside a wave, it runs, its
+// typed output is committed, a re-run changes nothing and a check run
+// changes nothing either.
 func TestRealSoulsCustomModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a gateway and real souls")
@@ -44,7 +45,7 @@ printf '%s\n' '{"changed":true,"diff":"+marked\\n","output":{"count":1}}'
 input:
   dir: {type: string, required: true}
 state_changes:
-  sets: {count: "${ register.m.count }"}
+  sets: {count: "${ register.m.hosts['a'].count }"}
 tasks:
   - name: mark
     module: service.mark
@@ -54,6 +55,19 @@ tasks:
     apply:
       destiny: d
       input: {dir: "${ input.dir }"}
+`)},
+		"scenario/drain/main.yml": {Data: []byte(`
+input:
+  dir: {type: string, required: true}
+tasks:
+  - name: waves
+    on: [web]
+    serial: 1
+    block:
+      - name: drain
+        module: service.mark
+        delegate: [lb]
+        params: {path: "${ input.dir + '/drained-' + delegated_for.sid }"}
 `)},
 		"destiny/d/main.yml": {Data: []byte(`
 input:
@@ -69,7 +83,8 @@ tasks:
 		t.Fatal(ps)
 	}
 	f := startRealFleet(t, svc)
-	f.soul("a", "prod")
+	f.soul("a", "prod", "web")
+	f.soul("lb", "prod", "lb")
 	ctx := context.Background()
 	input := map[string]any{"dir": out}
 
@@ -94,6 +109,15 @@ tasks:
 		if run.Status != store.RunSucceeded || r.Changed {
 			t.Errorf("re-run: %s; %s on %s: %s %q", run.Status, r.TaskName, r.SID, r.Status, r.Msg)
 		}
+	}
+
+	// Delegated to the balancer inside a wave: the lb soul runs the module
+	// for a.
+	if run := f.runScenario("drain", input); run.Status != store.RunSucceeded {
+		t.Fatalf("drain %s: %s", run.Status, run.Error)
+	}
+	if _, err := os.Stat(filepath.Join(out, "drained-a")); err != nil {
+		t.Errorf("the delegated custom module did not run: %v", err)
 	}
 
 	// Check mode: the module declares check_mode, so it runs and says what

@@ -104,6 +104,7 @@ func (r *runner) delegated(ctx context.Context, t *dsl.Task, sid string, wave in
 			Check:          r.run.Check,
 			Call:           r.delegateCaller(t, d, wave),
 			Files:          r.sc.Files,
+			Modules:        r.svc.Modules,
 			DefaultTimeout: r.e.cfg.DefaultTimeout,
 			Sleep:          r.e.cfg.Sleep,
 			Taint:          r.taint(ctx, &a),
