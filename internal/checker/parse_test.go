@@ -23,6 +23,8 @@ func TestParseSeedProcedures(t *testing.T) {
 			map[string]string{"exclude_current_node": "boolean/public", "down_nodes": "array[string]/private"}},
 		{"fence_node.yaml", []string{"restart-node", "exclude-node", "reschedule-vms", "reinclude-node", "check-errors"}, true, 600 * time.Second,
 			map[string]string{"node": "string/public", "exclude_current_node": "boolean/public"}},
+		{"redis_restart_if_critical.yaml", []string{"find-critical-hosts", "heal-if-it-stays-critical"}, false, 240 * time.Second,
+			map[string]string{"incarnation": "string/public", "critical": "array[string]/private"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

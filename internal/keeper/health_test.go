@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,6 +169,12 @@ func TestHealthChecks(t *testing.T) {
 		!strings.Contains(m, `soulstack_health_checks{check="alive",incarnation="w1",status="OK"} 2`) {
 		t.Errorf("metrics lack the counts:\n%s", grepLines(m, "soulstack_health_checks"))
 	}
+	if page := f.uiPage("/ui/incarnations/w1"); !strings.Contains(page, `data-sid="soul-b" data-status="CRITICAL"`) || !strings.Contains(page, "ALIVE CRITICAL - down flag set") {
+		t.Errorf("the incarnation page's health panel does not show soul-b CRITICAL:\n%s", page)
+	}
+	if page := f.uiPage("/ui/"); !strings.Contains(page, `id="health-overview"`) || !strings.Contains(page, "st-critical") {
+		t.Errorf("the dashboard has no health overview with the CRITICAL count")
+	}
 	var out, errb bytes.Buffer
 	g := &cli.Globals{Getenv: func(k string) string {
 		return map[string]string{"SOULCTL_KEEPER": "http://" + f.addr, "SOULCTL_TOKEN": f.token, "SOULCTL_CONFIG": filepath.Join(f.dir, "none.yaml")}[k]
@@ -189,6 +198,10 @@ func TestHealthChecks(t *testing.T) {
 		v, err := f.c.SoulVitals(f.ctx, "soul-a")
 		return err == nil && v.At != nil && v.Vitals["uptime_s"] != nil && v.Vitals["load1"] != nil && v.Vitals["mem_used_pct"] != nil
 	}, "vital signs of soul-a")
+
+	if page := f.uiPage("/ui/souls/soul-a"); !strings.Contains(page, `id="vitals-table"`) || !strings.Contains(page, "uptime_s") {
+		t.Errorf("the soul page shows no vital signs")
+	}
 
 	// A soul that stops reporting goes stale.
 	if err := f.souls["soul-c"].Signal(syscall.SIGKILL); err != nil {
@@ -234,6 +247,31 @@ func (f *fleet) healthEvents(name string) <-chan apiclient.HealthEvent {
 		}
 	}()
 	return ch
+}
+
+// uiPage signs in to the UI with the admin token and returns a page.
+func (f *fleet) uiPage(path string) string {
+	f.t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	hc := &http.Client{Jar: jar}
+	resp, err := hc.PostForm("http://"+f.addr+"/ui/login", url.Values{"token": {f.token}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = hc.Get("http://" + f.addr + path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		f.t.Fatalf("GET %s: %s\n%s", path, resp.Status, b)
+	}
+	return string(b)
 }
 
 func grepLines(s, substr string) string {

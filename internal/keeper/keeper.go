@@ -277,13 +277,14 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		return nil, err
 	}
 	k.ui, err = ui.New(ui.Config{
-		Store:    k.store,
-		Auth:     k.auth,
-		Events:   ui.Subscriber(k.engine.Subscribe),
-		API:      k.api.Handler(),
-		Services: k.catalog,
-		TLSPin:   install.PublicKeyPin(k.tls),
-		Logger:   log.With("component", "ui"),
+		Store:            k.store,
+		Auth:             k.auth,
+		Events:           ui.Subscriber(k.engine.Subscribe),
+		API:              k.api.Handler(),
+		Services:         k.catalog,
+		TLSPin:           install.PublicKeyPin(k.tls),
+		HealthStaleAfter: cfg.HealthStaleAfter.D(),
+		Logger:           log.With("component", "ui"),
 	})
 	if err != nil {
 		return nil, err

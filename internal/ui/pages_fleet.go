@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
@@ -67,6 +68,7 @@ type dashboardView struct {
 	Services     int
 	Runs         []store.Run
 	Tasks        []store.CheckerTask
+	Health       apiclient.HealthOverview
 }
 
 func (u *UI) dashboard(r *http.Request) (view, error) {
@@ -121,6 +123,9 @@ func (u *UI) dashboard(r *http.Request) (view, error) {
 		if dr.Report != nil && dr.Report.Drifted {
 			d.Drifted = append(d.Drifted, dr.Incarnation)
 		}
+	}
+	if d.Health, err = u.healthOverview(ctx); err != nil {
+		return view{}, err
 	}
 	return view{Template: "dashboard", Title: "Dashboard", Nav: "dashboard", Data: d}, nil
 }
@@ -232,6 +237,7 @@ type soulView struct {
 	Facts        []fact
 	Incarnations []store.Incarnation
 	Act          actions
+	Vitals       *apiclient.SoulVitals
 }
 
 func (u *UI) soul(r *http.Request) (view, error) {
@@ -249,6 +255,9 @@ func (u *UI) soul(r *http.Request) (view, error) {
 		if slices.Contains(inc.Members, sid) {
 			sv.Incarnations = append(sv.Incarnations, inc)
 		}
+	}
+	if sv.Vitals, err = u.soulVitals(r.Context(), sid); err != nil {
+		return view{}, err
 	}
 	return view{Template: "soul", Title: "Soul " + sid, Nav: "souls", Data: sv}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 
+	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -78,6 +79,8 @@ type incarnationView struct {
 	// resumed (SPEC §8.8), else "".
 	Resumable string
 	Act       actions
+	// Health is the health checks panel (nil: none reported).
+	Health *apiclient.IncarnationHealth
 }
 
 func (u *UI) incarnation(r *http.Request) (view, error) {
@@ -120,6 +123,9 @@ func (u *UI) incarnation(r *http.Request) (view, error) {
 			m.Status = s.Status
 		}
 		iv.Members = append(iv.Members, m)
+	}
+	if iv.Health, err = u.incarnationHealth(ctx, name); err != nil {
+		return view{}, err
 	}
 	return view{Template: "incarnation", Title: "Incarnation " + name, Nav: "incarnations", Data: iv}, nil
 }

@@ -46,7 +46,7 @@ type pages struct {
 }
 
 // sharedTemplates are parsed into every page.
-var sharedTemplates = []string{"templates/layout.html", "templates/partials.html"}
+var sharedTemplates = []string{"templates/layout.html", "templates/partials.html", "templates/health_panel.html"}
 
 // parsePages parses every page template with the layout and partials. A
 // page file may also define fragments rendered on their own (the live parts

@@ -65,8 +65,11 @@ type Config struct {
 	// TLSPin is "sha256//<base64>" of the keeper's certificate key, put in
 	// the install.sh one-liner shown with a new join token; "" omits it.
 	TLSPin string
-	Logger *slog.Logger     // nil discards
-	Now    func() time.Time // nil means time.Now (tests)
+	// HealthStaleAfter is how long a silent host shows its last health
+	// status before stale (0 = healthkeeper.DefaultStaleAfter).
+	HealthStaleAfter time.Duration
+	Logger           *slog.Logger     // nil discards
+	Now              func() time.Time // nil means time.Now (tests)
 }
 
 // UI serves the web UI. Create it with New.
