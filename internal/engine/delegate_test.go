@@ -192,3 +192,34 @@ func TestLateResultOfDelegatedWork(t *testing.T) {
 		t.Errorf("w1's drain row = %+v, want the timeout on lb", r)
 	}
 }
+
+// TestDelegateToSeveralBalancers: with two members of coven lb, each wave
+// host's drain runs on both; the row holds one entry per delegate. A
+// balancer that drops the connection fails the wave host's drain (the
+// wave host itself is fine, so it is failed, not unreachable) and stops the
+// rollout.
+func TestDelegateToSeveralBalancers(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/roll/main.yml": drainScenario})
+	hosts := strings.Replace(drainHosts, "  - {sid: lb, covens: [web, lb]}\n", "  - {sid: lb, covens: [web, lb]}\n  - {sid: lb2, covens: [web, lb]}\n", 1)
+	w := newWorld(t, svc, "roll", hosts+`
+stubs:
+  - {module: core.file.line, task: drain, hosts: [lb2], unreachable: true}
+  - {module: core.file.line, result: {changed: true}}
+expect:
+  outcome: failed
+  error: "on lb2:"
+  tasks:
+    - {task: drain, ran: [w1], failed: [w1], unreachable: []}
+  not_run: [restart, undrain]
+`)
+	run := w.run()
+	calls := callsTo(w.Sim.Calls(), "drain")
+	if len(calls["lb"]) != 1 || len(calls["lb2"]) != 1 || len(calls) != 2 {
+		t.Errorf("drain calls by host: %v, want one on lb and one on lb2", calls)
+	}
+	r := rowsOf(w.results(run.ID), "0.0")["w1"]
+	tasks, _ := r.Data["tasks"].([]any)
+	if fmt.Sprint(r.Data["delegated_to"]) != "[lb lb2]" || len(tasks) != 2 || !r.Changed {
+		t.Errorf("w1's drain row: changed %v, data %v; want delegated_to [lb lb2], two per-delegate results, changed (lb drained it)", r.Changed, r.Data)
+	}
+}
