@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sort"
@@ -162,4 +163,37 @@ func abbrev(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// ServeExec is the provider side of the exec protocol over driver d: it
+// reads one Request from in, runs it and writes the instances (an empty
+// list for delete) to out as JSON. `keeper cloud-local` serves the local
+// kind this way, so an exec provider can drive local hosts.
+func ServeExec(ctx context.Context, in io.Reader, out io.Writer, d func(Request) (Driver, error)) error {
+	var req Request
+	if err := json.NewDecoder(io.LimitReader(in, 8<<20)).Decode(&req); err != nil {
+		return fmt.Errorf("reading the request on stdin: %w", err)
+	}
+	drv, err := d(req)
+	if err != nil {
+		return err
+	}
+	list := []Instance{}
+	switch req.Op {
+	case "create":
+		list, err = drv.Create(ctx, req)
+	case "list":
+		list, err = drv.List(ctx, req)
+	case "delete":
+		err = drv.Delete(ctx, req)
+	default:
+		err = fmt.Errorf("unknown op %q: want create, list or delete", req.Op)
+	}
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []Instance{}
+	}
+	return json.NewEncoder(out).Encode(list)
 }

@@ -58,14 +58,25 @@ func TestCloudExecProviderFaults(t *testing.T) {
 	}
 	failed(step("hang", 2), "did not answer within 3s")
 	pid2 := r.pid("f-badp-2")
-	failed(step("fewer", 3), "returned 0 instance(s) for f-badp-3")
+	// The fewer failure is resumed (run resume) rather than re-run: the
+	// resumed step adopts the instance the provider did not report.
+	r.provider("bad", "fewer", "3s")
+	fewer := r.runOn("f", "create", map[string]any{"count": 3}, false)
+	if fewer.Status != store.RunFailed || !strings.Contains(fewer.Error, "returned 0 instance(s) for f-badp-3") {
+		t.Fatalf("fewer: %s %q", fewer.Status, fewer.Error)
+	}
 	pid3 := r.pid("f-badp-3")
 	if got := r.instances("f"); len(got) != 3 || got[0] != "f-badp-1=proc-"+pid1 || got[1] != "f-badp-2=proc-"+pid2 || got[2] != "f-badp-3=" {
 		t.Fatalf("recorded %v: the instances of the garbage and hang runs adopted, f-badp-3 still unconfirmed", got)
 	}
 
-	ok := step("", 3)
-	if ok.Status != store.RunSucceeded {
+	r.provider("bad", "", "3s")
+	resumed, err := r.c.ResumeRun(r.ctx, fewer.ID, apiclient.ResumeRequest{Reason: "the provider is healthy again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := r.awaitRun(resumed, 60*time.Second)
+	if ok.Status != store.RunSucceeded || ok.ResumedFrom != fewer.ID {
 		t.Fatalf("the healthy re-run: %s %s\n%s", ok.Status, ok.Error, runJSON(ok))
 	}
 	inc, _ := r.c.GetIncarnation(r.ctx, "f")

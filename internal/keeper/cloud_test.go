@@ -205,6 +205,24 @@ func TestCloudExecProvider(t *testing.T) {
 	}
 	r.noToken("the scale run", scaled)
 
+	retire := map[string]any{"provider": "procs", "names": []string{"shop-small-3"}}
+	checkRetire := r.runOn("shop", "retire", retire, true)
+	if rv := hosts(checkRetire, "Retire VMs")["@keeper"]; checkRetire.Status != store.RunSucceeded || !rv.Changed || !strings.Contains(rv.Msg, "would delete shop-small-3") || r.pid("shop-small-3") == "" {
+		t.Fatalf("check retire: %s %s %+v", checkRetire.Status, checkRetire.Error, rv)
+	}
+	retired := r.runOn("shop", "retire", retire, false)
+	inc, _ = r.c.GetIncarnation(r.ctx, "shop")
+	if retired.Status != store.RunSucceeded || !slices.Equal(inc.Members, two) || inc.State["instances"] != float64(2) || len(hosts(retired, "Apply base config everywhere")) != 2 {
+		t.Fatalf("retire: %s %s, members %v, state %v", retired.Status, retired.Error, inc.Members, inc.State)
+	}
+	if r.pid("shop-small-3") != "" {
+		t.Error("core.cloud.absent left shop-small-3 running")
+	}
+	if _, err := r.c.GetSoul(r.ctx, "shop-small-3"); err == nil {
+		t.Error("core.cloud.absent left the soul of shop-small-3 registered")
+	}
+	three = two
+
 	// Deleting without destroy would orphan the hosts: refused.
 	if err := r.c.DeleteIncarnation(r.ctx, "shop"); err == nil || !strings.Contains(err.Error(), "destroy=true") {
 		t.Fatalf("delete without destroy: %v", err)

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	if os.Geteuid() != 0 {
 		os.Exit(m.Run())
 	}
-	_, b, cleanup, err := testutil.BuildStaticBinaries("github.com/soulstack/soulstack/cmd/soul")
+	_, b, cleanup, err := testutil.BuildStaticBinaries("github.com/soulstack/soulstack/cmd/soul", "github.com/soulstack/soulstack/cmd/keeper")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -170,7 +170,9 @@ func TestCloudLocal(t *testing.T) {
 	r := &rig{t: t, ctx: ctx}
 	t.Cleanup(func() {
 		// Whatever is left (a failed test) is destroyed before the keeper goes.
-		_ = r.c.Do(ctx, "DELETE", "/v1/incarnations/web", map[string][]string{"destroy": {"true"}}, nil, nil)
+		for _, inc := range []string{"web", "x"} {
+			_ = r.c.Do(ctx, "DELETE", "/v1/incarnations/"+inc, map[string][]string{"destroy": {"true"}}, nil, nil)
+		}
 		stop()
 		<-done
 		k.Close()
@@ -260,13 +262,50 @@ func TestCloudLocal(t *testing.T) {
 		t.Fatalf("after scale: %v %v", inc.Members, inc.State)
 	}
 
-	list, _ := r.c.ListCloudInstances(ctx, "web")
-	if err := r.c.Do(ctx, "DELETE", "/v1/incarnations/web", map[string][]string{"destroy": {"true"}}, nil, nil); err != nil {
+	r.destroy("web")
+
+	// The same through the exec kind: `keeper cloud-local` is an exec
+	// provider of the repository's own driving local hosts, one process
+	// per call (the hosts outlive it).
+	if _, err := r.c.SetCloudProvider(ctx, "labx", apiclient.CloudProviderRequest{Kind: "exec", Config: map[string]any{
+		"executable": bins["keeper"], "args": []string{"cloud-local", "--dir", filepath.Join(t.TempDir(), "labx")}, "timeout": "3m",
+	}}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := r.c.SetCloudProfile(ctx, "labxhost", apiclient.CloudProfileRequest{Provider: "labx", Spec: map[string]any{"rootfs": fs0}}); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	acc, err = r.c.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "x", Service: "cloud-web", Covens: []string{"web"},
+		Input: map[string]any{"provider": "labx", "profile": "labxhost", "count": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run := r.await(acc.ApplyID); run.Status != store.RunSucceeded {
+		t.Fatalf("create through keeper cloud-local: %s (%s)", run.Status, run.Error)
+	}
+	t.Logf("create of 1 host through the exec kind in %v", time.Since(start).Round(time.Millisecond))
+	inc, _ = r.c.GetIncarnation(ctx, "x")
+	if !slices.Equal(inc.Members, []string{"x-labxhost-1"}) {
+		t.Fatalf("members %v", inc.Members)
+	}
+	r.destroy("x")
+}
+
+// destroy deletes incarnation inc with its instances and checks their
+// hosts are gone.
+func (r *rig) destroy(inc string) {
+	r.t.Helper()
+	list, _ := r.c.ListCloudInstances(r.ctx, inc)
+	if err := r.c.Do(r.ctx, "DELETE", "/v1/incarnations/"+inc, map[string][]string{"destroy": {"true"}}, nil, nil); err != nil {
+		r.t.Fatal(err)
+	}
+	if len(list) == 0 {
+		r.t.Errorf("incarnation %s had no instances recorded", inc)
 	}
 	for _, in := range list {
 		if _, err := lab.Attach(in.ID); err == nil || !strings.Contains(err.Error(), "not running") {
-			t.Errorf("host %s (lab %s) survived destroy: %v", in.Name, in.ID, err)
+			r.t.Errorf("host %s (lab %s) survived destroy: %v", in.Name, in.ID, err)
 		}
 	}
 }
