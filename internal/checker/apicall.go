@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -270,16 +271,66 @@ func shellJoin(argv []string) string {
 // guardInputs asks the Checker's InputGuard about a Commander command
 // line that carries one of the task's secrets.
 func (r *run) guardInputs(argv []string) error {
-	if r.c.inputGuard == nil || len(r.secrets) == 0 || len(argv) == 0 {
+	if len(r.secrets) == 0 || len(argv) == 0 {
 		return nil
 	}
-	if _, bound := r.c.bindings[argv[0]]; bound || argv[0] == "checker" {
+	if _, bound := r.c.bindings[argv[0]]; bound {
 		return nil
 	}
 	line := strings.Join(argv, " ")
 	for _, s := range r.secrets {
-		if strings.Contains(line, s) {
-			return r.c.inputGuard(r.ctx, argv, r.secrets)
+		if !strings.Contains(line, s) {
+			continue
+		}
+		if argv[0] == "checker" {
+			return r.guardSubVars(argv)
+		}
+		if r.c.inputGuard == nil {
+			return nil
+		}
+		return r.c.inputGuard(r.ctx, argv, r.secrets)
+	}
+	return nil
+}
+
+// guardSubVars refuses "checker procedure execute --vars JSON" passing a
+// secret into a var of the sub-procedure that is not secret: true (its
+// task would store it in clear).
+func (r *run) guardSubVars(argv []string) error {
+	if len(argv) < 3 || argv[1] != "procedure" || argv[2] != "execute" {
+		return nil
+	}
+	var name, vars string
+	for i := 3; i < len(argv); i++ {
+		flag, val, hasVal := strings.Cut(argv[i], "=")
+		if !hasVal && i+1 < len(argv) {
+			i++
+			val = argv[i]
+		}
+		switch flag {
+		case "--name":
+			name = val
+		case "--vars":
+			vars = val
+		}
+	}
+	var vm map[string]any
+	if name == "" || json.Unmarshal([]byte(vars), &vm) != nil {
+		return nil // execCommand says what is wrong
+	}
+	p, err := r.c.LoadProcedure(r.ctx, name)
+	if err != nil {
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(vm)) {
+		if d := p.Var(k); d != nil && d.Secret {
+			continue
+		}
+		text := secretText(vm[k])
+		for _, s := range r.secrets {
+			if strings.Contains(text, s) {
+				return fmt.Errorf("var %q of procedure %s is given a secret but is not declared secret: true: its task would store it in clear; declare it secret: true there, or pass no secret", k, name)
+			}
 		}
 	}
 	return nil

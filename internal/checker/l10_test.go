@@ -118,3 +118,48 @@ func TestSecretInTemplates(t *testing.T) {
 		t.Fatalf("launch without the store secret: %v", err)
 	}
 }
+
+// TestSecretIntoSubProcedureVars: a secret passed with "checker procedure
+// execute --vars" goes only into a var the sub-procedure declares secret:
+// true; into a plain one (whose task would store it in clear) the apicall
+// is refused and no sub-task starts.
+func TestSecretIntoSubProcedureVars(t *testing.T) {
+	const val = "SUB-SECRET-321"
+	e := newEnv(t, Config{Secrets: mapSecrets{"api_token": val}})
+	e.put("child_plain", "vars:\n  x: {type: string, visibility: public}\nsteps:\n  s:\n    action:\n      log: \"got it\"\n")
+	e.put("child_secret", "vars:\n  x: {type: string, secret: true, visibility: public}\nsteps:\n  s:\n    action:\n      log: \"got {{x}}\"\n")
+	parent := func(child string) string {
+		return "steps:\n  call:\n    action:\n      apicall: 'checker procedure execute --name " + child + " --vars ''{\"x\": \"{{ secret(\"api_token\") }}\"}'' --json yes'\n"
+	}
+	e.put("to_plain", parent("child_plain"))
+	e.put("to_secret", parent("child_secret"))
+
+	task := e.execWait("to_plain", nil)
+	if task.Status != StatusFailure || !strings.Contains(task.RunError, `var "x" of procedure child_plain`) {
+		t.Fatalf("a secret into a plain var: %s %q\n%s", task.Status, task.RunError, dumpLog(task))
+	}
+	task = e.execWait("to_secret", nil)
+	if task.Status != StatusSuccess {
+		t.Fatalf("a secret into a secret var: %s %q\n%s", task.Status, task.RunError, dumpLog(task))
+	}
+	all, err := e.store.ListCheckerTasks(t.Context(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := 0
+	for _, x := range all {
+		b, _ := json.Marshal(x)
+		if strings.Contains(string(b), val) {
+			t.Errorf("task %s of %s holds the secret: %s", x.ID, x.Procedure, b)
+		}
+		if x.Procedure == "child_plain" {
+			t.Errorf("the refused apicall started %s", x.ID)
+		}
+		if x.Procedure == "child_secret" {
+			children++
+		}
+	}
+	if children != 1 {
+		t.Errorf("%d tasks of child_secret, want 1", children)
+	}
+}
