@@ -205,3 +205,29 @@ func TestParseSpecProblems(t *testing.T) {
 		t.Error("a bad directory name was accepted")
 	}
 }
+
+// TestTimeoutKillsTheGroup: a child that ignores SIGTERM dies with its
+// group at the timeout.
+func TestTimeoutKillsTheGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	m := newModule(t, "summary: s\ntimeout: 300ms\n", "#!/bin/sh\n(trap '' TERM; sleep 30) &\necho $! > "+pidFile+"\nwait\n")
+	if _, err := m.Apply(context.Background(), nil, &module.Env{}); err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("err = %v", err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(b))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil || strings.Contains(string(st), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %s survived the timeout: %s", pid, st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

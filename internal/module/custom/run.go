@@ -184,7 +184,13 @@ func (m *Module) run(ctx context.Context, in []byte, extra []string) (outcome, e
 	}
 	pgid := cmd.Process.Pid
 	waitErr := cmd.Wait()
-	_ = syscall.Kill(-pgid, syscall.SIGKILL) // leftovers of the group
+	if ctx.Err() != nil {
+		// Timed out or cancelled: the group got SIGTERM; whatever of it
+		// is left (a child ignoring SIGTERM) gets SIGKILL. A program that
+		// exits by itself keeps its background children, as a command
+		// does (a module may start a daemon).
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
 	out := outcome{rc: -1, stdout: stdout.buf, stderr: stderr.String()}
 	if ps := cmd.ProcessState; ps != nil {
 		out.rc = ps.ExitCode()
