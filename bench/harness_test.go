@@ -66,12 +66,13 @@ func soulBinary(tb testing.TB) string {
 // env is an in-process keeper on SQLite serving on loopback, with an
 // admin client of its Operator API.
 type env struct {
-	tb   testing.TB
-	dir  string
-	k    *keeper.Keeper
-	addr string
-	c    *apiclient.Client
-	logs *testutil.Buffer
+	tb    testing.TB
+	dir   string
+	k     *keeper.Keeper
+	addr  string
+	c     *apiclient.Client
+	token string // the first Archon's (admin) token
+	logs  *testutil.Buffer
 }
 
 // startKeeper initializes and serves a keeper on loopback in a fresh data
@@ -112,7 +113,7 @@ func startKeeperOn(tb testing.TB, addr string, tune func(*config.Keeper)) *env {
 	runCtx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- k.Serve(runCtx, ln) }()
-	e := &env{tb: tb, dir: dir, k: k, addr: ln.Addr().String(), logs: logs}
+	e := &env{tb: tb, dir: dir, k: k, addr: ln.Addr().String(), logs: logs, token: res.Token.Token}
 	tb.Cleanup(func() {
 		stop()
 		if err := <-served; err != nil {

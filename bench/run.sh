@@ -3,7 +3,7 @@
 # their output, with the machine, date, Go version and commit, under
 # bench/results/<date>/ (or $RESULTS).
 #
-#   bench/run.sh [fanout|fanout10k|idle|checker|versus|ui|lab|all]...
+#   bench/run.sh [fanout|fanout10k|idle|checker|versus|ui|resultbytes|growth|concurrency|concurrency-pg|lab|all]...
 #
 # Default: all but lab (lab needs root and builds a lab of 20 Debian hosts;
 # it also compares against Ansible when ansible-playbook is installed:
@@ -37,10 +37,14 @@ run() {
 	checker) bench checker -bench '^BenchmarkChecker$' -benchtime 1x -count 2 -v ;;
 	versus) bench versus -bench '^BenchmarkVersusAnsible$' -benchtime 10x -v ;;
 	ui) bench ui -bench '^BenchmarkUIPages$' -benchtime 20x -count 3 -v ;;
+	resultbytes) SOULSTACK_BENCH_SOULS=1000 bench result-bytes -bench '^BenchmarkResultBytes$' -benchtime 10x -v ;;
+	growth) SOULSTACK_BENCH_RUNS=100000 bench growth -bench '^BenchmarkGrowth$' -benchtime 1x -v ;;
+	concurrency) bench concurrency-sqlite -bench '^BenchmarkConcurrency$' -benchtime 5x -v ;;
+	concurrency-pg) SOULSTACK_BENCH_POSTGRES=1 bench concurrency-postgres -bench '^BenchmarkConcurrency$' -benchtime 5x -v ;;
 	lab) SOULSTACK_BENCH_LAB=1 bench lab -bench '^BenchmarkVersusAnsibleLab$' -benchtime 5x -v ;;
-	all) for b in fanout fanout10k idle checker versus ui; do run "$b"; done ;;
+	all) for b in fanout fanout10k idle checker versus ui resultbytes growth concurrency; do run "$b"; done ;;
 	*)
-		echo "unknown benchmark $1 (fanout fanout10k idle checker versus ui lab all)" >&2
+		echo "unknown benchmark $1 (fanout fanout10k idle checker versus ui resultbytes growth concurrency concurrency-pg lab all)" >&2
 		exit 2
 		;;
 	esac

@@ -22,4 +22,5 @@ func (k RunRetention) Enabled() bool { return k.MaxAge > 0 || k.MaxCount > 0 }
 type PruneReport struct {
 	Runs    int `json:"runs"`    // runs whose per-host results were pruned
 	Results int `json:"results"` // per-host result rows deleted
+	Texts   int `json:"texts"`   // stored msg/data values no result refers to any more
 }

@@ -15,12 +15,12 @@ import (
 // host by number (runs.num, result_hosts.id), times as integer
 // microseconds.
 const resultCols = `run, seq, host, path, task_name, wave, status, changed, rc, stdout, stderr, msg, diff,
-	duration_ms, data, started_us, elapsed_us, final`
+	duration_ms, data, started_us, elapsed_us, final, detail`
 
 // resultArgs is the number of columns in resultCols.
-const resultArgs = 18
+const resultArgs = 19
 
-// resultBatch is how many results one INSERT carries: 18 arguments each,
+// resultBatch is how many results one INSERT carries: 19 arguments each,
 // well under SQLite's and PostgreSQL's parameter limits.
 const resultBatch = 200
 
@@ -85,18 +85,32 @@ func (s *Store) upsertResults(ctx context.Context, rs []store.HostResult, late b
 			}
 			runs[id] = num
 		}
+		bodies := make([]string, len(rs))
+		for i, r := range rs {
+			if last[key{r.RunID, r.Seq, r.SID}] == i {
+				body, err := resultText(r)
+				if err != nil {
+					return err
+				}
+				bodies[i] = body
+			}
+		}
+		texts, err := internTexts(ctx, tx, bodies)
+		if err != nil {
+			return err
+		}
 		args := make([]any, 0, len(rs)*resultArgs)
 		for i, r := range rs {
 			if last[key{r.RunID, r.Seq, r.SID}] != i {
 				continue
 			}
-			data, err := optMap(r.Data)
-			if err != nil {
-				return err
+			var detail any
+			if bodies[i] != "" {
+				detail = texts[bodies[i]]
 			}
 			start, end := normTime(s.orNow(r.StartedAt)), normTime(s.orNow(r.FinishedAt))
 			args = append(args, runs[r.RunID], r.Seq, hosts[r.SID], r.Path, r.TaskName, r.Wave, r.Status, r.Changed, r.RC,
-				r.Stdout, r.Stderr, r.Msg, r.Diff, r.DurationMS, data, start.UnixMicro(), end.Sub(start).Microseconds(), r.Final)
+				r.Stdout, r.Stderr, "", r.Diff, r.DurationMS, nil, start.UnixMicro(), end.Sub(start).Microseconds(), r.Final, detail)
 		}
 		for len(args) > 0 {
 			n := min(len(args)/resultArgs, resultBatch)
@@ -106,7 +120,7 @@ func (s *Store) upsertResults(ctx context.Context, rs []store.HostResult, late b
 					wave = excluded.wave, status = excluded.status, changed = excluded.changed, rc = excluded.rc,
 					stdout = excluded.stdout, stderr = excluded.stderr, msg = excluded.msg, diff = excluded.diff,
 					duration_ms = excluded.duration_ms, data = excluded.data, started_us = excluded.started_us,
-					elapsed_us = excluded.elapsed_us, final = excluded.final` + where
+					elapsed_us = excluded.elapsed_us, final = excluded.final, detail = excluded.detail` + where
 			res, err := tx.exec(ctx, query, args[:n*resultArgs]...)
 			if err != nil {
 				return fmt.Errorf("writing %d results: %w", n, err)
@@ -124,8 +138,8 @@ func (s *Store) upsertResults(ctx context.Context, rs []store.HostResult, late b
 // ListResults returns a run's results ordered by seq, then SID.
 func (s *Store) ListResults(ctx context.Context, runID string) ([]store.HostResult, error) {
 	rows, err := s.reader().query(ctx, `SELECT rr.seq, h.sid, rr.path, rr.task_name, rr.wave, rr.status, rr.changed, rr.rc,
-		rr.stdout, rr.stderr, rr.msg, rr.diff, rr.duration_ms, rr.data, rr.started_us, rr.elapsed_us, rr.final
-		FROM run_results rr JOIN result_hosts h ON h.id = rr.host
+		rr.stdout, rr.stderr, rr.msg, rr.diff, rr.duration_ms, rr.data, rr.started_us, rr.elapsed_us, rr.final, t.body
+		FROM run_results rr JOIN result_hosts h ON h.id = rr.host LEFT JOIN result_texts t ON t.id = rr.detail
 		WHERE rr.run = (SELECT num FROM runs WHERE id = ?) ORDER BY rr.seq, h.sid`, runID)
 	if err != nil {
 		return nil, s.wrap("listing results", err)
@@ -133,8 +147,12 @@ func (s *Store) ListResults(ctx context.Context, runID string) ([]store.HostResu
 	out, err := collect(rows, func(sc interface{ Scan(...any) error }) (store.HostResult, error) {
 		r := store.HostResult{RunID: runID}
 		var start, elapsed int64
+		var text sql.NullString
 		err := sc.Scan(&r.Seq, &r.SID, &r.Path, &r.TaskName, &r.Wave, &r.Status, &r.Changed, &r.RC,
-			&r.Stdout, &r.Stderr, &r.Msg, &r.Diff, &r.DurationMS, mapCol{m: &r.Data}, &start, &elapsed, &r.Final)
+			&r.Stdout, &r.Stderr, &r.Msg, &r.Diff, &r.DurationMS, mapCol{m: &r.Data}, &start, &elapsed, &r.Final, &text)
+		if err == nil && text.Valid {
+			err = parseResultText(text.String, &r)
+		}
 		r.StartedAt = time.UnixMicro(start).UTC()
 		r.FinishedAt = time.UnixMicro(start + elapsed).UTC()
 		return r, err

@@ -69,7 +69,7 @@ func (s *Store) PruneResults(ctx context.Context, keep store.RunRetention, now t
 			return rep, s.wrap("finding runs to prune", err)
 		}
 		if len(nums) == 0 {
-			return rep, nil
+			return s.pruneTextsAfter(ctx, rep)
 		}
 		err = s.inTx(ctx, "pruning run results", func(tx q) error {
 			n, err := tx.affected(ctx, `DELETE FROM run_results WHERE run IN (`+placeholders(len(nums))+`)`, nums...)
@@ -91,7 +91,15 @@ func (s *Store) PruneResults(ctx context.Context, keep store.RunRetention, now t
 			return rep, err
 		}
 		if len(nums) < pruneBatch {
-			return rep, nil
+			return s.pruneTextsAfter(ctx, rep)
 		}
 	}
+}
+
+// pruneTextsAfter deletes the result texts left unused by a prune (or by
+// deleted incarnations) and adds them to rep.
+func (s *Store) pruneTextsAfter(ctx context.Context, rep store.PruneReport) (store.PruneReport, error) {
+	n, err := s.pruneTexts(ctx)
+	rep.Texts += n
+	return rep, err
 }

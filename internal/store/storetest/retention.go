@@ -10,6 +10,7 @@ import (
 var retentionTests = []test{
 	{"PruneByCount", testPruneByCount},
 	{"PruneKeepsResume", testPruneKeepsResume},
+	{"PruneTexts", testPruneTexts},
 }
 
 // finishedRun starts run id on inc at minute m, records one result per
@@ -142,4 +143,47 @@ func testPruneKeepsResume(t *testing.T, s store.Store) {
 	_, err = s.PruneResults(ctx, store.RunRetention{MaxCount: 1}, at(time.Hour))
 	must(t, err)
 	kept(t, s, map[string]bool{"c2": true, "c1": false, "b3": true, "b2": false})
+}
+
+// testPruneTexts: a result's msg and data are stored once however many
+// runs repeat them, read back intact, and the prune deletes a stored text
+// once no result refers to it (also after an incarnation was deleted).
+func testPruneTexts(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	create := newIncarnation(t, s, "redis", "cache", "h1")
+	must(t, s.CommitRun(ctx, create.ID, map[string]any{}, store.Snapshot{}, at(time.Second)))
+	row := func(run, msg string) store.HostResult {
+		r := hostResult(run, 1, "h1", "ok")
+		r.Msg, r.Data = msg, map[string]any{"path": "/srv/x", "size": 3.0}
+		return r
+	}
+	for i, x := range []struct{ id, msg string }{{"a", "same"}, {"b", "same"}, {"c", "only c"}, {"d", "same"}} {
+		must(t, s.StartRun(ctx, store.Run{ID: x.id, Incarnation: "cache", Scenario: "x", CreatedAt: at(time.Duration(i+1) * time.Minute)}))
+		must(t, s.RecordResults(ctx, []store.HostResult{row(x.id, x.msg)}))
+		must(t, s.CommitRun(ctx, x.id, map[string]any{}, store.Snapshot{}, at(time.Duration(i+1)*time.Minute+time.Second)))
+	}
+	got, err := s.ListResults(ctx, "b")
+	must(t, err)
+	diff(t, "a repeated msg and data", got, []store.HostResult{row("b", "same")})
+	rep, err := s.PruneResults(ctx, store.RunRetention{MaxCount: 1}, at(time.Hour))
+	must(t, err)
+	// create (msg "msg"… none: no results), a, b, c pruned; "only c" is
+	// unused now, "same" is d's.
+	if rep.Runs != 4 || rep.Results != 3 || rep.Texts != 1 {
+		t.Errorf("prune: %+v, want 4 runs, 3 results, 1 text", rep)
+	}
+	got, err = s.ListResults(ctx, "d")
+	must(t, err)
+	diff(t, "the newest run after the prune", got, []store.HostResult{row("d", "same")})
+
+	other := newIncarnation(t, s, "redis", "other", "h2")
+	must(t, s.RecordResults(ctx, []store.HostResult{row(other.ID, "other's")}))
+	must(t, s.FinishRun(ctx, other.ID, store.RunFailed, "x", at(time.Minute)))
+	must(t, s.Unlock(ctx, "other"))
+	must(t, s.DeleteIncarnation(ctx, "other"))
+	rep, err = s.PruneResults(ctx, store.RunRetention{MaxCount: 1}, at(time.Hour))
+	must(t, err)
+	if rep.Texts != 1 {
+		t.Errorf("prune after deleting an incarnation: %+v, want its 1 text", rep)
+	}
 }
