@@ -9,8 +9,12 @@ import (
 )
 
 // pruneBatch is how many runs one prune transaction handles, so that runs
-// recording results are not held up behind a long delete.
-const pruneBatch = 200
+// recording results are not held up behind a long delete; pruneScan is
+// how many candidates one look over the runs finds.
+const (
+	pruneBatch = 200
+	pruneScan  = 5000
+)
 
 // PruneResults deletes the per-host results and notes of the finished
 // runs that keep no longer keeps, pruneBatch runs per transaction.
@@ -44,10 +48,10 @@ func (s *Store) PruneResults(ctx context.Context, keep store.RunRetention, now t
 		WHERE r.finished_at IS NOT NULL AND r.pruned_at IS NULL AND r.rn > 1 AND (r.check_mode = ? OR r.rn_kind > 1)
 			AND ` + where + `
 			AND NOT EXISTS (SELECT 1 FROM pending_triggers t WHERE t.run_id = r.id)
-			AND NOT EXISTS (SELECT 1 FROM runs u WHERE u.resumed_from = r.id AND u.finished_at IS NULL)
+			AND r.id NOT IN (SELECT u.resumed_from FROM runs u WHERE u.status IN ` + unfinished + `)
 		ORDER BY r.num LIMIT ?`
 	args = append([]any{true}, args...)
-	args = append(args, pruneBatch)
+	args = append(args, pruneScan)
 	for {
 		var nums []any
 		var ids []any
@@ -71,29 +75,39 @@ func (s *Store) PruneResults(ctx context.Context, keep store.RunRetention, now t
 		if len(nums) == 0 {
 			return s.pruneTextsAfter(ctx, rep)
 		}
-		err = s.inTx(ctx, "pruning run results", func(tx q) error {
-			n, err := tx.affected(ctx, `DELETE FROM run_results WHERE run IN (`+placeholders(len(nums))+`)`, nums...)
-			if err != nil {
-				return fmt.Errorf("deleting results: %w", err)
+		found := len(nums)
+		for len(nums) > 0 {
+			n := min(len(nums), pruneBatch)
+			if err := s.pruneRuns(ctx, nums[:n], ids[:n], now, &rep); err != nil {
+				return rep, err
 			}
-			if _, err := tx.exec(ctx, `DELETE FROM run_notes WHERE run_id IN (`+placeholders(len(ids))+`)`, ids...); err != nil {
-				return fmt.Errorf("deleting notes: %w", err)
-			}
-			if _, err := tx.exec(ctx, `UPDATE runs SET pruned_at = ? WHERE num IN (`+placeholders(len(nums))+`)`,
-				append([]any{s.ts(now)}, nums...)...); err != nil {
-				return fmt.Errorf("marking runs pruned: %w", err)
-			}
-			rep.Runs += len(nums)
-			rep.Results += int(n)
-			return nil
-		})
-		if err != nil {
-			return rep, err
+			nums, ids = nums[n:], ids[n:]
 		}
-		if len(nums) < pruneBatch {
+		if found < pruneScan {
 			return s.pruneTextsAfter(ctx, rep)
 		}
 	}
+}
+
+// pruneRuns deletes the results and notes of runs (nums and ids of the
+// same runs) and marks them pruned, in one transaction.
+func (s *Store) pruneRuns(ctx context.Context, nums, ids []any, now time.Time, rep *store.PruneReport) error {
+	return s.inTx(ctx, "pruning run results", func(tx q) error {
+		n, err := tx.affected(ctx, `DELETE FROM run_results WHERE run IN (`+placeholders(len(nums))+`)`, nums...)
+		if err != nil {
+			return fmt.Errorf("deleting results: %w", err)
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM run_notes WHERE run_id IN (`+placeholders(len(ids))+`)`, ids...); err != nil {
+			return fmt.Errorf("deleting notes: %w", err)
+		}
+		if _, err := tx.exec(ctx, `UPDATE runs SET pruned_at = ? WHERE num IN (`+placeholders(len(nums))+`)`,
+			append([]any{s.ts(now)}, nums...)...); err != nil {
+			return fmt.Errorf("marking runs pruned: %w", err)
+		}
+		rep.Runs += len(nums)
+		rep.Results += int(n)
+		return nil
+	})
 }
 
 // pruneTextsAfter deletes the result texts left unused by a prune (or by
