@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -50,7 +49,7 @@ func readMapFile(g *Globals, path string) (map[string]any, error) {
 	if path == "-" {
 		b, err = io.ReadAll(io.LimitReader(g.stdin(), 1<<20))
 	} else {
-		b, err = os.ReadFile(path)
+		b, err = g.readLocalFile(path, path)
 	}
 	if err != nil {
 		return nil, cmdutil.Usage(fmt.Errorf("reading %s: %w", path, err))
@@ -67,13 +66,12 @@ func readMapFile(g *Globals, path string) (map[string]any, error) {
 }
 
 // readEnvFile reads KEY=VALUE lines (blank lines and # comments skipped).
-func readEnvFile(path string, into map[string]any) error {
-	f, err := os.Open(path)
+func readEnvFile(g *Globals, path string, into map[string]any) error {
+	b, err := g.readLocalFile("--env-file", path)
 	if err != nil {
 		return cmdutil.Usage(fmt.Errorf("--env-file: %w", err))
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -105,6 +103,9 @@ local: --dir where the hosts live (default: the Keeper's data dir).`,
   soulctl cloud provider set lab --kind local`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if err := notInProcedure(g, "cloud provider set"); err != nil {
+				return err
+			}
 			cfg := map[string]any{}
 			if configFile != "" {
 				m, err := readMapFile(g, configFile)
@@ -131,7 +132,7 @@ local: --dir where the hosts live (default: the Keeper's data dir).`,
 					e = map[string]any{}
 				}
 				if envFile != "" {
-					if err := readEnvFile(envFile, e); err != nil {
+					if err := readEnvFile(g, envFile, e); err != nil {
 						return err
 					}
 				}
@@ -189,6 +190,9 @@ filesystem directory. --covens are the covens the instances' souls join with
   soulctl cloud profile set labhost --provider lab --rootfs /var/lib/soulstack/rootfs/bookworm`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if err := notInProcedure(g, "cloud profile set"); err != nil {
+				return err
+			}
 			sp := map[string]any{}
 			if specFile != "" {
 				m, err := readMapFile(g, specFile)
@@ -329,6 +333,9 @@ func newCloudDeleteCmd(g *Globals, what string) *cobra.Command {
 		Short: "Delete a cloud " + what + " (admin)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if err := notInProcedure(g, "cloud "+what+" delete"); err != nil {
+				return err
+			}
 			cl, err := g.Client(cmd.Context())
 			if err != nil {
 				return err
@@ -379,4 +386,14 @@ func newCloudInstanceListCmd(g *Globals) *cobra.Command {
 	}
 	c.Flags().StringVar(&inc, "incarnation", "", "only this incarnation's instances")
 	return c
+}
+
+// notInProcedure refuses changes of providers and profiles inside a
+// Checker procedure: which programs the Keeper runs for cloud providers
+// is an admin's decision at the API, not a runbook's.
+func notInProcedure(g *Globals, what string) error {
+	if g.capture {
+		return cmdutil.Usage(fmt.Errorf("%s is not available in procedures", what))
+	}
+	return nil
 }

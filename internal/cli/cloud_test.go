@@ -1,10 +1,13 @@
 package cli_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/soulstack/soulstack/internal/cli"
 )
 
 // TestCloudCommands registers an exec provider (credentials from an env
@@ -62,5 +65,26 @@ func TestCloudCommands(t *testing.T) {
 	k.ctl(t, "cloud", "provider", "delete", "lab").must(t)
 	if again := k.ctl(t, "cloud", "provider", "show", "lab"); again.Code != 1 {
 		t.Fatalf("show of a deleted provider: %+v", again)
+	}
+}
+
+// TestCloudChangesNotInProcedures: a Checker procedure may list and show
+// providers but not register, change or delete them — which programs the
+// Keeper runs is an admin's decision at the API.
+func TestCloudChangesNotInProcedures(t *testing.T) {
+	k := startKeeper(t)
+	c := k.client(t)
+	k.ctl(t, "cloud", "provider", "set", "lab", "--kind", "local").must(t)
+	for _, argv := range [][]string{
+		{"cloud", "provider", "set", "x", "--kind", "exec", "--executable", "/bin/sh"},
+		{"cloud", "provider", "delete", "lab"},
+		{"cloud", "profile", "set", "p", "--provider", "lab", "--rootfs", "/r"},
+	} {
+		if _, err := cli.Exec(context.Background(), c, argv); err == nil || !strings.Contains(err.Error(), "not available in procedures") {
+			t.Errorf("%q in Exec: %v, want refused", argv, err)
+		}
+	}
+	if _, err := cli.Exec(context.Background(), c, []string{"cloud", "provider", "list"}); err != nil {
+		t.Errorf("provider list in Exec: %v", err)
 	}
 }
