@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/domain"
@@ -64,6 +65,57 @@ type historyEntry struct {
 	Totals  []statusCount // ok, changed, failed, skipped summed over hosts
 	Set     []string      // state keys added or changed by this snapshot
 	Removed []string      // state keys it removed
+	// Changes is what changed in the state relative to the snapshot
+	// before it, key by key with the values before and after.
+	Changes []stateChange
+}
+
+// stateChange is one top-level state key a snapshot added, changed or
+// removed, with its values (JSON, shortened) before and after.
+type stateChange struct {
+	Key    string
+	Kind   string // added, changed, removed
+	Before string
+	After  string
+}
+
+// maxShownValue bounds a value shown in a state change.
+const maxShownValue = 400
+
+// shownValue renders a state value for the history's diff.
+func shownValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > maxShownValue {
+		return string(b[:maxShownValue]) + "…"
+	}
+	return string(b)
+}
+
+// stateChanges lists the changes from prev to next, by key. Without a
+// previous snapshot (the oldest shown) nothing is listed: there is
+// nothing to compare with.
+func stateChanges(prev, next map[string]any, hasPrev bool) []stateChange {
+	if !hasPrev {
+		return nil
+	}
+	set, removed := stateDelta(prev, next)
+	out := make([]stateChange, 0, len(set)+len(removed))
+	for _, k := range set {
+		old, ok := prev[k]
+		c := stateChange{Key: k, Kind: "added", After: shownValue(next[k])}
+		if ok {
+			c.Kind, c.Before = "changed", shownValue(old)
+		}
+		out = append(out, c)
+	}
+	for _, k := range removed {
+		out = append(out, stateChange{Key: k, Kind: "removed", Before: shownValue(prev[k])})
+	}
+	slices.SortFunc(out, func(a, b stateChange) int { return strings.Compare(a.Key, b.Key) })
+	return out
 }
 
 // incarnationView is the data of an incarnation's page.
@@ -146,6 +198,9 @@ func timeline(snaps []store.Snapshot, limit int) []historyEntry {
 		}
 		e := historyEntry{Snapshot: s, Hosts: summaryCount(s.Summary, "hosts")}
 		e.Set, e.Removed = stateDelta(prev, s.State)
+		// The oldest snapshot of a whole history compares with the empty
+		// state; the oldest shown of a longer one has its predecessor.
+		e.Changes = stateChanges(prev, s.State, i+1 < len(snaps) || len(snaps) <= limit)
 		totals := map[string]int{}
 		for k := range s.Summary {
 			totals[k] = summaryCount(s.Summary, k)
