@@ -49,6 +49,7 @@ type runner struct {
 	// secretState marks the state keys opened from the incarnation's
 	// sealed state (their values are secrets of the run).
 	secretState map[string]bool
+	canaryRegs  canaryCache
 
 	mu          sync.Mutex
 	secrets     []string

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/dsl"
@@ -203,7 +204,7 @@ func (r *runner) canaryOf(ctx context.Context, act *expr.Activation) *expr.Activ
 			v, _ := withCanaries(m, secrets).(map[string]any)
 			return v
 		}
-		c.Registers = act.Registers.Transform(swap)
+		c.Registers = r.canaryRegisters(act.Registers, len(secrets), swap)
 		if act.Self != nil {
 			c.Self = swap(act.Self)
 		}
@@ -334,4 +335,30 @@ func numberLeaf(v any) (string, bool) {
 		return strconv.FormatFloat(x, 'f', -1, 64), true
 	}
 	return "", false
+}
+
+// canaryCache keeps the canary copy of the run's registers until they or
+// the run's secrets change: every host's taint rendering of a task reads
+// the same registers, and copying them per host would cost hosts² in a
+// large fleet.
+type canaryCache struct {
+	mu       sync.Mutex
+	src      *expr.Registers
+	gen      uint64
+	nSecrets int
+	out      *expr.Registers
+}
+
+// canaryRegisters returns regs with canaries for the secrets (swap), from
+// the cache when neither changed.
+func (r *runner) canaryRegisters(regs *expr.Registers, nSecrets int, swap func(map[string]any) map[string]any) *expr.Registers {
+	c := &r.canaryRegs
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gen := regs.Gen()
+	if c.out != nil && c.src == regs && c.gen == gen && c.nSecrets == nSecrets {
+		return c.out
+	}
+	c.src, c.gen, c.nSecrets, c.out = regs, gen, nSecrets, regs.Transform(swap)
+	return c.out
 }

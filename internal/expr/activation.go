@@ -151,6 +151,18 @@ type Registers struct {
 	// why says, per register of a task that ran on no host, why it has
 	// no result (SPEC §7: an empty register is a value).
 	why map[string]string
+	// gen counts changes (Gen), so a derived copy can be cached.
+	gen uint64
+}
+
+// Gen is a counter of r's changes: equal values mean equal contents.
+func (r *Registers) Gen() uint64 {
+	if r == nil {
+		return 0
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gen
 }
 
 // NewRegisters returns an empty set.
@@ -174,6 +186,7 @@ func (r *Registers) SetMap(name, sid string, m map[string]any) {
 		r.m[name] = map[string]map[string]any{}
 	}
 	r.m[name][sid] = m
+	r.gen++
 }
 
 // Declare makes name known with no host results yet (so size() reads 0
@@ -186,6 +199,7 @@ func (r *Registers) Declare(name string) {
 	}
 	if r.m[name] == nil {
 		r.m[name] = map[string]map[string]any{}
+		r.gen++
 	}
 }
 
@@ -200,6 +214,7 @@ func (r *Registers) Empty(name, why string) {
 		r.why = map[string]string{}
 	}
 	r.why[name] = why
+	r.gen++
 }
 
 // has reports whether name is known.
