@@ -42,7 +42,7 @@ func newScenarioValidateCmd(g *Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate <repo-dir>",
 		Short: "Check a service repository fail-closed, as the Keeper does before a run",
-		Long: `Loads service.yml, essence/, scenario/ and destiny/ of a service repository
+		Long: `Loads service.yml, essence/, modules/, scenario/ and destiny/ of a service repository
 and reports every problem as file:line:col: message (exit 2), or a one-line
 summary (exit 0). With -o json (or yaml) the problems are printed as a list
 of {file, line, col, key, message}. Warnings (advice that does not fail
@@ -103,8 +103,12 @@ func runScenarioValidate(out, errOut io.Writer, format, dir string) error {
 	default:
 		if len(problems) == 0 {
 			c := svc.Counts()
-			fmt.Fprintf(out, "ok: service %s — %s, %s, %s\n", svc.Manifest.Name,
-				plural(c.Scenarios, "scenario"), plural(c.Destinies, "destiny"), plural(c.Tasks, "task"))
+			mods := ""
+			if n := len(svc.Modules); n > 0 {
+				mods = ", " + plural(n, "custom module")
+			}
+			fmt.Fprintf(out, "ok: service %s — %s, %s, %s%s\n", svc.Manifest.Name,
+				plural(c.Scenarios, "scenario"), plural(c.Destinies, "destiny"), plural(c.Tasks, "task"), mods)
 		}
 		for _, p := range problems {
 			fmt.Fprintln(out, p.String())

@@ -66,6 +66,7 @@ type Problem struct {
 	Message   string
 }
 
+// Error renders p as line:col: message.
 func (p Problem) Error() string { return fmt.Sprintf("%d:%d: %s", p.Line, p.Col, p.Message) }
 
 // specKeys are the keys module.yml accepts.
