@@ -70,7 +70,8 @@ tasks:
 // per-host result writes) over the op, the median and p99 run time
 // (request → committed) over every run, and failures (must be 0). With
 // SOULSTACK_BENCH_POSTGRES=1 the keeper uses a fresh PostgreSQL database
-// of $SOULSTACK_TEST_DATABASE_URL's server instead of SQLite.
+// of $SOULSTACK_TEST_DATABASE_URL's server instead of SQLite;
+// $SOULSTACK_BENCH_CPUPROFILE profiles the keeper side during the ops.
 func BenchmarkConcurrency(b *testing.B) {
 	incs := envInt(b, "SOULSTACK_BENCH_INCS", 100)
 	per := envInt(b, "SOULSTACK_BENCH_PER_INC", 10)
@@ -103,6 +104,9 @@ func BenchmarkConcurrency(b *testing.B) {
 		if inc, err := e.c.GetIncarnation(ctx, name); err != nil || len(inc.Members) != per {
 			b.Fatalf("incarnation %s: %d members, %v", name, len(inc.Members), err)
 		}
+	}
+	if p := os.Getenv("SOULSTACK_BENCH_CPUPROFILE"); p != "" {
+		defer startCPUProfile(b, p)()
 	}
 	var all []time.Duration
 	var wall time.Duration
