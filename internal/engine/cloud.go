@@ -11,6 +11,7 @@ import (
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/dsl"
 	"github.com/soulstack/soulstack/internal/expr"
+	"github.com/soulstack/soulstack/internal/store"
 )
 
 // CloudCall is one keeper-side cloud module call (core.cloud.created,
@@ -170,4 +171,29 @@ func provisions(sc *dsl.Scenario) bool {
 		return false
 	}
 	return walk(sc.Tasks)
+}
+
+// notCloudMade drops from added the members that cloud instances of
+// incarnation inc brought in: a run that provisioned hosts and then failed
+// added them itself, so they do not stop its resume (SPEC §10.6: a resume
+// adopts what was created).
+func notCloudMade(ctx context.Context, st store.Store, inc string, added []string) ([]string, error) {
+	if len(added) == 0 {
+		return added, nil
+	}
+	list, err := st.ListCloudInstances(ctx, inc)
+	if err != nil {
+		return nil, fmt.Errorf("listing the cloud instances of %s: %w", inc, err)
+	}
+	made := map[string]bool{}
+	for _, in := range list {
+		made[in.SID] = true
+	}
+	var out []string
+	for _, sid := range added {
+		if !made[sid] {
+			out = append(out, sid)
+		}
+	}
+	return out, nil
 }

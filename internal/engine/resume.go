@@ -144,7 +144,11 @@ func (e *Engine) resumable(ctx context.Context, old store.Run) (store.Incarnatio
 	if old.Commit != inc.Commit {
 		return inc, conflictf("the service commit changed since run %s (it ran %s, the incarnation is now at %s): resume would mix two versions of the scenario; start a new run", old.ID, short(old.Commit), short(inc.Commit))
 	}
-	if added, removed := setDiff(sortedMembers(inc.Members), sortedMembers(old.Members)); len(added)+len(removed) > 0 {
+	added, removed := setDiff(sortedMembers(inc.Members), sortedMembers(old.Members))
+	if added, err = notCloudMade(ctx, e.cfg.Store, inc.Name, added); err != nil {
+		return inc, err
+	}
+	if len(added)+len(removed) > 0 {
 		var parts []string
 		if len(added) > 0 {
 			parts = append(parts, "added "+strings.Join(added, ", "))

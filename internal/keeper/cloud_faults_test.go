@@ -1,6 +1,8 @@
 package keeper_test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -87,14 +89,42 @@ func TestCloudExecProviderFaults(t *testing.T) {
 		t.Errorf("an instance was created twice: pids %s %s %s, were %s %s %s", r.pid("f-badp-1"), r.pid("f-badp-2"), r.pid("f-badp-3"), pid1, pid2, pid3)
 	}
 
-	failed(step("noconnect", 4), "the souls of f-badp-4 did not connect")
-	if got := r.instances("f"); len(got) != 4 || got[3] != "f-badp-4=proc-0" {
+	// A run whose cloud step added a member and then failed resumes: the
+	// added member does not count as a change of membership.
+	blocker := filepath.Join(r.procs, "f-badp-4", "root", "blocked")
+	if err := os.MkdirAll(filepath.Dir(blocker), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(blocker, []byte("a file where a directory is wanted"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	grow := r.runOn("f", "grow", map[string]any{"count": 4}, false)
+	if grow.Status != store.RunFailed || !strings.Contains(grow.Error, "Write the marker") {
+		t.Fatalf("grow: %s %q", grow.Status, grow.Error)
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	id, err := r.c.ResumeRun(r.ctx, grow.ID, apiclient.ResumeRequest{Reason: "the path is free now"})
+	if err != nil {
+		t.Fatalf("resuming a run whose cloud step added members: %v", err)
+	}
+	if run := r.awaitRun(id, 60*time.Second); run.Status != store.RunSucceeded {
+		t.Fatalf("resumed grow: %s %s", run.Status, run.Error)
+	}
+	pid4 := r.pid("f-badp-4")
+
+	failed(step("noconnect", 5), "the souls of f-badp-5 did not connect")
+	if r.pid("f-badp-4") != pid4 {
+		t.Error("f-badp-4 was created again")
+	}
+	if got := r.instances("f"); len(got) != 5 || got[4] != "f-badp-5=proc-0" {
 		t.Fatalf("recorded %v", got)
 	}
 	if err := r.c.Do(r.ctx, "DELETE", "/v1/incarnations/f", map[string][]string{"destroy": {"true"}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{"f-badp-1", "f-badp-2", "f-badp-3", "f-badp-4"} {
+	for _, n := range []string{"f-badp-1", "f-badp-2", "f-badp-3", "f-badp-4", "f-badp-5"} {
 		if r.pid(n) != "" {
 			t.Errorf("%s survived destroy", n)
 		}
