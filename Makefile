@@ -8,7 +8,7 @@ VERSION := $(shell sh scripts/version.sh)
 LDFLAGS := $(shell sh scripts/version.sh ldflags)
 ARCHES := amd64 arm64
 
-.PHONY: build test demo demo-stop dev lab lab-down clean dist package
+.PHONY: build test demo demo-stop dev lab lab-down clean dist package screenshots
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
@@ -29,6 +29,11 @@ package: dist
 
 test:
 	bash scripts/test.sh
+
+# docs/screenshots/*.png, the README's pictures of the web UI: the browser
+# tests' harness (headless Chromium) over a seeded fleet.
+screenshots:
+	$(GO) test -tags screenshots -count=1 -run '^TestScreenshots$$' -v ./internal/ui
 
 # A Keeper with 3 local souls in the background (.soulstack-dev), the hello
 # example applied across them; it keeps running until `make demo-stop`.
