@@ -127,7 +127,7 @@ tasks:
 // `go test ./...`): the benchmarks' service repositories pass the DSL's
 // fail-closed validation, so a benchmark never dies on a stale scenario.
 func TestServicesValidate(t *testing.T) {
-	for name, files := range map[string]map[string]string{"ping": pingService, "web": webService, "five": fiveService} {
+	for name, files := range map[string]map[string]string{"ping": pingService, "web": webService, "five": fiveService, "health5": healthService} {
 		svc, problems := dsl.LoadFS(mapFS(files))
 		if err := problems.Err(); err != nil {
 			t.Errorf("service %s: %v", name, err)

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"maps"
 	"slices"
@@ -73,7 +74,7 @@ type Manager struct {
 
 	mu       sync.Mutex
 	dirty    map[string]bool // SIDs whose assignment is to be recomputed
-	sent     map[string]string
+	sent     map[string]uint64 // hash of the assignment last sent, by SID
 	states   map[string]store.HealthState // by incarnation/check/sid: what is known
 	history  map[string][]time.Time       // recent stored transitions per key
 	pending  []store.HealthState
@@ -107,7 +108,7 @@ func New(cfg Config) (*Manager, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{cfg: cfg, log: log, events: newBroker(),
-		dirty: map[string]bool{}, sent: map[string]string{}, states: map[string]store.HealthState{},
+		dirty: map[string]bool{}, sent: map[string]uint64{}, states: map[string]store.HealthState{},
 		history: map[string][]time.Time{}, vitals: map[string]store.Vitals{}, waiters: map[string]*afterRun{},
 		kick: make(chan struct{}, 1), services: map[string]*dsl.Service{}}
 	m.metrics = newMetrics(cfg.Registry, cfg.Store)
@@ -220,15 +221,18 @@ func (m *Manager) assign(ctx context.Context, sids []string, retain bool) {
 		if err != nil {
 			continue
 		}
+		h := fnv.New64a()
+		_, _ = h.Write(b)
+		sum := h.Sum64()
 		m.mu.Lock()
-		same := m.sent[s.SID] == string(b)
+		last, sent := m.sent[s.SID]
 		m.mu.Unlock()
-		if same {
+		if sent && last == sum {
 			continue
 		}
 		if m.cfg.Send(s.SID, b) {
 			m.mu.Lock()
-			m.sent[s.SID] = string(b)
+			m.sent[s.SID] = sum
 			m.mu.Unlock()
 		}
 	}

@@ -41,6 +41,7 @@ func TestRedisCluster(t *testing.T) {
 	runSteps(t, []step{
 		{"create", c.testCreate},
 		{"create again changes nothing", c.testCreateAgain},
+		{"health checks: redis stopped goes CRITICAL, the Checker restarts it", c.testHealth},
 		{"restart replicas two at a time", c.testRestart},
 		{"rolling-restart with a new max_memory", func(t *testing.T) { c.testRollingRestart(t, 96) }},
 		{"rolling-restart again restarts nothing", func(t *testing.T) { c.testRollingRestartAgain(t, 96) }},
