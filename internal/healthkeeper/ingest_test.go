@@ -15,7 +15,9 @@ import (
 
 type noServices struct{}
 
-func (noServices) Open(context.Context, string, string) (*dsl.Service, error) { return &dsl.Service{}, nil }
+func (noServices) Open(context.Context, string, string) (*dsl.Service, error) {
+	return &dsl.Service{}, nil
+}
 
 // TestFlappingBounded: thousands of transitions of one check on one host
 // are stored one by one only up to the history's rate limit; the rest are

@@ -73,8 +73,8 @@ type Manager struct {
 	events  *broker
 
 	mu       sync.Mutex
-	dirty    map[string]bool // SIDs whose assignment is to be recomputed
-	sent     map[string]uint64 // hash of the assignment last sent, by SID
+	dirty    map[string]bool              // SIDs whose assignment is to be recomputed
+	sent     map[string]uint64            // hash of the assignment last sent, by SID
 	states   map[string]store.HealthState // by incarnation/check/sid: what is known
 	history  map[string][]time.Time       // recent stored transitions per key
 	pending  []store.HealthState
