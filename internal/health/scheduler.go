@@ -120,7 +120,9 @@ func (s *Scheduler) Run(ctx context.Context) {
 		s.startLocked(id, c)
 	}
 	s.mu.Unlock()
-	t := time.NewTicker(s.cfg.SummaryInterval)
+	// Summaries start at a random point of the interval, so a fleet that
+	// connected together does not send them together.
+	t := time.NewTimer(rand.N(s.cfg.SummaryInterval) + 1)
 	defer t.Stop()
 	for {
 		select {
@@ -129,6 +131,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 			return
 		case <-t.C:
 			s.SendSummary()
+			t.Reset(s.cfg.SummaryInterval)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -211,7 +212,9 @@ func (a *Agent) heartbeat(ctx context.Context, cancel context.CancelFunc, c *con
 	defer hb.Stop()
 	facts := time.NewTicker(a.cfg.FactsInterval)
 	defer facts.Stop()
-	vitals := time.NewTimer(time.Second) // the first soon after welcome
+	// The first vital signs within an interval of the welcome, at a random
+	// point: a fleet that reconnected together does not report together.
+	vitals := time.NewTimer(time.Second + rand.N(a.cfg.VitalsInterval))
 	defer vitals.Stop()
 	beat := &pb.SoulMessage{Msg: &pb.SoulMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}}
 	for {
