@@ -41,10 +41,11 @@ run() {
 	growth) SOULSTACK_BENCH_RUNS=100000 bench growth -bench '^BenchmarkGrowth$' -benchtime 1x -v ;;
 	concurrency) bench concurrency-sqlite -bench '^BenchmarkConcurrency$' -benchtime 5x -v ;;
 	concurrency-pg) SOULSTACK_BENCH_POSTGRES=1 bench concurrency-postgres -bench '^BenchmarkConcurrency$' -benchtime 5x -v ;;
+	health) bench health -bench '^BenchmarkHealthChecks$' -benchtime 1x -count 1 -v ;;
 	lab) SOULSTACK_BENCH_LAB=1 bench lab -bench '^BenchmarkVersusAnsibleLab$' -benchtime 5x -v ;;
-	all) for b in fanout fanout10k idle checker versus ui resultbytes growth concurrency; do run "$b"; done ;;
+	all) for b in fanout fanout10k idle checker versus ui resultbytes growth concurrency health; do run "$b"; done ;;
 	*)
-		echo "unknown benchmark $1 (fanout fanout10k idle checker versus ui resultbytes growth concurrency concurrency-pg lab all)" >&2
+		echo "unknown benchmark $1 (fanout fanout10k idle checker versus ui resultbytes growth concurrency concurrency-pg health lab all)" >&2
 		exit 2
 		;;
 	esac
