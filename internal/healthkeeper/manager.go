@@ -28,8 +28,8 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultFlushInterval  = time.Second
-	DefaultResyncInterval = 30 * time.Second
+	DefaultFlushInterval  = 2 * time.Second
+	DefaultResyncInterval = time.Minute
 	DefaultHistoryKeep    = 1000
 	DefaultHistoryMaxAge  = 7 * 24 * time.Hour
 	// DefaultStaleAfter is how long a host may stay silent before its
