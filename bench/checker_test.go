@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/store"
@@ -100,7 +100,7 @@ func BenchmarkChecker(b *testing.B) {
 			b.Fatalf("procedure %s: %v", name, err)
 		}
 	}
-	if _, err := e.c.CreateSchedule(ctx, apiclient.CreateScheduleRequest{Procedure: "tick", Cron: "* * * * *"}); err != nil {
+	if _, err := e.c.CreateSchedule(ctx, apitypes.CreateScheduleRequest{Procedure: "tick", Cron: "* * * * *"}); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("waiting for the schedule's first tick")

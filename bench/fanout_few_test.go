@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
 // BenchmarkFanOutFew is BenchmarkFanOut's run of the one-task scenario on a
@@ -23,7 +23,7 @@ func BenchmarkFanOutFew(b *testing.B) {
 	e.startSwarm(n, "bg", "bg")
 	e.startSwarm(k, "few", "few")
 
-	if _, err := e.createIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "few", Service: "ping", Covens: []string{"few"}}); err != nil {
+	if _, err := e.createIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "few", Service: "ping", Covens: []string{"few"}}); err != nil {
 		b.Fatalf("create: %v", err)
 	}
 	if _, err := e.runScenario(ctx, "few", "ping", nil); err != nil { // warm up

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
 // BenchmarkFanOut is SPEC §15's fan-out through the whole product: an
@@ -54,7 +54,7 @@ func BenchmarkFanOut(b *testing.B) {
 		writeHeapProfile(b, p)
 	}
 
-	create, err := e.createIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "fan", Service: "ping", Covens: []string{"fan"}})
+	create, err := e.createIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "fan", Service: "ping", Covens: []string{"fan"}})
 	if err != nil {
 		b.Fatalf("create: %v", err)
 	}

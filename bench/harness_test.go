@@ -23,6 +23,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/keeper"
 	"github.com/soulstack/soulstack/internal/testutil"
@@ -145,7 +146,7 @@ func (e *env) registerService(name string, files map[string]string) {
 	if err := commitRepo(dir, files); err != nil {
 		e.tb.Fatal(err)
 	}
-	if _, err := e.c.RegisterService(context.Background(), apiclient.RegisterServiceRequest{Name: name, Git: dir, Ref: "main"}); err != nil {
+	if _, err := e.c.RegisterService(context.Background(), apitypes.RegisterServiceRequest{Name: name, Git: dir, Ref: "main"}); err != nil {
 		e.tb.Fatalf("registering %s: %v", name, err)
 	}
 }
@@ -192,7 +193,7 @@ func mapFS(files map[string]string) fs.FS {
 // joinToken creates a join token for covens.
 func (e *env) joinToken(covens ...string) string {
 	e.tb.Helper()
-	jt, err := e.c.CreateJoinToken(context.Background(), apiclient.CreateJoinTokenRequest{Covens: covens, TTL: apiclient.Duration(24 * time.Hour)})
+	jt, err := e.c.CreateJoinToken(context.Background(), apitypes.CreateJoinTokenRequest{Covens: covens, TTL: apitypes.Duration(24 * time.Hour)})
 	if err != nil {
 		e.tb.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/testutil"
 )
 
@@ -37,7 +37,7 @@ func BenchmarkSoulIdle(b *testing.B) {
 		p := testutil.StartProcess(b, "soul "+sid, bin, "run", "--keeper", "https://"+e.addr, "--join-token", e.joinToken(sid),
 			"--sid", sid, "--data-dir", dir, "--root", filepath.Join(dir, "root"), "--log-level", "warn")
 		e.waitConnected(sid, 1, p, time.Minute)
-		if _, err := e.createIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: sid, Service: "ping", Covens: []string{sid}}); err != nil {
+		if _, err := e.createIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: sid, Service: "ping", Covens: []string{sid}}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := e.runScenario(ctx, sid, "ping", nil); err != nil {

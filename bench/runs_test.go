@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -31,7 +31,7 @@ type runTiming struct {
 }
 
 // startFunc starts a run and returns its apply_id.
-type startFunc func(ctx context.Context) (apiclient.Accepted, error)
+type startFunc func(ctx context.Context) (apitypes.Accepted, error)
 
 // timeRun starts a run through the Operator API and measures it.
 func (e *env) timeRun(ctx context.Context, start startFunc) (runTiming, error) {
@@ -103,15 +103,15 @@ func (e *env) timeRun(ctx context.Context, start startFunc) (runTiming, error) {
 
 // runScenario is timeRun of POST /v1/incarnations/{inc}/runs.
 func (e *env) runScenario(ctx context.Context, inc, scenario string, input map[string]any) (runTiming, error) {
-	return e.timeRun(ctx, func(ctx context.Context) (apiclient.Accepted, error) {
-		return e.c.StartRun(ctx, inc, apiclient.StartRunRequest{Scenario: scenario, Input: input})
+	return e.timeRun(ctx, func(ctx context.Context) (apitypes.Accepted, error) {
+		return e.c.StartRun(ctx, inc, apitypes.StartRunRequest{Scenario: scenario, Input: input})
 	})
 }
 
 // createIncarnation is timeRun of POST /v1/incarnations (the create
 // scenario over every soul carrying req.Covens).
-func (e *env) createIncarnation(ctx context.Context, req apiclient.CreateIncarnationRequest) (runTiming, error) {
-	return e.timeRun(ctx, func(ctx context.Context) (apiclient.Accepted, error) {
+func (e *env) createIncarnation(ctx context.Context, req apitypes.CreateIncarnationRequest) (runTiming, error) {
+	return e.timeRun(ctx, func(ctx context.Context) (apitypes.Accepted, error) {
 		return e.c.CreateIncarnation(ctx, req)
 	})
 }

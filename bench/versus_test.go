@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -69,7 +69,7 @@ func (e *env) versusRound(ctx context.Context, inc string, covens []string, roun
 	out := map[string]runTiming{}
 	essence := map[string]any{"site_dir": "/srv/" + inc}
 	var err error
-	if out["create"], err = e.createIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: inc, Service: "web", Covens: covens, Essence: essence}); err != nil {
+	if out["create"], err = e.createIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: inc, Service: "web", Covens: covens, Essence: essence}); err != nil {
 		return nil, fmt.Errorf("create: %w", err)
 	}
 	if err := e.expectChanged(ctx, inc, 3*hosts); err != nil {

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
-	"github.com/soulstack/soulstack/internal/store"
 )
 
 // TestEveryRouteAuthenticates sends each authenticated route a request
@@ -58,7 +58,7 @@ func TestArchonsAndTokens(t *testing.T) {
 	ctx := context.Background()
 	admin := e.client(auth.RoleAdmin)
 
-	created, err := admin.CreateArchon(ctx, apiclient.CreateArchonRequest{Name: "olga", Role: "operator", TTL: apiclient.Duration(2 * time.Hour)})
+	created, err := admin.CreateArchon(ctx, apitypes.CreateArchonRequest{Name: "olga", Role: "operator", TTL: apitypes.Duration(2 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,24 +75,24 @@ func TestArchonsAndTokens(t *testing.T) {
 	}
 
 	// Duplicate names and unknown roles.
-	_, err = admin.CreateArchon(ctx, apiclient.CreateArchonRequest{Name: "olga", Role: "viewer"})
+	_, err = admin.CreateArchon(ctx, apitypes.CreateArchonRequest{Name: "olga", Role: "viewer"})
 	wantAPI(t, err, http.StatusConflict, domain.CodeConflict)
-	_, err = admin.CreateArchon(ctx, apiclient.CreateArchonRequest{Name: "root", Role: "god"})
+	_, err = admin.CreateArchon(ctx, apitypes.CreateArchonRequest{Name: "root", Role: "god"})
 	wantAPI(t, err, http.StatusBadRequest, domain.CodeInvalid)
 
 	// An operator makes tokens for itself, not for others.
-	own, err := olga.CreateToken(ctx, apiclient.CreateTokenRequest{TTL: apiclient.Duration(time.Hour), Description: "ci"})
+	own, err := olga.CreateToken(ctx, apitypes.CreateTokenRequest{TTL: apitypes.Duration(time.Hour), Description: "ci"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = olga.CreateToken(ctx, apiclient.CreateTokenRequest{ArchonID: e.archons[auth.RoleViewer].ID})
+	_, err = olga.CreateToken(ctx, apitypes.CreateTokenRequest{ArchonID: e.archons[auth.RoleViewer].ID})
 	wantAPI(t, err, http.StatusForbidden, domain.CodeForbidden)
 	// The admin makes one for the viewer.
-	vt, err := admin.CreateToken(ctx, apiclient.CreateTokenRequest{ArchonID: e.archons[auth.RoleViewer].ID})
+	vt, err := admin.CreateToken(ctx, apitypes.CreateTokenRequest{ArchonID: e.archons[auth.RoleViewer].ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = admin.CreateToken(ctx, apiclient.CreateTokenRequest{ArchonID: "nobody"})
+	_, err = admin.CreateToken(ctx, apitypes.CreateTokenRequest{ArchonID: "nobody"})
 	wantAPI(t, err, http.StatusNotFound, domain.CodeNotFound)
 
 	// An operator cannot revoke the viewer's token (it looks absent)…
@@ -126,13 +126,13 @@ func TestLockOutAnArchon(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	admin := e.client(auth.RoleAdmin)
-	created, err := admin.CreateArchon(ctx, apiclient.CreateArchonRequest{Name: "olga", Role: "operator"})
+	created, err := admin.CreateArchon(ctx, apitypes.CreateArchonRequest{Name: "olga", Role: "operator"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	olgaID := created.Archon.ID
 	leaked, _ := apiclient.New(e.srv.URL, created.Token.Token)
-	minted, err := leaked.CreateToken(ctx, apiclient.CreateTokenRequest{Description: "not olga"})
+	minted, err := leaked.CreateToken(ctx, apitypes.CreateTokenRequest{Description: "not olga"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestLockOutAnArchon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := func(ts []store.Token) map[string]bool {
+	ids := func(ts []apitypes.Token) map[string]bool {
 		m := map[string]bool{}
 		for _, tk := range ts {
 			m[tk.ID] = true
@@ -183,7 +183,7 @@ func TestLockOutAnArchon(t *testing.T) {
 			t.Errorf("a disabled archon's token: message %q", d.Message)
 		}
 	}
-	_, err = admin.CreateToken(ctx, apiclient.CreateTokenRequest{ArchonID: olgaID})
+	_, err = admin.CreateToken(ctx, apitypes.CreateTokenRequest{ArchonID: olgaID})
 	wantAPI(t, err, http.StatusConflict, domain.CodeConflict)
 	archons, err := admin.ListArchons(ctx)
 	if err != nil {
@@ -215,7 +215,7 @@ func TestLockOutAnArchon(t *testing.T) {
 			t.Errorf("a token of a disabled, then enabled archon: message %q", d.Message)
 		}
 	}
-	fresh, err := admin.CreateToken(ctx, apiclient.CreateTokenRequest{ArchonID: olgaID})
+	fresh, err := admin.CreateToken(ctx, apitypes.CreateTokenRequest{ArchonID: olgaID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestLockOutAnArchon(t *testing.T) {
 		t.Fatalf("olga's new token after enable: %+v, %v", who, err)
 	}
 
-	entries, err := admin.ListAudit(ctx, apiclient.AuditQuery{})
+	entries, err := admin.ListAudit(ctx, apitypes.AuditQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestAuditMasksSecrets(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	admin := e.client(auth.RoleAdmin)
-	if _, err := admin.CreateArchon(ctx, apiclient.CreateArchonRequest{Name: "vic", Role: "viewer"}); err != nil {
+	if _, err := admin.CreateArchon(ctx, apitypes.CreateArchonRequest{Name: "vic", Role: "viewer"}); err != nil {
 		t.Fatal(err)
 	}
 	// A body with secrets (refused: unknown fields) is still audited, masked.
@@ -256,15 +256,15 @@ func TestAuditMasksSecrets(t *testing.T) {
 	st, b = e.do("POST", "/v1/archons", e.tokens[auth.RoleViewer], `{"name":"x","role":"admin"}`)
 	e.wantError("POST", "/v1/archons", http.StatusForbidden, "forbidden", b, st)
 	// Reads are not audited.
-	if _, err := admin.ListSouls(ctx, apiclient.SoulQuery{}); err != nil {
+	if _, err := admin.ListSouls(ctx, apitypes.SoulQuery{}); err != nil {
 		t.Fatal(err)
 	}
 
-	entries, err := admin.ListAudit(ctx, apiclient.AuditQuery{})
+	entries, err := admin.ListAudit(ctx, apitypes.AuditQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	byAction := map[string][]store.AuditEntry{}
+	byAction := map[string][]apitypes.AuditEntry{}
 	for _, en := range entries {
 		byAction[en.Action] = append(byAction[en.Action], en)
 		if strings.HasPrefix(en.Action, "GET ") {
@@ -290,11 +290,11 @@ func TestAuditMasksSecrets(t *testing.T) {
 	if ar[1].Summary["name"] != "vic" || ar[1].Summary["status"] != float64(201) || ar[1].Target == "" || ar[1].Time.IsZero() {
 		t.Errorf("create archon entry %+v", ar[1])
 	}
-	filtered, err := admin.ListAudit(ctx, apiclient.AuditQuery{Action: "POST /v1/archons", Limit: 1})
+	filtered, err := admin.ListAudit(ctx, apitypes.AuditQuery{Action: "POST /v1/archons", Limit: 1})
 	if err != nil || len(filtered) != 1 || filtered[0].Action != "POST /v1/archons" {
 		t.Fatalf("filtered audit %+v, %v", filtered, err)
 	}
-	_, err = admin.ListAudit(ctx, apiclient.AuditQuery{Limit: -1})
+	_, err = admin.ListAudit(ctx, apitypes.AuditQuery{Limit: -1})
 	if err != nil {
 		t.Fatal(err) // a non-positive limit is not sent
 	}

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
-	"github.com/soulstack/soulstack/internal/store"
 )
 
 const greetProc = `
@@ -34,7 +34,7 @@ steps:
 `
 
 // waitTask polls a task until it ends.
-func waitTask(t *testing.T, c *apiclient.Client, id string) store.CheckerTask {
+func waitTask(t *testing.T, c *apiclient.Client, id string) apitypes.CheckerTask {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Second)
@@ -89,7 +89,7 @@ func TestProcedureLifecycle(t *testing.T) {
 		t.Errorf("cancelling an ended task: %v, want conflict", err)
 	}
 
-	sc, err := op.CreateSchedule(ctx, apiclient.CreateScheduleRequest{Procedure: "greet", Vars: map[string]any{"who": "cron"}, Cron: "*/5 * * * *"})
+	sc, err := op.CreateSchedule(ctx, apitypes.CreateScheduleRequest{Procedure: "greet", Vars: map[string]any{"who": "cron"}, Cron: "*/5 * * * *"})
 	if err != nil || sc.ID == "" {
 		t.Fatalf("CreateSchedule: %+v, %v", sc, err)
 	}
@@ -141,7 +141,7 @@ func TestProcedureValidationErrors(t *testing.T) {
 		}, domain.CodeInvalid, "private"},
 		{"unknown procedure", func() error { _, err := op.ExecuteProcedure(ctx, "nope", nil); return err }, domain.CodeNotFound, "nope"},
 		{"bad cron", func() error {
-			_, err := op.CreateSchedule(ctx, apiclient.CreateScheduleRequest{Procedure: "greet", Vars: map[string]any{"who": "x"}, Cron: "soon"})
+			_, err := op.CreateSchedule(ctx, apitypes.CreateScheduleRequest{Procedure: "greet", Vars: map[string]any{"who": "x"}, Cron: "soon"})
 			return err
 		}, domain.CodeInvalid, "invalid cron expression"},
 		{"bad limit", func() error { _, err := op.ListCheckerTasks(ctx, "", 5000); return err }, domain.CodeInvalid, "limit"},
@@ -182,7 +182,7 @@ func TestScheduleOddCronIs400(t *testing.T) {
 			t.Errorf("%q: message %q, want it to quote the spec and say %q", spec, d.Message, want)
 		}
 	}
-	sc, err := op.CreateSchedule(ctx, apiclient.CreateScheduleRequest{Procedure: "greet", Vars: map[string]any{"who": "x"}, Cron: "CRON_TZ=Europe/Paris 0 9 * * 1-5"})
+	sc, err := op.CreateSchedule(ctx, apitypes.CreateScheduleRequest{Procedure: "greet", Vars: map[string]any{"who": "x"}, Cron: "CRON_TZ=Europe/Paris 0 9 * * 1-5"})
 	if err != nil || sc.Cron != "CRON_TZ=Europe/Paris 0 9 * * 1-5" {
 		t.Errorf("a schedule with a valid zone: %+v, %v", sc, err)
 	}

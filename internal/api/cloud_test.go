@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 )
 
@@ -66,14 +66,14 @@ func TestCloudProvidersAndProfiles(t *testing.T) {
 		t.Errorf("bad coven: %d %s", st, body)
 	}
 	cl := e.client(auth.RoleAdmin)
-	pr, err := cl.SetCloudProfile(ctx, "small", apiclient.CloudProfileRequest{Provider: "lab", Spec: map[string]any{"rootfs": "/srv/rootfs"}, Covens: []string{"web", "lab"}})
+	pr, err := cl.SetCloudProfile(ctx, "small", apitypes.CloudProfileRequest{Provider: "lab", Spec: map[string]any{"rootfs": "/srv/rootfs"}, Covens: []string{"web", "lab"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if pr.Provider != "lab" || len(pr.Covens) != 2 || pr.Spec["rootfs"] != "/srv/rootfs" {
 		t.Errorf("profile = %+v", pr)
 	}
-	if _, err := cl.SetCloudProfile(ctx, "big", apiclient.CloudProfileRequest{Provider: "hetzner", Spec: map[string]any{"type": "cx22", "api_token": "spec-secret-77"}}); err != nil {
+	if _, err := cl.SetCloudProfile(ctx, "big", apitypes.CloudProfileRequest{Provider: "hetzner", Spec: map[string]any{"type": "cx22", "api_token": "spec-secret-77"}}); err != nil {
 		t.Fatal(err)
 	}
 	st, body := e.do("GET", "/v1/cloud/profiles/big", viewer, "")
@@ -110,7 +110,7 @@ func TestCloudProvidersAndProfiles(t *testing.T) {
 		t.Errorf("list instances: %d", st)
 	}
 
-	es, err := cl.ListAudit(ctx, apiclient.AuditQuery{})
+	es, err := cl.ListAudit(ctx, apitypes.AuditQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}

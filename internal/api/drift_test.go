@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
@@ -21,7 +22,7 @@ func TestDriftAPI(t *testing.T) {
 	e.fleet()
 	ctx := context.Background()
 	op, viewer := e.client(auth.RoleOperator), e.client(auth.RoleViewer)
-	acc, err := op.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "w", Service: "web", Covens: []string{"web"}, Input: map[string]any{"banner": "managed"}})
+	acc, err := op.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "w", Service: "web", Covens: []string{"web"}, Input: map[string]any{"banner": "managed"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 )
 
@@ -50,7 +50,7 @@ func httpStatus(c domain.Code) int {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := domain.ErrorCode(err)
 	status := httpStatus(code)
-	body := apiclient.ErrorDetail{Code: string(code), Message: clientMessage(err)}
+	body := apitypes.ErrorDetail{Code: string(code), Message: clientMessage(err)}
 	var de *domain.Error
 	if errors.As(err, &de) {
 		body.Details = de.Details
@@ -69,7 +69,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="soulstack"`)
 	}
-	writeJSON(w, status, apiclient.ErrorBody{Error: body})
+	writeJSON(w, status, apitypes.ErrorBody{Error: body})
 }
 
 // clientMessage is err's text without the cause under its *domain.Error
@@ -89,8 +89,14 @@ func clientMessage(err error) string {
 	return msg
 }
 
-// writeJSON writes v as the JSON response body with status.
+// writeJSON writes v as the JSON response body with status. A store
+// record never crosses the API edge (handlers answer with apitypes): one
+// that would is a bug, answered 500 rather than sent.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	if t := storeRecordIn(reflect.TypeOf(v), map[reflect.Type]bool{}); t != "" {
+		http.Error(w, `{"error":{"code":"internal","message":"a store record reached the API edge: `+t+`"}}`, http.StatusInternalServerError)
+		return
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -130,7 +136,7 @@ func decode(r *http.Request, v any) error {
 			return bodyTooLarge(mbe.Limit)
 		case errors.As(err, &se):
 			return invalidf("request body is not valid JSON at offset %d: %v", se.Offset, err)
-		case errors.As(err, &te) && te.Type == reflect.TypeFor[apiclient.Duration]():
+		case errors.As(err, &te) && te.Type == reflect.TypeFor[apitypes.Duration]():
 			return invalidf("request field %q must be a duration such as \"90m\", \"24h\" or \"30d\", or a number of seconds, not %s", te.Field, jsonValue(te.Value))
 		case errors.As(err, &te) && te.Field == "":
 			return invalidf("request body must be a JSON object, not %s", jsonValue(te.Value))
@@ -147,7 +153,7 @@ func decode(r *http.Request, v any) error {
 }
 
 // jsonType names the JSON a Go type decodes from, for messages (not
-// "map[string]interface {}" or "apiclient.StartRunRequest").
+// "map[string]interface {}" or "apitypes.StartRunRequest").
 func jsonType(t reflect.Type) string {
 	if t == nil {
 		return "another type"
@@ -199,3 +205,31 @@ func notFoundf(format string, args ...any) error {
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// storeRecordIn names the first internal/store type t is or holds ("" when
+// none): the API answers with apitypes, which import no store.
+func storeRecordIn(t reflect.Type, seen map[reflect.Type]bool) string {
+	if t == nil || seen[t] {
+		return ""
+	}
+	seen[t] = true
+	if strings.HasSuffix(t.PkgPath(), "/internal/store") {
+		return t.String()
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return storeRecordIn(t.Elem(), seen)
+	case reflect.Map:
+		if s := storeRecordIn(t.Key(), seen); s != "" {
+			return s
+		}
+		return storeRecordIn(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if s := storeRecordIn(t.Field(i).Type, seen); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}

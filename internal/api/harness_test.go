@@ -16,6 +16,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/api"
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog"
 	"github.com/soulstack/soulstack/internal/checker"
@@ -173,10 +174,10 @@ func (e *env) do(method, path, token, body string) (int, []byte) {
 }
 
 // wantError checks an error answer: status and the JSON error body's code.
-func (e *env) wantError(method, path string, status int, code string, b []byte, gotStatus int) apiclient.ErrorDetail {
+func (e *env) wantError(method, path string, status int, code string, b []byte, gotStatus int) apitypes.ErrorDetail {
 	e.t.Helper()
 	var eb struct {
-		Error apiclient.ErrorDetail `json:"error"`
+		Error apitypes.ErrorDetail `json:"error"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&eb); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/dispatch"
@@ -52,7 +53,7 @@ func (e *env) fleet() *catalogtest.Repo {
 	ctx := context.Background()
 	repo := catalogtest.NewRepo(e.t)
 	repo.Commit(webService, "v1")
-	if _, err := e.client(auth.RoleAdmin).RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "web", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := e.client(auth.RoleAdmin).RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "web", Git: repo.Dir, Ref: "master"}); err != nil {
 		e.t.Fatal(err)
 	}
 	for sid, covens := range map[string][]string{"a": {"web"}, "b": {"web"}, "c": {"db"}} {
@@ -81,7 +82,7 @@ func TestIncarnationLifecycle(t *testing.T) {
 	ctx := context.Background()
 	op, viewer := e.client(auth.RoleOperator), e.client(auth.RoleViewer)
 
-	req := apiclient.CreateIncarnationRequest{Name: "web-prod", Service: "web", Covens: []string{"web"}, Input: map[string]any{"banner": "managed"}}
+	req := apitypes.CreateIncarnationRequest{Name: "web-prod", Service: "web", Covens: []string{"web"}, Input: map[string]any{"banner": "managed"}}
 	if _, err := viewer.CreateIncarnation(ctx, req); !apiclient.IsCode(err, domain.CodeForbidden) {
 		t.Fatalf("viewer creating: %v, want forbidden", err)
 	}
@@ -115,10 +116,10 @@ func TestIncarnationLifecycle(t *testing.T) {
 	}
 
 	// Input the scenario does not declare is a 400 before anything runs.
-	if _, err := op.StartRun(ctx, "web-prod", apiclient.StartRunRequest{Scenario: "create", Input: map[string]any{"nope": 1}}); !apiclient.IsCode(err, domain.CodeInvalid) {
+	if _, err := op.StartRun(ctx, "web-prod", apitypes.StartRunRequest{Scenario: "create", Input: map[string]any{"nope": 1}}); !apiclient.IsCode(err, domain.CodeInvalid) {
 		t.Errorf("bad input: %v, want invalid", err)
 	}
-	if _, err := op.StartRun(ctx, "nope", apiclient.StartRunRequest{Scenario: "create"}); !apiclient.IsCode(err, domain.CodeNotFound) {
+	if _, err := op.StartRun(ctx, "nope", apitypes.StartRunRequest{Scenario: "create"}); !apiclient.IsCode(err, domain.CodeNotFound) {
 		t.Errorf("unknown incarnation: %v, want not found", err)
 	}
 
@@ -160,22 +161,22 @@ func TestRunConflictCancelEventsAndUnlock(t *testing.T) {
 	e.fleet()
 	ctx := context.Background()
 	op, viewer := e.client(auth.RoleOperator), e.client(auth.RoleViewer)
-	acc, err := op.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "w", Service: "web", Covens: []string{"web"}})
+	acc, err := op.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "w", Service: "web", Covens: []string{"web"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.waitRun(acc.ApplyID)
 
 	e.sim.SetStubs([]dispatch.Stub{{Module: "core.exec.run", Hosts: []string{"b"}, Hang: true}})
-	acc, err = op.StartRun(ctx, "w", apiclient.StartRunRequest{Scenario: "slow"})
+	acc, err = op.StartRun(ctx, "w", apitypes.StartRunRequest{Scenario: "slow"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	var events []apiclient.RunEvent
-	watched := make(chan apiclient.RunEvent, 1)
+	var events []apitypes.RunEvent
+	watched := make(chan apitypes.RunEvent, 1)
 	go func() {
-		done, err := viewer.WatchRun(ctx, acc.ApplyID, func(ev apiclient.RunEvent) {
+		done, err := viewer.WatchRun(ctx, acc.ApplyID, func(ev apitypes.RunEvent) {
 			mu.Lock()
 			events = append(events, ev)
 			mu.Unlock()
@@ -187,7 +188,7 @@ func TestRunConflictCancelEventsAndUnlock(t *testing.T) {
 	}()
 
 	// One run at a time: the conflict names the active run.
-	_, err = op.StartRun(ctx, "w", apiclient.StartRunRequest{Scenario: "slow"})
+	_, err = op.StartRun(ctx, "w", apitypes.StartRunRequest{Scenario: "slow"})
 	var ae *apiclient.APIError
 	if !apiclient.IsCode(err, domain.CodeConflict) || !errors.As(err, &ae) || string(ae.Details) != `"`+acc.ApplyID+`"` {
 		t.Fatalf("second run: %v, want a conflict naming %s", err, acc.ApplyID)
@@ -207,7 +208,7 @@ func TestRunConflictCancelEventsAndUnlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := <-watched
-	if done.Type != apiclient.RunEventDone || done.Status != store.RunCancelled {
+	if done.Type != apitypes.RunEventDone || done.Status != store.RunCancelled {
 		t.Errorf("stream ended with %+v, want done/cancelled", done)
 	}
 	mu.Lock()
@@ -239,7 +240,7 @@ func TestRunConflictCancelEventsAndUnlock(t *testing.T) {
 	}
 
 	// error_locked refuses runs until an Archon unlocks it with a reason.
-	if _, err := op.StartRun(ctx, "w", apiclient.StartRunRequest{Scenario: "create"}); !apiclient.IsCode(err, domain.CodeConflict) {
+	if _, err := op.StartRun(ctx, "w", apitypes.StartRunRequest{Scenario: "create"}); !apiclient.IsCode(err, domain.CodeConflict) {
 		t.Errorf("run on error_locked: %v, want a conflict", err)
 	}
 	if _, err := op.UnlockIncarnation(ctx, "w", " "); !apiclient.IsCode(err, domain.CodeInvalid) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 )
@@ -18,7 +19,7 @@ func TestL8TokenLaundering(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	admin := e.client(auth.RoleAdmin)
-	created, err := admin.CreateArchon(ctx, apiclient.CreateArchonRequest{Name: "olga", Role: "operator", TTL: apiclient.Duration(time.Hour)})
+	created, err := admin.CreateArchon(ctx, apitypes.CreateArchonRequest{Name: "olga", Role: "operator", TTL: apitypes.Duration(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func TestL8TokenLaundering(t *testing.T) {
 	e.wantError("POST", "/v1/tokens", http.StatusBadRequest, "invalid", b, st)
 
 	leaked, _ := apiclient.New(e.srv.URL, created.Token.Token)
-	child, err := leaked.CreateToken(ctx, apiclient.CreateTokenRequest{Description: "default ttl"})
+	child, err := leaked.CreateToken(ctx, apitypes.CreateTokenRequest{Description: "default ttl"})
 	if err != nil {
 		t.Fatal(err)
 	}

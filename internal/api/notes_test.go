@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/store"
@@ -39,10 +39,10 @@ func TestRunRecordSaysNoHost(t *testing.T) {
 	ctx := context.Background()
 	repo := catalogtest.NewRepo(t)
 	repo.Commit(notesService, "v1")
-	if _, err := e.client(auth.RoleAdmin).RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "notes", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := e.client(auth.RoleAdmin).RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "notes", Git: repo.Dir, Ref: "master"}); err != nil {
 		t.Fatal(err)
 	}
-	acc, err := e.client(auth.RoleOperator).CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "notes-web", Service: "notes", Covens: []string{"web"}})
+	acc, err := e.client(auth.RoleOperator).CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "notes-web", Service: "notes", Covens: []string{"web"}})
 	if err != nil {
 		t.Fatal(err)
 	}

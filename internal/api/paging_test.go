@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -59,7 +59,7 @@ func TestSoulsPaged(t *testing.T) {
 	if status != http.StatusOK || len(page) != 3 || page[0].SID != "host-1200" || next != "" {
 		t.Fatalf("last page: status %d, %v, next %q", status, page, next)
 	}
-	all, err := e.client(auth.RoleViewer).ListSouls(ctx, apiclient.SoulQuery{})
+	all, err := e.client(auth.RoleViewer).ListSouls(ctx, apitypes.SoulQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"regexp"
 	"runtime/debug"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 )
 
@@ -76,7 +76,7 @@ func Recover(log *slog.Logger, h http.Handler) http.Handler {
 				return
 			}
 			sw.status = http.StatusInternalServerError
-			writeJSON(sw, http.StatusInternalServerError, apiclient.ErrorBody{Error: apiclient.ErrorDetail{
+			writeJSON(sw, http.StatusInternalServerError, apitypes.ErrorBody{Error: apitypes.ErrorDetail{
 				Code: string(domain.CodeInternal), Message: "internal error (request " + RequestID(r.Context()) + ")"}})
 		}()
 		h.ServeHTTP(sw, r)

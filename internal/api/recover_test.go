@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/soulstack/soulstack/internal/api"
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's goroutines.
@@ -69,7 +69,7 @@ func TestHandlerPanicIsA500(t *testing.T) {
 		if id == "" {
 			t.Fatal("no request id in the answer")
 		}
-		var eb apiclient.ErrorBody
+		var eb apitypes.ErrorBody
 		if err := json.Unmarshal(b, &eb); err != nil || resp.StatusCode != 500 || eb.Error.Code != "internal" || !strings.Contains(eb.Error.Message, id) {
 			t.Errorf("answer %d %s (%v), want 500 internal naming request %s", resp.StatusCode, b, err, id)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
@@ -21,13 +22,13 @@ func TestResumeRun(t *testing.T) {
 	e.fleet()
 	ctx := context.Background()
 	op, viewer := e.client(auth.RoleOperator), e.client(auth.RoleViewer)
-	acc, err := op.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "w", Service: "web", Covens: []string{"web"}})
+	acc, err := op.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "w", Service: "web", Covens: []string{"web"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.waitRun(acc.ApplyID)
 	e.sim.SetStubs([]dispatch.Stub{{Module: "core.exec.run", Hosts: []string{"b"}, Results: []domain.Result{{Failed: true, RC: 1, Msg: "drain failed"}}}})
-	acc, err = op.StartRun(ctx, "w", apiclient.StartRunRequest{Scenario: "slow"})
+	acc, err = op.StartRun(ctx, "w", apitypes.StartRunRequest{Scenario: "slow"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestResumeRun(t *testing.T) {
 		t.Fatalf("slow run: %s", failed.Status)
 	}
 
-	if _, err := viewer.ResumeRun(ctx, failed.ID, apiclient.ResumeRequest{Reason: "x"}); !apiclient.IsCode(err, domain.CodeForbidden) {
+	if _, err := viewer.ResumeRun(ctx, failed.ID, apitypes.ResumeRequest{Reason: "x"}); !apiclient.IsCode(err, domain.CodeForbidden) {
 		t.Errorf("viewer resuming: %v, want forbidden", err)
 	}
 	st, body := e.do("POST", "/v1/runs/"+failed.ID+"/resume", e.tokens[auth.RoleOperator], `{"reason":" "}`)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/dispatch"
@@ -42,7 +42,7 @@ tasks:
     module: core.test.echo
     params: {message: "key=${ secret(\"api_key\") }"}
 `}, "v1")
-	if _, err := admin.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "rot", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := admin.RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "rot", Git: repo.Dir, Ref: "master"}); err != nil {
 		t.Fatal(err)
 	}
 	for sid, coven := range map[string]string{"h1": "early", "h2": "late"} {
@@ -71,7 +71,7 @@ tasks:
 		if st != http.StatusAccepted {
 			t.Fatalf("create %s: %d %s", name, st, b)
 		}
-		var acc apiclient.Accepted
+		var acc apitypes.Accepted
 		if err := json.Unmarshal(b, &acc); err != nil {
 			t.Fatal(err)
 		}

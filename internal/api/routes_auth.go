@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
@@ -31,7 +31,7 @@ func (s *Server) routesAuth(rt *Router) {
 // linked to the caller's: revoking the admin's token leaves the Archons it
 // created working.
 func (s *Server) createArchon(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	var req apiclient.CreateArchonRequest
+	var req apitypes.CreateArchonRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (s *Server) createArchon(w http.ResponseWriter, r *http.Request, p auth.Pri
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, apiclient.CreatedArchon{Archon: ar, Token: issued(tok)})
+	writeJSON(w, http.StatusCreated, apitypes.CreatedArchon{Archon: wireArchon(ar), Token: issued(tok)})
 	return nil
 }
 
@@ -65,7 +65,7 @@ func (s *Server) listArchons(w http.ResponseWriter, r *http.Request, _ auth.Prin
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wireList(page, wireArchon))
 	return nil
 }
 
@@ -77,7 +77,7 @@ func (s *Server) disableArchon(w http.ResponseWriter, r *http.Request, _ auth.Pr
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, ar)
+	writeJSON(w, http.StatusOK, wireArchon(ar))
 	return nil
 }
 
@@ -86,7 +86,7 @@ func (s *Server) enableArchon(w http.ResponseWriter, r *http.Request, _ auth.Pri
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, ar)
+	writeJSON(w, http.StatusOK, wireArchon(ar))
 	return nil
 }
 
@@ -101,7 +101,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p auth.Princ
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wireList(page, wireToken))
 	return nil
 }
 
@@ -109,7 +109,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p auth.Princ
 // archon: no longer-lived than the calling token, of its role or lower,
 // and revoked with it (SPEC §10.2, audit L8).
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	var req apiclient.CreateTokenRequest
+	var req apitypes.CreateTokenRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ auth.Princi
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, nonNil(es))
+	writeJSON(w, http.StatusOK, wireList(es, wireAudit))
 	return nil
 }
 
@@ -169,14 +169,14 @@ func (s *Server) whoami(w http.ResponseWriter, r *http.Request, p auth.Principal
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, apiclient.Whoami{
+	writeJSON(w, http.StatusOK, apitypes.Whoami{
 		ArchonID: p.ArchonID, Name: ar.Name, Role: string(p.Role), TokenID: p.TokenID, ExpiresAt: p.ExpiresAt,
 	})
 	return nil
 }
 
-func issued(t auth.Issued) apiclient.IssuedToken {
-	return apiclient.IssuedToken{ID: t.ID, Token: t.Token, ExpiresAt: t.ExpiresAt}
+func issued(t auth.Issued) apitypes.IssuedToken {
+	return apitypes.IssuedToken{ID: t.ID, Token: t.Token, ExpiresAt: t.ExpiresAt}
 }
 
 // nonNil makes an empty list render as [] rather than null.

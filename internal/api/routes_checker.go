@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/domain"
@@ -43,7 +43,7 @@ func (s *Server) listProcedures(w http.ResponseWriter, r *http.Request, _ auth.P
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wireList(page, wireProcedure))
 	return nil
 }
 
@@ -53,12 +53,12 @@ func (s *Server) getProcedure(w http.ResponseWriter, r *http.Request, _ auth.Pri
 	if err != nil {
 		return fmt.Errorf("procedure %s: %w", name, err)
 	}
-	writeJSON(w, http.StatusOK, p)
+	writeJSON(w, http.StatusOK, wireProcedure(p))
 	return nil
 }
 
 func (s *Server) putProcedure(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
-	var req apiclient.PutProcedureRequest
+	var req apitypes.PutProcedureRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (s *Server) putProcedure(w http.ResponseWriter, r *http.Request, _ auth.Pri
 	if err != nil {
 		return fmt.Errorf("procedure %s: %w", name, err)
 	}
-	writeJSON(w, http.StatusOK, p)
+	writeJSON(w, http.StatusOK, wireProcedure(p))
 	return nil
 }
 
@@ -82,9 +82,9 @@ func procedureProblems(name string, err error) error {
 	if !errors.As(err, &ve) || !errors.As(err, &de) {
 		return err
 	}
-	ps := make([]apiclient.Problem, len(ve.Issues))
+	ps := make([]apitypes.Problem, len(ve.Issues))
 	for i, is := range ve.Issues {
-		ps[i] = apiclient.Problem{File: name, Line: is.Line, Col: is.Col, Message: is.Msg,
+		ps[i] = apitypes.Problem{File: name, Line: is.Line, Col: is.Col, Message: is.Msg,
 			Text: fmt.Sprintf("%s:%d:%d: %s", name, is.Line, is.Col, is.Msg)}
 	}
 	return &domain.Error{Code: domain.CodeInvalid, Message: de.Message, Details: ps}
@@ -100,7 +100,7 @@ func (s *Server) deleteProcedure(w http.ResponseWriter, r *http.Request, _ auth.
 }
 
 func (s *Server) executeProcedure(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
-	var req apiclient.ExecuteRequest
+	var req apitypes.ExecuteRequest
 	if err := decodeOptional(r, &req); err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (s *Server) executeProcedure(w http.ResponseWriter, r *http.Request, _ auth
 	if err != nil {
 		return err
 	}
-	out := apiclient.ExecuteResponse{TaskIDs: make([]string, len(tasks)), Tasks: nonNil(tasks)}
+	out := apitypes.ExecuteResponse{TaskIDs: make([]string, len(tasks)), Tasks: wireList(tasks, wireCheckerTask)}
 	for i, t := range tasks {
 		out.TaskIDs[i] = t.ID
 	}
@@ -132,7 +132,7 @@ func (s *Server) listCheckerTasks(w http.ResponseWriter, r *http.Request, _ auth
 	if err != nil {
 		return fmt.Errorf("listing tasks: %w", err)
 	}
-	writeJSON(w, http.StatusOK, nonNil(ts))
+	writeJSON(w, http.StatusOK, wireList(ts, wireCheckerTask))
 	return nil
 }
 
@@ -143,7 +143,7 @@ func (s *Server) getCheckerTask(w http.ResponseWriter, r *http.Request, _ auth.P
 		return fmt.Errorf("task %s: %w", id, err)
 	}
 	t.Log = nonNil(t.Log)
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, wireCheckerTask(t))
 	return nil
 }
 
@@ -164,14 +164,14 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, _ auth.Pr
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wireList(page, wireSchedule))
 	return nil
 }
 
 // createSchedule adds a schedule owned by the caller: it pauses while the
 // caller's Archon is disabled, and its ticks are audited under it.
 func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	var req apiclient.CreateScheduleRequest
+	var req apitypes.CreateScheduleRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, p auth.P
 	if ar, err := s.auth.Archon(r.Context(), p.ArchonID); err == nil {
 		sc.Owner = ar.Name
 	}
-	writeJSON(w, http.StatusCreated, sc)
+	writeJSON(w, http.StatusCreated, wireSchedule(sc))
 	return nil
 }
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/cloud"
 	"github.com/soulstack/soulstack/internal/domain"
@@ -51,7 +51,7 @@ func (s *Server) listCloudProviders(w http.ResponseWriter, r *http.Request, p au
 	for i := range list {
 		list[i] = showProvider(list[i], p)
 	}
-	writeJSON(w, http.StatusOK, list)
+	writeJSON(w, http.StatusOK, wireList(list, wireCloudProvider))
 	return nil
 }
 
@@ -60,12 +60,12 @@ func (s *Server) getCloudProvider(w http.ResponseWriter, r *http.Request, p auth
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, showProvider(prov, p))
+	writeJSON(w, http.StatusOK, wireCloudProvider(showProvider(prov, p)))
 	return nil
 }
 
 func (s *Server) putCloudProvider(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	var req apiclient.CloudProviderRequest
+	var req apitypes.CloudProviderRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (s *Server) putCloudProvider(w http.ResponseWriter, r *http.Request, p auth
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, showProvider(out, p))
+	writeJSON(w, http.StatusOK, wireCloudProvider(showProvider(out, p)))
 	return nil
 }
 
@@ -117,7 +117,7 @@ func (s *Server) listCloudProfiles(w http.ResponseWriter, r *http.Request, p aut
 	for i := range list {
 		list[i] = showProfile(list[i], p)
 	}
-	writeJSON(w, http.StatusOK, list)
+	writeJSON(w, http.StatusOK, wireList(list, wireCloudProfile))
 	return nil
 }
 
@@ -126,12 +126,12 @@ func (s *Server) getCloudProfile(w http.ResponseWriter, r *http.Request, p auth.
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, showProfile(pr, p))
+	writeJSON(w, http.StatusOK, wireCloudProfile(showProfile(pr, p)))
 	return nil
 }
 
 func (s *Server) putCloudProfile(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	var req apiclient.CloudProfileRequest
+	var req apitypes.CloudProfileRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func (s *Server) putCloudProfile(w http.ResponseWriter, r *http.Request, p auth.
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, showProfile(out, p))
+	writeJSON(w, http.StatusOK, wireCloudProfile(showProfile(out, p)))
 	return nil
 }
 
@@ -179,7 +179,7 @@ func (s *Server) listCloudInstances(w http.ResponseWriter, r *http.Request, _ au
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, list)
+	writeJSON(w, http.StatusOK, wireList(list, wireCloudInstance))
 	return nil
 }
 

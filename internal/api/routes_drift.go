@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/engine"
@@ -30,7 +30,7 @@ func (s *Server) routesDrift(rt *Router) {
 }
 
 func (s *Server) checkDrift(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	var req apiclient.DriftRequest
+	var req apitypes.DriftRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (s *Server) checkDrift(w http.ResponseWriter, r *http.Request, p auth.Princ
 		return err
 	}
 	SetAuditTarget(r, r.PathValue("name")+"/"+id)
-	writeJSON(w, http.StatusAccepted, apiclient.Accepted{ApplyID: id})
+	writeJSON(w, http.StatusAccepted, apitypes.Accepted{ApplyID: id})
 	return nil
 }
 
@@ -58,12 +58,12 @@ func (s *Server) writeDrift(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, apiclient.DriftOf(d))
+	writeJSON(w, http.StatusOK, wireDrift(d))
 	return nil
 }
 
 func (s *Server) setDriftSchedule(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
-	var req apiclient.DriftSchedule
+	var req apitypes.DriftSchedule
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -110,6 +110,6 @@ func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request, _ auth.Pri
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, nonNil(ts))
+	writeJSON(w, http.StatusOK, wireList(ts, wireTrigger))
 	return nil
 }

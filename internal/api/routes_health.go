@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -92,7 +92,7 @@ func (p *writeProbe) canWrite(ctx context.Context, st store.Store) error {
 // readiness, metrics and the OpenAPI document. None reveals fleet data.
 func (s *Server) routesHealth(rt *Router) {
 	rt.Public("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, apiclient.Health{Status: "ok"})
+		writeJSON(w, http.StatusOK, apitypes.Health{Status: "ok"})
 	}))
 	rt.Public("GET /readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
@@ -105,7 +105,7 @@ func (s *Server) routesHealth(rt *Router) {
 			s.writeError(w, r, &domain.Error{Code: domain.CodeUnavailable, Message: "the store cannot write", Err: err})
 			return
 		}
-		writeJSON(w, http.StatusOK, apiclient.Health{Status: "ready"})
+		writeJSON(w, http.StatusOK, apitypes.Health{Status: "ready"})
 	}))
 	rt.Public("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	rt.Public("GET /v1/openapi.json", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/healthkeeper"
@@ -80,7 +80,7 @@ func (s *Server) soulVitals(w http.ResponseWriter, r *http.Request, _ auth.Princ
 	if err != nil {
 		return err
 	}
-	out := apiclient.SoulVitals{SID: sid, Vitals: map[string]any{}}
+	out := apitypes.SoulVitals{SID: sid, Vitals: map[string]any{}}
 	if len(vs) == 1 {
 		at := vs[0].At
 		out.Vitals, out.At = vs[0].Vitals, &at

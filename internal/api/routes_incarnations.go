@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/engine"
@@ -40,7 +40,7 @@ func (s *Server) routesIncarnations(rt *Router) {
 }
 
 func (s *Server) createIncarnation(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	var req apiclient.CreateIncarnationRequest
+	var req apitypes.CreateIncarnationRequest
 	MaskAuditValues(r, "input")
 	if err := decode(r, &req); err != nil {
 		return err
@@ -56,7 +56,7 @@ func (s *Server) createIncarnation(w http.ResponseWriter, r *http.Request, p aut
 		return err
 	}
 	s.auditInput(r, req.Input, id)
-	writeJSON(w, http.StatusAccepted, apiclient.Accepted{ApplyID: id})
+	writeJSON(w, http.StatusAccepted, apitypes.Accepted{ApplyID: id})
 	return nil
 }
 
@@ -69,7 +69,7 @@ func (s *Server) listIncarnations(w http.ResponseWriter, r *http.Request, _ auth
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wireList(page, wireIncarnation))
 	return nil
 }
 
@@ -78,7 +78,7 @@ func (s *Server) getIncarnation(w http.ResponseWriter, r *http.Request, _ auth.P
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, inc)
+	writeJSON(w, http.StatusOK, wireIncarnation(inc))
 	return nil
 }
 
@@ -135,12 +135,12 @@ func (s *Server) incarnationHistory(w http.ResponseWriter, r *http.Request, _ au
 	for i := range hist {
 		hist[i].Results = "/v1/runs/" + url.PathEscape(hist[i].RunID)
 	}
-	writeJSON(w, http.StatusOK, hist)
+	writeJSON(w, http.StatusOK, wireList(hist, wireSnapshot))
 	return nil
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	var req apiclient.StartRunRequest
+	var req apitypes.StartRunRequest
 	MaskAuditValues(r, "input")
 	if err := decode(r, &req); err != nil {
 		return err
@@ -154,7 +154,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p auth.Princip
 	}
 	s.auditInput(r, req.Input, id)
 	SetAuditTarget(r, r.PathValue("name")+"/"+id)
-	writeJSON(w, http.StatusAccepted, apiclient.Accepted{ApplyID: id})
+	writeJSON(w, http.StatusAccepted, apitypes.Accepted{ApplyID: id})
 	return nil
 }
 
@@ -176,7 +176,7 @@ func (s *Server) auditInput(r *http.Request, input map[string]any, runID string)
 }
 
 func (s *Server) unlockIncarnation(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
-	var req apiclient.UnlockRequest
+	var req apitypes.UnlockRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func (s *Server) unlockIncarnation(w http.ResponseWriter, r *http.Request, _ aut
 }
 
 func (s *Server) upgradeIncarnation(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	var req apiclient.UpgradeRequest
+	var req apitypes.UpgradeRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func (s *Server) upgradeIncarnation(w http.ResponseWriter, r *http.Request, p au
 			return err
 		}
 		SetAuditTarget(r, inc.Name+"/"+id)
-		writeJSON(w, http.StatusAccepted, apiclient.Accepted{ApplyID: id})
+		writeJSON(w, http.StatusAccepted, apitypes.Accepted{ApplyID: id})
 		return nil
 	}
 	why, err := s.cfg.Engine.StateFits(r.Context(), inc, commit)
@@ -281,7 +281,7 @@ func (s *Server) removeMembers(w http.ResponseWriter, r *http.Request, _ auth.Pr
 // membersRequest decodes a members change; membership does not change
 // under a running scenario.
 func (s *Server) membersRequest(r *http.Request) ([]string, error) {
-	var req apiclient.MembersRequest
+	var req apitypes.MembersRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
@@ -305,7 +305,7 @@ func (s *Server) writeIncarnation(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, inc)
+	writeJSON(w, http.StatusOK, wireIncarnation(inc))
 	return nil
 }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 )
 
@@ -27,9 +27,9 @@ func (s *Server) listKeepers(w http.ResponseWriter, r *http.Request, _ auth.Prin
 			leader = "" // leadership is moving: nobody is shown leading
 		}
 	}
-	out := make([]apiclient.KeeperInfo, len(ks))
+	out := make([]apitypes.KeeperInfo, len(ks))
 	for i, k := range ks {
-		out[i] = apiclient.KeeperInfo{ID: k.ID, Address: k.Address, Version: k.Version, StartedAt: k.StartedAt,
+		out[i] = apitypes.KeeperInfo{ID: k.ID, Address: k.Address, Version: k.Version, StartedAt: k.StartedAt,
 			HeartbeatAt: k.HeartbeatAt, Leader: k.ID == leader, Self: k.ID == s.cfg.KeeperID}
 	}
 	writeJSON(w, http.StatusOK, out)

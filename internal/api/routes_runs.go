@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/engine"
@@ -38,7 +38,7 @@ func (s *Server) routesRuns(rt *Router) {
 // resumeRun resumes a failed, cancelled or aborted run (SPEC §8.8); the
 // reason lands in the audit entry, the secret inputs given again do not.
 func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	var req apiclient.ResumeRequest
+	var req apitypes.ResumeRequest
 	MaskAuditValues(r, "input")
 	if err := decode(r, &req); err != nil {
 		return err
@@ -54,7 +54,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request, p auth.Princi
 		return err
 	}
 	SetAuditTarget(r, old.Incarnation+"/"+newID)
-	writeJSON(w, http.StatusAccepted, apiclient.Accepted{ApplyID: newID})
+	writeJSON(w, http.StatusAccepted, apitypes.Accepted{ApplyID: newID})
 	return nil
 }
 
@@ -72,7 +72,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ auth.Princip
 	for i := range runs {
 		runs[i].Members = nil // GET /v1/runs/{apply_id} has them: a list of runs over 50,000 hosts would not
 	}
-	writeJSON(w, http.StatusOK, runs)
+	writeJSON(w, http.StatusOK, wireList(runs, wireRun))
 	return nil
 }
 
@@ -113,8 +113,8 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, _ auth.Principal
 
 // RunDetail groups a run's results by task (in task order) and host; a
 // task that targeted no host has no hosts and its note says why.
-func RunDetail(run store.Run, rs []store.HostResult, notes []store.RunNote) apiclient.RunDetail {
-	out := apiclient.RunDetail{Run: run, Tasks: []apiclient.RunTask{}}
+func RunDetail(run store.Run, rs []store.HostResult, notes []store.RunNote) apitypes.RunDetail {
+	out := apitypes.RunDetail{Run: wireRun(run), Tasks: []apitypes.RunTask{}}
 	idx := map[string]int{}
 	for _, h := range rs { // by seq, sid
 		// Notes of the tasks before this one come first (task order); a
@@ -131,9 +131,9 @@ func RunDetail(run store.Run, rs []store.HostResult, notes []store.RunNote) apic
 		if !ok {
 			i = len(out.Tasks)
 			idx[key] = i
-			out.Tasks = append(out.Tasks, apiclient.RunTask{Name: h.TaskName, Path: h.Path, Hosts: []apiclient.RunHost{}})
+			out.Tasks = append(out.Tasks, apitypes.RunTask{Name: h.TaskName, Path: h.Path, Hosts: []apitypes.RunHost{}})
 		}
-		out.Tasks[i].Hosts = append(out.Tasks[i].Hosts, apiclient.RunHost{
+		out.Tasks[i].Hosts = append(out.Tasks[i].Hosts, apitypes.RunHost{
 			SID: h.SID, Wave: h.Wave, Status: h.Status, Changed: h.Changed, RC: h.RC,
 			Stdout: h.Stdout, Stderr: h.Stderr, Msg: h.Msg, Diff: h.Diff, DurationMS: h.DurationMS,
 			Data: h.Data, StartedAt: h.StartedAt, FinishedAt: h.FinishedAt,
@@ -146,8 +146,8 @@ func RunDetail(run store.Run, rs []store.HostResult, notes []store.RunNote) apic
 }
 
 // noteTask is the entry of a task that targeted no host.
-func noteTask(n store.RunNote) apiclient.RunTask {
-	return apiclient.RunTask{Name: n.TaskName, Path: n.Path, Hosts: []apiclient.RunHost{}, Note: n.Note}
+func noteTask(n store.RunNote) apitypes.RunTask {
+	return apitypes.RunTask{Name: n.TaskName, Path: n.Path, Hosts: []apitypes.RunHost{}, Note: n.Note}
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
@@ -158,7 +158,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, _ auth.Princi
 	if err := s.cfg.Engine.Cancel(r.Context(), id); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, apiclient.Accepted{ApplyID: id})
+	writeJSON(w, http.StatusAccepted, apitypes.Accepted{ApplyID: id})
 	return nil
 }
 
@@ -184,7 +184,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, _ auth.Princi
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	send := func(ev apiclient.RunEvent) bool {
+	send := func(ev apitypes.RunEvent) bool {
 		b, err := json.Marshal(ev)
 		if err != nil {
 			return false
@@ -235,17 +235,17 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, _ auth.Princi
 	}
 }
 
-func wireEvent(ev engine.Event) apiclient.RunEvent {
-	return apiclient.RunEvent{
+func wireEvent(ev engine.Event) apitypes.RunEvent {
+	return apitypes.RunEvent{
 		Type: ev.Type, RunID: ev.RunID, Time: ev.Time, Status: ev.Status, Error: ev.Error,
-		Path: ev.Path, Task: ev.Task, Wave: ev.Wave, Hosts: ev.Hosts, Result: ev.Result,
+		Path: ev.Path, Task: ev.Task, Wave: ev.Wave, Hosts: ev.Hosts, Result: wireHostResult(ev.Result),
 	}
 }
 
-func doneEvent(run store.Run) apiclient.RunEvent {
+func doneEvent(run store.Run) apitypes.RunEvent {
 	at := time.Now().UTC()
 	if run.FinishedAt != nil {
 		at = *run.FinishedAt
 	}
-	return apiclient.RunEvent{Type: engine.EventDone, RunID: run.ID, Time: at, Status: run.Status, Error: run.Error}
+	return apitypes.RunEvent{Type: engine.EventDone, RunID: run.ID, Time: at, Status: run.Status, Error: run.Error}
 }

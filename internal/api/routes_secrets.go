@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"slices"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/engine"
 )
@@ -32,9 +32,9 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request, _ auth.Prin
 		return err
 	}
 	used := s.secretUsers(r.Context())
-	out := make([]apiclient.Secret, len(list))
+	out := make([]apitypes.Secret, len(list))
 	for i, rec := range list {
-		out[i] = apiclient.Secret{Secret: rec, UsedBy: used[rec.Name]}
+		out[i] = wireSecret(rec, used[rec.Name])
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -76,7 +76,7 @@ func (s *Server) secretUsers(ctx context.Context) map[string][]string {
 
 func (s *Server) setSecret(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	SetAuditField(r, "secret", auth.Masked)
-	var req apiclient.SetSecretRequest
+	var req apitypes.SetSecretRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, rec)
+	writeJSON(w, http.StatusOK, wireSecret(rec, nil))
 	return nil
 }
 

@@ -3,7 +3,7 @@ package api
 import (
 	"net/http"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -24,7 +24,7 @@ func (s *Server) routesServices(rt *Router) {
 }
 
 func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
-	var req apiclient.RegisterServiceRequest
+	var req apitypes.RegisterServiceRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ auth.
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, redactService(svc))
+	writeJSON(w, http.StatusCreated, wireService(redactService(svc)))
 	return nil
 }
 
@@ -49,7 +49,7 @@ func (s *Server) listServices(w http.ResponseWriter, r *http.Request, _ auth.Pri
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wireList(page, wireService))
 	return nil
 }
 
@@ -58,12 +58,12 @@ func (s *Server) getService(w http.ResponseWriter, r *http.Request, _ auth.Princ
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, redactService(svc))
+	writeJSON(w, http.StatusOK, wireService(redactService(svc)))
 	return nil
 }
 
 func (s *Server) updateService(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
-	var req apiclient.UpdateServiceRequest
+	var req apitypes.UpdateServiceRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (s *Server) updateService(w http.ResponseWriter, r *http.Request, _ auth.Pr
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, redactService(svc))
+	writeJSON(w, http.StatusOK, wireService(redactService(svc)))
 	return nil
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/jointoken"
@@ -77,7 +77,7 @@ func (s *Server) listSouls(w http.ResponseWriter, r *http.Request, _ auth.Princi
 	for i := range souls {
 		souls[i].Soulprint = souls[i].Facts()
 	}
-	writeJSON(w, http.StatusOK, souls)
+	writeJSON(w, http.StatusOK, wireList(souls, wireSoul))
 	return nil
 }
 
@@ -88,12 +88,12 @@ func (s *Server) getSoul(w http.ResponseWriter, r *http.Request, _ auth.Principa
 		return fmt.Errorf("soul %s: %w", sid, err)
 	}
 	soul.Soulprint = soul.Facts()
-	writeJSON(w, http.StatusOK, soul)
+	writeJSON(w, http.StatusOK, wireSoul(soul))
 	return nil
 }
 
 func (s *Server) acceptSoul(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
-	var req apiclient.AcceptSoulRequest
+	var req apitypes.AcceptSoulRequest
 	if err := decodeOptional(r, &req); err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (s *Server) acceptSoul(w http.ResponseWriter, r *http.Request, _ auth.Princ
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, soul)
+	writeJSON(w, http.StatusOK, wireSoul(soul))
 	return nil
 }
 
@@ -115,12 +115,12 @@ func (s *Server) rejectSoul(w http.ResponseWriter, r *http.Request, _ auth.Princ
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, soul)
+	writeJSON(w, http.StatusOK, wireSoul(soul))
 	return nil
 }
 
 func (s *Server) setCovens(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
-	var req apiclient.CovensRequest
+	var req apitypes.CovensRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -136,12 +136,12 @@ func (s *Server) setCovens(w http.ResponseWriter, r *http.Request, _ auth.Princi
 	if err != nil {
 		return fmt.Errorf("soul %s: %w", sid, err)
 	}
-	writeJSON(w, http.StatusOK, soul)
+	writeJSON(w, http.StatusOK, wireSoul(soul))
 	return nil
 }
 
 func (s *Server) createJoinToken(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	var req apiclient.CreateJoinTokenRequest
+	var req apitypes.CreateJoinTokenRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (s *Server) createJoinToken(w http.ResponseWriter, r *http.Request, p auth.
 		return fmt.Errorf("creating join token: %w", err)
 	}
 	SetAuditTarget(r, jt.ID)
-	writeJSON(w, http.StatusCreated, apiclient.CreatedJoinToken{
+	writeJSON(w, http.StatusCreated, apitypes.CreatedJoinToken{
 		ID: jt.ID, Token: jointoken.Encode(secret, s.cfg.Fingerprint), Covens: covens, ExpiresAt: jt.ExpiresAt, MaxUses: jt.MaxUses,
 	})
 	return nil
@@ -190,7 +190,7 @@ func (s *Server) listJoinTokens(w http.ResponseWriter, r *http.Request, _ auth.P
 	if err != nil {
 		return fmt.Errorf("listing join tokens: %w", err)
 	}
-	writeJSON(w, http.StatusOK, nonNil(ts))
+	writeJSON(w, http.StatusOK, wireList(ts, wireJoinToken))
 	return nil
 }
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 )
@@ -49,14 +49,14 @@ func (s *Server) deleteSoul(w http.ResponseWriter, r *http.Request, _ auth.Princ
 	AddAuditField(r, "removed_from_incarnations", nonNil(incs))
 	AddAuditField(r, "key", domain.KeyFingerprint(before.PublicKey))
 	s.disconnect(r.Context(), sid, before.KeeperID, "forgotten by an Archon")
-	writeJSON(w, http.StatusOK, apiclient.DeletedSoul{SID: sid, Deleted: true, Incarnations: nonNil(incs)})
+	writeJSON(w, http.StatusOK, apitypes.DeletedSoul{SID: sid, Deleted: true, Incarnations: nonNil(incs)})
 	return nil
 }
 
 // rekeySoul binds a SID to a new public key, keeping its covens and
 // memberships; a stream under the old key is closed.
 func (s *Server) rekeySoul(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
-	var req apiclient.RekeySoulRequest
+	var req apitypes.RekeySoulRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (s *Server) rekeySoul(w http.ResponseWriter, r *http.Request, _ auth.Princi
 		return fmt.Errorf("soul %s: %w", sid, err)
 	}
 	soul.Soulprint = soul.Facts()
-	writeJSON(w, http.StatusOK, soul)
+	writeJSON(w, http.StatusOK, wireSoul(soul))
 	return nil
 }
 

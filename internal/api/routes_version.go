@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/version"
 )
 
@@ -17,7 +17,7 @@ func init() { routeGroups = append(routeGroups, (*Server).routesVersion) }
 func (s *Server) routesVersion(rt *Router) {
 	rt.Public("GET /v1/version", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := version.Get()
-		writeJSON(w, http.StatusOK, apiclient.KeeperVersion{
+		writeJSON(w, http.StatusOK, apitypes.KeeperVersion{
 			Version: i.Version, Commit: i.Commit, GoVersion: i.GoVersion, Platform: i.Platform, TLSPin: s.cfg.TLSPin,
 		})
 	}))

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/dispatch"
@@ -46,7 +46,7 @@ func TestSecretInputsNeverReachTheAuditLog(t *testing.T) {
 	ctx := context.Background()
 	repo := catalogtest.NewRepo(t)
 	repo.Commit(vaultService, "v1")
-	if _, err := e.client(auth.RoleAdmin).RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "vault", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := e.client(auth.RoleAdmin).RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "vault", Git: repo.Dir, Ref: "master"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.st.UpsertSoul(ctx, store.Soul{SID: "v1", Status: store.SoulConnected, Covens: []string{"vault"}}); err != nil {
@@ -60,7 +60,7 @@ func TestSecretInputsNeverReachTheAuditLog(t *testing.T) {
 	if st != http.StatusAccepted {
 		t.Fatalf("create: %d %s", st, body)
 	}
-	var acc apiclient.Accepted
+	var acc apitypes.Accepted
 	if err := json.Unmarshal(body, &acc); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestSecretInputsNeverReachTheAuditLog(t *testing.T) {
 		t.Fatalf("unknown field in create: %d %s", st, body)
 	}
 
-	es, err := e.client(auth.RoleAdmin).ListAudit(ctx, apiclient.AuditQuery{})
+	es, err := e.client(auth.RoleAdmin).ListAudit(ctx, apitypes.AuditQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/dispatch"
@@ -75,7 +75,7 @@ func TestSecretStateKeys(t *testing.T) {
 	b64 := base64.StdEncoding.EncodeToString([]byte(dbpw))
 	repo := catalogtest.NewRepo(t)
 	repo.Commit(sealedService, "v1")
-	if _, err := e.client(auth.RoleAdmin).RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "vault", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := e.client(auth.RoleAdmin).RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "vault", Git: repo.Dir, Ref: "master"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.st.UpsertSoul(ctx, store.Soul{SID: "h1", Status: store.SoulConnected, Covens: []string{"vault"}}); err != nil {
@@ -95,7 +95,7 @@ func TestSecretStateKeys(t *testing.T) {
 		if st != http.StatusAccepted {
 			t.Fatalf("POST %s: %d %s", path, st, b)
 		}
-		var acc apiclient.Accepted
+		var acc apitypes.Accepted
 		if err := json.Unmarshal(b, &acc); err != nil {
 			t.Fatal(err)
 		}

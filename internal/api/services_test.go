@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/domain"
@@ -30,11 +31,11 @@ func TestServices(t *testing.T) {
 	if err != nil || svc.Commit != c1 || svc.Ref != "v1.0.0" {
 		t.Fatalf("service %+v, %v", svc, err)
 	}
-	_, err = admin.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "my-service", Git: repo.Dir, Ref: "v1.0.0"})
+	_, err = admin.RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "my-service", Git: repo.Dir, Ref: "v1.0.0"})
 	wantAPI(t, err, http.StatusConflict, domain.CodeConflict)
 
 	// A ref that does not exist: 422 naming it.
-	_, err = admin.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "other", Git: repo.Dir, Ref: "v2.0.0"})
+	_, err = admin.RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "other", Git: repo.Dir, Ref: "v2.0.0"})
 	wantAPI(t, err, http.StatusUnprocessableEntity, domain.CodeUnprocessable)
 	if !strings.Contains(err.Error(), `"v2.0.0"`) {
 		t.Fatalf("422 message %q does not name the ref", err)
@@ -42,7 +43,7 @@ func TestServices(t *testing.T) {
 
 	// An invalid repository: 400 with file:line problems.
 	c2 := repo.Commit(map[string]string{"scenario/create/main.yml": catalogtest.BrokenScenario}, "broken")
-	_, err = admin.UpdateService(ctx, "my-service", apiclient.UpdateServiceRequest{Ref: "master"})
+	_, err = admin.UpdateService(ctx, "my-service", apitypes.UpdateServiceRequest{Ref: "master"})
 	wantAPI(t, err, http.StatusBadRequest, domain.CodeInvalid)
 	ps := err.(*apiclient.APIError).Problems()
 	if len(ps) < 2 || ps[0].File != "scenario/create/main.yml" || ps[0].Line != 3 || !strings.HasPrefix(ps[0].Text, "scenario/create/main.yml:3:") {
@@ -54,7 +55,7 @@ func TestServices(t *testing.T) {
 
 	// Fix it and move the service.
 	c3 := repo.Commit(map[string]string{"scenario/create/main.yml": catalogtest.MyService["scenario/create/main.yml"]}, "fixed")
-	svc, err = admin.UpdateService(ctx, "my-service", apiclient.UpdateServiceRequest{Ref: "master"})
+	svc, err = admin.UpdateService(ctx, "my-service", apitypes.UpdateServiceRequest{Ref: "master"})
 	if err != nil || svc.Commit != c3 || svc.Commit == c2 {
 		t.Fatalf("update %+v, %v", svc, err)
 	}
@@ -74,12 +75,12 @@ func TestServiceURLPasswordHidden(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	admin := e.client(auth.RoleAdmin)
-	_, err := admin.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "remote", Git: "https://bob:hunter2@127.0.0.1:1/x.git", Ref: "main"})
+	_, err := admin.RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "remote", Git: "https://bob:hunter2@127.0.0.1:1/x.git", Ref: "main"})
 	wantAPI(t, err, http.StatusUnprocessableEntity, domain.CodeUnprocessable)
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("error leaks the password: %v", err)
 	}
-	entries, err := admin.ListAudit(ctx, apiclient.AuditQuery{Action: "POST /v1/services"})
+	entries, err := admin.ListAudit(ctx, apitypes.AuditQuery{Action: "POST /v1/services"})
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("audit %+v, %v", entries, err)
 	}

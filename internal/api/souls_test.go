@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/jointoken"
@@ -39,19 +39,19 @@ func TestSouls(t *testing.T) {
 	e.addSoul("h3", store.SoulDisconnected, "prod")
 	admin, viewer := e.client(auth.RoleAdmin), e.client(auth.RoleViewer)
 
-	all, err := viewer.ListSouls(ctx, apiclient.SoulQuery{})
+	all, err := viewer.ListSouls(ctx, apitypes.SoulQuery{})
 	if err != nil || len(all) != 3 || all[0].SID != "h1" || all[1].Soulprint["sid"] != "h2" {
 		t.Fatalf("souls %+v, %v", all, err)
 	}
-	prod, err := viewer.ListSouls(ctx, apiclient.SoulQuery{Covens: []string{"prod"}})
+	prod, err := viewer.ListSouls(ctx, apitypes.SoulQuery{Covens: []string{"prod"}})
 	if err != nil || len(prod) != 2 {
 		t.Fatalf("prod souls %+v, %v", prod, err)
 	}
-	pending, err := viewer.ListSouls(ctx, apiclient.SoulQuery{Status: store.SoulPending})
+	pending, err := viewer.ListSouls(ctx, apitypes.SoulQuery{Status: store.SoulPending})
 	if err != nil || len(pending) != 1 || pending[0].SID != "h1" {
 		t.Fatalf("pending souls %+v, %v", pending, err)
 	}
-	_, err = viewer.ListSouls(ctx, apiclient.SoulQuery{Status: "asleep"})
+	_, err = viewer.ListSouls(ctx, apitypes.SoulQuery{Status: "asleep"})
 	wantAPI(t, err, http.StatusBadRequest, domain.CodeInvalid)
 	_, err = viewer.GetSoul(ctx, "nope")
 	wantAPI(t, err, http.StatusNotFound, domain.CodeNotFound)
@@ -77,16 +77,16 @@ func TestSouls(t *testing.T) {
 	}
 	// The soulprint shows the covens the Keeper holds, as expressions see
 	// them (soulprint.self.covens), not the soul's own empty list.
-	for _, get := range []func() (store.Soul, error){
-		func() (store.Soul, error) { return admin.GetSoul(ctx, "h2") },
-		func() (store.Soul, error) {
-			all, err := admin.ListSouls(ctx, apiclient.SoulQuery{})
+	for _, get := range []func() (apitypes.Soul, error){
+		func() (apitypes.Soul, error) { return admin.GetSoul(ctx, "h2") },
+		func() (apitypes.Soul, error) {
+			all, err := admin.ListSouls(ctx, apitypes.SoulQuery{})
 			for _, x := range all {
 				if x.SID == "h2" {
 					return x, err
 				}
 			}
-			return store.Soul{}, err
+			return apitypes.Soul{}, err
 		},
 	} {
 		got, err := get()
@@ -109,7 +109,7 @@ func TestSouls(t *testing.T) {
 		t.Fatalf("accept without a body: %d %s", st, b)
 	}
 
-	entries, err := admin.ListAudit(ctx, apiclient.AuditQuery{Action: "POST /v1/souls/{sid}/accept"})
+	entries, err := admin.ListAudit(ctx, apitypes.AuditQuery{Action: "POST /v1/souls/{sid}/accept"})
 	if err != nil || len(entries) != 6 || entries[len(entries)-1].Target != "h1" {
 		t.Fatalf("accept audit %+v, %v", entries, err)
 	}
@@ -119,7 +119,7 @@ func TestJoinTokens(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	admin := e.client(auth.RoleAdmin)
-	jt, err := admin.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"web", "prod"}, TTL: apiclient.Duration(time.Hour)})
+	jt, err := admin.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"web", "prod"}, TTL: apitypes.Duration(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestJoinTokens(t *testing.T) {
 		t.Fatalf("redeemed %+v, %v", used, err)
 	}
 	// Default TTL and the 30d form.
-	jt, err = admin.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"x"}})
+	jt, err = admin.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"x"}})
 	if err != nil || time.Until(jt.ExpiresAt) < 23*time.Hour {
 		t.Fatalf("default ttl %+v, %v", jt, err)
 	}
@@ -147,7 +147,7 @@ func TestJoinTokens(t *testing.T) {
 	st, b = e.do("POST", "/v1/join-tokens", e.tokens[auth.RoleAdmin], `{"covens":[],"ttl":"soon"}`)
 	e.wantError("POST", "/v1/join-tokens", http.StatusBadRequest, "invalid", b, st)
 	// The audit entry never holds the token.
-	entries, err := admin.ListAudit(ctx, apiclient.AuditQuery{Action: "POST /v1/join-tokens"})
+	entries, err := admin.ListAudit(ctx, apitypes.AuditQuery{Action: "POST /v1/join-tokens"})
 	if err != nil || len(entries) != 4 {
 		t.Fatalf("audit %+v, %v", entries, err)
 	}
@@ -168,11 +168,11 @@ func TestJoinTokenLimitsAndRevocation(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	admin := e.client(auth.RoleAdmin)
-	once, err := admin.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"web"}, MaxUses: 1})
+	once, err := admin.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"web"}, MaxUses: 1})
 	if err != nil || once.MaxUses != 1 {
 		t.Fatalf("one-use token %+v, %v", once, err)
 	}
-	open, err := admin.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"db"}})
+	open, err := admin.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"db"}})
 	if err != nil || open.MaxUses != 0 {
 		t.Fatalf("unlimited token %+v, %v", open, err)
 	}
@@ -217,7 +217,7 @@ func TestJoinTokenLimitsAndRevocation(t *testing.T) {
 	if err != nil || len(list) != 2 {
 		t.Fatalf("join tokens %+v, %v", list, err)
 	}
-	byID := map[string]store.JoinToken{}
+	byID := map[string]apitypes.JoinToken{}
 	for _, jt := range list {
 		byID[jt.ID] = jt
 	}
@@ -235,7 +235,7 @@ func TestJoinTokenLimitsAndRevocation(t *testing.T) {
 			t.Fatalf("GET /v1/join-tokens: %d %s shows a secret", st, b)
 		}
 	}
-	entries, err := admin.ListAudit(ctx, apiclient.AuditQuery{Action: "DELETE /v1/join-tokens/{id}"})
+	entries, err := admin.ListAudit(ctx, apitypes.AuditQuery{Action: "DELETE /v1/join-tokens/{id}"})
 	if err != nil || len(entries) != 4 || entries[len(entries)-1].Target != open.ID {
 		t.Fatalf("revocations audited: %+v, %v", entries, err)
 	}

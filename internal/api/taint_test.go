@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/dispatch"
@@ -96,7 +97,7 @@ func TestM5DerivedSecretsMasked(t *testing.T) {
 	}
 	repo := catalogtest.NewRepo(t)
 	repo.Commit(evilService, "v1")
-	if _, err := e.client(auth.RoleAdmin).RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "evil", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := e.client(auth.RoleAdmin).RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "evil", Git: repo.Dir, Ref: "master"}); err != nil {
 		var ae *apiclient.APIError
 		errors.As(err, &ae)
 		t.Fatalf("%v %s", err, ae.Details)
@@ -128,7 +129,7 @@ func TestM5DerivedSecretsMasked(t *testing.T) {
 	if st != http.StatusAccepted {
 		t.Fatalf("create: %d %s", st, body)
 	}
-	var acc apiclient.Accepted
+	var acc apitypes.Accepted
 	if err := json.Unmarshal(body, &acc); err != nil {
 		t.Fatal(err)
 	}

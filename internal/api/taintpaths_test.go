@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/dispatch"
@@ -65,7 +65,7 @@ func TestTaintPaths(t *testing.T) {
 	const pw, pin, times7 = "Hunter2-S3cr3t!", 40917, "286419"
 	repo := catalogtest.NewRepo(t)
 	repo.Commit(pathsService, "v1")
-	if _, err := e.client(auth.RoleAdmin).RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "paths", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := e.client(auth.RoleAdmin).RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "paths", Git: repo.Dir, Ref: "master"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.st.UpsertSoul(ctx, store.Soul{SID: "h1", Status: store.SoulConnected, Covens: []string{"paths"}}); err != nil {
@@ -89,7 +89,7 @@ func TestTaintPaths(t *testing.T) {
 	if st != http.StatusAccepted {
 		t.Fatalf("create: %d %s", st, b)
 	}
-	var acc apiclient.Accepted
+	var acc apitypes.Accepted
 	if err := json.Unmarshal(b, &acc); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
@@ -23,7 +24,7 @@ func TestUpgradeChecksTheFuture(t *testing.T) {
 	repo := e.fleet()
 	ctx := context.Background()
 	op := e.client(auth.RoleOperator)
-	acc, err := op.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "w", Service: "web", Covens: []string{"web"}, Input: map[string]any{"banner": "managed"}})
+	acc, err := op.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "w", Service: "web", Covens: []string{"web"}, Input: map[string]any{"banner": "managed"}})
 	if err != nil {
 		t.Fatal(err)
 	}

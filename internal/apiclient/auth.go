@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
 // Health calls /healthz: nil when the keeper process is up.
@@ -27,48 +27,48 @@ func (c *Client) OpenAPI(ctx context.Context) (json.RawMessage, error) {
 }
 
 // Whoami returns the calling Archon.
-func (c *Client) Whoami(ctx context.Context) (Whoami, error) {
-	var w Whoami
+func (c *Client) Whoami(ctx context.Context) (apitypes.Whoami, error) {
+	var w apitypes.Whoami
 	return w, c.Do(ctx, http.MethodGet, "/v1/whoami", nil, nil, &w)
 }
 
 // CreateArchon creates an Archon and issues its first token (admin).
-func (c *Client) CreateArchon(ctx context.Context, req CreateArchonRequest) (CreatedArchon, error) {
-	var out CreatedArchon
+func (c *Client) CreateArchon(ctx context.Context, req apitypes.CreateArchonRequest) (apitypes.CreatedArchon, error) {
+	var out apitypes.CreatedArchon
 	return out, c.Do(ctx, http.MethodPost, "/v1/archons", nil, req, &out)
 }
 
 // ListArchons lists the Archons (admin).
-func (c *Client) ListArchons(ctx context.Context) ([]store.Archon, error) {
-	return listAll[store.Archon](ctx, c, "/v1/archons", nil)
+func (c *Client) ListArchons(ctx context.Context) ([]apitypes.Archon, error) {
+	return listAll[apitypes.Archon](ctx, c, "/v1/archons", nil)
 }
 
 // DisableArchon disables an Archon: all its tokens are refused until
 // EnableArchon (admin).
-func (c *Client) DisableArchon(ctx context.Context, id string) (store.Archon, error) {
-	var out store.Archon
+func (c *Client) DisableArchon(ctx context.Context, id string) (apitypes.Archon, error) {
+	var out apitypes.Archon
 	return out, c.Do(ctx, http.MethodPost, "/v1/archons/"+url.PathEscape(id)+"/disable", nil, nil, &out)
 }
 
 // EnableArchon enables a disabled Archon again (admin).
-func (c *Client) EnableArchon(ctx context.Context, id string) (store.Archon, error) {
-	var out store.Archon
+func (c *Client) EnableArchon(ctx context.Context, id string) (apitypes.Archon, error) {
+	var out apitypes.Archon
 	return out, c.Do(ctx, http.MethodPost, "/v1/archons/"+url.PathEscape(id)+"/enable", nil, nil, &out)
 }
 
 // ListTokens lists token records, oldest first: the caller's own, or (admin)
 // every Archon's, or archonID's when given.
-func (c *Client) ListTokens(ctx context.Context, archonID string) ([]store.Token, error) {
+func (c *Client) ListTokens(ctx context.Context, archonID string) ([]apitypes.Token, error) {
 	v := url.Values{}
 	if archonID != "" {
 		v.Set("archon_id", archonID)
 	}
-	return listAll[store.Token](ctx, c, "/v1/tokens", v)
+	return listAll[apitypes.Token](ctx, c, "/v1/tokens", v)
 }
 
 // CreateToken issues a token for the caller or (admin) another Archon.
-func (c *Client) CreateToken(ctx context.Context, req CreateTokenRequest) (IssuedToken, error) {
-	var out IssuedToken
+func (c *Client) CreateToken(ctx context.Context, req apitypes.CreateTokenRequest) (apitypes.IssuedToken, error) {
+	var out apitypes.IssuedToken
 	return out, c.Do(ctx, http.MethodPost, "/v1/tokens", nil, req, &out)
 }
 
@@ -78,7 +78,7 @@ func (c *Client) RevokeToken(ctx context.Context, id string) error {
 }
 
 // ListAudit returns audit entries, newest first (admin).
-func (c *Client) ListAudit(ctx context.Context, q AuditQuery) ([]store.AuditEntry, error) {
+func (c *Client) ListAudit(ctx context.Context, q apitypes.AuditQuery) ([]apitypes.AuditEntry, error) {
 	v := url.Values{}
 	if q.ArchonID != "" {
 		v.Set("archon_id", q.ArchonID)
@@ -89,6 +89,6 @@ func (c *Client) ListAudit(ctx context.Context, q AuditQuery) ([]store.AuditEntr
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	var out []store.AuditEntry
+	var out []apitypes.AuditEntry
 	return out, c.Do(ctx, http.MethodGet, "/v1/audit", v, nil, &out)
 }

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/tlsutil"
 )
@@ -142,8 +143,8 @@ func (e *APIError) Unwrap() error {
 
 // Problems decodes the details of an invalid-service error (nil when the
 // details are something else).
-func (e *APIError) Problems() []Problem {
-	var ps []Problem
+func (e *APIError) Problems() []apitypes.Problem {
+	var ps []apitypes.Problem
 	if len(e.Details) == 0 || json.Unmarshal(e.Details, &ps) != nil {
 		return nil
 	}

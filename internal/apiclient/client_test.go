@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 )
 
@@ -19,18 +20,18 @@ func TestDuration(t *testing.T) {
 		`3600`:   time.Hour,
 		`"1.5h"`: 90 * time.Minute,
 	} {
-		var d apiclient.Duration
+		var d apitypes.Duration
 		if err := json.Unmarshal([]byte(in), &d); err != nil || time.Duration(d) != want {
 			t.Errorf("%s: %v, %v; want %v", in, time.Duration(d), err, want)
 		}
 	}
 	for _, in := range []string{`"soon"`, `"d"`, `true`} {
-		var d apiclient.Duration
+		var d apitypes.Duration
 		if err := json.Unmarshal([]byte(in), &d); err == nil {
 			t.Errorf("%s: no error", in)
 		}
 	}
-	b, _ := json.Marshal(apiclient.CreateJoinTokenRequest{TTL: apiclient.Duration(time.Hour)})
+	b, _ := json.Marshal(apitypes.CreateJoinTokenRequest{TTL: apitypes.Duration(time.Hour)})
 	if string(b) != `{"covens":null,"ttl":"1h0m0s"}` {
 		t.Errorf("marshal: %s", b)
 	}
@@ -56,7 +57,7 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_, err = c.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "x"})
+	_, err = c.RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "x"})
 	ae, ok := err.(*apiclient.APIError)
 	if !ok || ae.Status != 400 || ae.Code != "invalid" || domain.ErrorCode(err) != domain.CodeInvalid {
 		t.Fatalf("error %#v", err)
@@ -64,7 +65,7 @@ func TestErrors(t *testing.T) {
 	if ps := ae.Problems(); len(ps) != 1 || ps[0].Line != 3 || ps[0].Text != "a.yml:3: bad" {
 		t.Fatalf("problems %+v", ps)
 	}
-	_, err = c.ListSouls(ctx, apiclient.SoulQuery{})
+	_, err = c.ListSouls(ctx, apitypes.SoulQuery{})
 	if !apiclient.IsCode(err, domain.CodeUnavailable) {
 		t.Fatalf("proxy error %v", err)
 	}

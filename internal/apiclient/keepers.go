@@ -3,26 +3,12 @@ package apiclient
 import (
 	"context"
 	"net/http"
-	"time"
+
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
-// KeeperInfo is one keeper on the Keeper's database, as GET /v1/keepers
-// shows it (SPEC §10.4).
-type KeeperInfo struct {
-	ID          string    `json:"keeper_id"`
-	Address     string    `json:"address,omitempty"`
-	Version     string    `json:"version,omitempty"`
-	StartedAt   time.Time `json:"started_at"`
-	HeartbeatAt time.Time `json:"heartbeat_at"`
-	// Leader is set on the keeper that leads (schedules, run-on-vip
-	// procedures, cleanup after dead keepers).
-	Leader bool `json:"leader"`
-	// Self is set on the keeper that answered.
-	Self bool `json:"self"`
-}
-
 // ListKeepers lists the keepers sharing the Keeper's database, by id.
-func (c *Client) ListKeepers(ctx context.Context) ([]KeeperInfo, error) {
-	var out []KeeperInfo
+func (c *Client) ListKeepers(ctx context.Context) ([]apitypes.KeeperInfo, error) {
+	var out []apitypes.KeeperInfo
 	return out, c.Do(ctx, http.MethodGet, "/v1/keepers", nil, nil, &out)
 }

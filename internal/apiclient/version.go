@@ -4,24 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
-// KeeperVersion answers GET /v1/version: the Keeper's build, and the pin
-// of its TLS certificate's public key for `curl --pinnedpubkey` (how a new
-// host fetches install.sh without trusting anything else).
-type KeeperVersion struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit"`
-	GoVersion string `json:"go_version"`
-	Platform  string `json:"platform"`
-	// TLSPin is "sha256//<base64>" of the served certificate's public key
-	// ("" when the keeper has none to tell).
-	TLSPin string `json:"tls_pin,omitempty"`
-}
-
 // Version returns the Keeper's version (public: no token needed).
-func (c *Client) Version(ctx context.Context) (KeeperVersion, error) {
-	var v KeeperVersion
+func (c *Client) Version(ctx context.Context) (apitypes.KeeperVersion, error) {
+	var v apitypes.KeeperVersion
 	return v, c.Do(ctx, http.MethodGet, "/v1/version", nil, nil, &v)
 }
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/domain"
@@ -115,7 +115,7 @@ func TestRegisterInvalidService(t *testing.T) {
 	if !errors.As(err, &de) {
 		t.Fatal(err)
 	}
-	ps, ok := de.Details.([]apiclient.Problem)
+	ps, ok := de.Details.([]apitypes.Problem)
 	if !ok || len(ps) == 0 {
 		t.Fatalf("details %#v, want problems", de.Details)
 	}

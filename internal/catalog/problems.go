@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/dsl"
 )
@@ -38,10 +38,10 @@ func invalidService(name, commit string, err error, pinned bool) error {
 }
 
 // Problems converts DSL problems to their wire form.
-func Problems(ps dsl.Problems) []apiclient.Problem {
-	out := make([]apiclient.Problem, len(ps))
+func Problems(ps dsl.Problems) []apitypes.Problem {
+	out := make([]apitypes.Problem, len(ps))
 	for i, p := range ps {
-		out[i] = apiclient.Problem{
+		out[i] = apitypes.Problem{
 			File: p.Pos.File, Line: p.Pos.Line, Col: p.Pos.Col,
 			Key: p.Key, Message: p.Message, Text: p.String(),
 		}

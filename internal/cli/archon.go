@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cmdutil"
-	"github.com/soulstack/soulstack/internal/store"
 )
 
 func init() { subcommands = append(subcommands, newArchonCmd) }
@@ -27,7 +27,7 @@ func newArchonCmd(g *Globals) *cobra.Command {
 
 func newArchonCreateCmd(g *Globals) *cobra.Command {
 	var (
-		req apiclient.CreateArchonRequest
+		req apitypes.CreateArchonRequest
 		ttl string
 	)
 	c := &cobra.Command{
@@ -42,11 +42,11 @@ func newArchonCreateCmd(g *Globals) *cobra.Command {
 			}
 			req.Name = name
 			if ttl != "" {
-				d, err := apiclient.ParseDuration(ttl)
+				d, err := apitypes.ParseDuration(ttl)
 				if err != nil {
 					return cmdutil.Usage(fmt.Errorf("--ttl: %w", err))
 				}
-				req.TTL = apiclient.Duration(d)
+				req.TTL = apitypes.Duration(d)
 			}
 			cl, err := g.Client(cmd.Context())
 			if err != nil {
@@ -86,7 +86,7 @@ func newArchonListCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if as == nil {
-				as = []store.Archon{}
+				as = []apitypes.Archon{}
 			}
 			return g.Emit(cmd, as, func(w io.Writer) error {
 				row(w, "ID", "NAME", "ROLE", "STATUS", "CREATED")
@@ -127,7 +127,7 @@ func newArchonEnableCmd(g *Globals) *cobra.Command {
 // newArchonSwitchCmd is `archon disable` or `archon enable` (verb), which
 // call call with the Archon's id.
 func newArchonSwitchCmd(g *Globals, verb, short, long string,
-	call func(*apiclient.Client, context.Context, string) (store.Archon, error)) *cobra.Command {
+	call func(*apiclient.Client, context.Context, string) (apitypes.Archon, error)) *cobra.Command {
 	var id string
 	c := &cobra.Command{
 		Use:     verb + " [archon-id-or-name]",

@@ -5,8 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
-	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
 func init() { subcommands = append(subcommands, newAuditCmd) }
@@ -22,7 +21,7 @@ func newAuditCmd(g *Globals) *cobra.Command {
 }
 
 func newAuditListCmd(g *Globals) *cobra.Command {
-	var q apiclient.AuditQuery
+	var q apitypes.AuditQuery
 	c := &cobra.Command{
 		Use:     "list [--archon ID] [--action TEXT] [--limit N]",
 		Aliases: []string{"ls"},
@@ -43,7 +42,7 @@ func newAuditListCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if es == nil {
-				es = []store.AuditEntry{}
+				es = []apitypes.AuditEntry{}
 			}
 			return g.Emit(cmd, es, func(w io.Writer) error {
 				row(w, "TIME", "ARCHON", "ACTION", "TARGET", "SUMMARY")

@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cmdutil"
-	"github.com/soulstack/soulstack/internal/store"
 )
 
 // followFlags are --wait and --watch of the commands that start a run.
@@ -57,14 +57,14 @@ func (g *Globals) awaitRun(cmd *cobra.Command, cl *apiclient.Client, id string, 
 // runOutcome is nil for a run that succeeded and an exit-1 error otherwise,
 // for commands to return after printing their result.
 func runOutcome(r runView) error {
-	if r.Status == store.RunSucceeded {
+	if r.Status == apitypes.RunSucceeded {
 		return nil
 	}
 	msg := fmt.Sprintf("run %s %s", r.ApplyID, r.Status)
 	if r.Error != "" {
 		msg += ": " + r.Error
 	}
-	if r.Incarnation != "" && r.Status != store.RunCancelled {
+	if r.Incarnation != "" && r.Status != apitypes.RunCancelled {
 		msg += fmt.Sprintf(" (incarnation %s is locked until `soulctl incarnation unlock --name %s --reason …`)", r.Incarnation, r.Incarnation)
 	}
 	if r.Check {

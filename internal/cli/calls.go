@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
-	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
 // The incarnation and run routes are called through Client.Do with
@@ -20,10 +20,10 @@ import (
 // reaches users unchanged; the typed views below only feed the tables.
 
 // incarnationView is the table view of GET /v1/incarnations/{name}.
-type incarnationView = store.Incarnation
+type incarnationView = apitypes.Incarnation
 
 // snapshotView is one entry of GET /v1/incarnations/{name}/history.
-type snapshotView = store.Snapshot
+type snapshotView = apitypes.Snapshot
 
 // runView is the table view of GET /v1/runs/{apply_id}: the run and its
 // tasks × hosts results.
@@ -85,14 +85,14 @@ func hostLabel(h hostView) string {
 // terminalRun reports whether a run status is final.
 func terminalRun(status string) bool {
 	switch status {
-	case store.RunSucceeded, store.RunFailed, store.RunAborted, store.RunCancelled:
+	case apitypes.RunSucceeded, apitypes.RunFailed, apitypes.RunAborted, apitypes.RunCancelled:
 		return true
 	}
 	return false
 }
 
 // accepted is the 202 answer of a call that starts a run.
-type accepted = apiclient.Accepted
+type accepted = apitypes.Accepted
 
 // raw is an API answer kept as JSON with its typed view.
 type raw[T any] struct {
@@ -123,7 +123,7 @@ func incPath(name string, rest ...string) string {
 	return p
 }
 
-func createIncarnation(ctx context.Context, cl *apiclient.Client, req apiclient.CreateIncarnationRequest) (raw[accepted], error) {
+func createIncarnation(ctx context.Context, cl *apiclient.Client, req apitypes.CreateIncarnationRequest) (raw[accepted], error) {
 	return call[accepted](ctx, cl, http.MethodPost, "/v1/incarnations", nil, req)
 }
 
@@ -143,16 +143,16 @@ func incarnationHistory(ctx context.Context, cl *apiclient.Client, name string, 
 	return call[[]snapshotView](ctx, cl, http.MethodGet, incPath(name, "history"), q, nil)
 }
 
-func startRun(ctx context.Context, cl *apiclient.Client, name string, req apiclient.StartRunRequest) (raw[accepted], error) {
+func startRun(ctx context.Context, cl *apiclient.Client, name string, req apitypes.StartRunRequest) (raw[accepted], error) {
 	return call[accepted](ctx, cl, http.MethodPost, incPath(name, "runs"), nil, req)
 }
 
 func unlockIncarnation(ctx context.Context, cl *apiclient.Client, name, reason string) (raw[incarnationView], error) {
-	return call[incarnationView](ctx, cl, http.MethodPost, incPath(name, "unlock"), nil, apiclient.UnlockRequest{Reason: reason})
+	return call[incarnationView](ctx, cl, http.MethodPost, incPath(name, "unlock"), nil, apitypes.UnlockRequest{Reason: reason})
 }
 
 func upgradeIncarnation(ctx context.Context, cl *apiclient.Client, name, ref string) (raw[incarnationView], error) {
-	return call[incarnationView](ctx, cl, http.MethodPost, incPath(name, "upgrade"), nil, apiclient.UpgradeRequest{Ref: ref})
+	return call[incarnationView](ctx, cl, http.MethodPost, incPath(name, "upgrade"), nil, apitypes.UpgradeRequest{Ref: ref})
 }
 
 // listRuns lists runs, newest first, of one incarnation ("" = all).
@@ -177,7 +177,7 @@ func deleteIncarnation(ctx context.Context, cl *apiclient.Client, name string, d
 
 // changeMembers adds (POST) or removes (DELETE) members by SID.
 func changeMembers(ctx context.Context, cl *apiclient.Client, method, name string, sids []string) (raw[incarnationView], error) {
-	return call[incarnationView](ctx, cl, method, incPath(name, "members"), nil, apiclient.MembersRequest{SIDs: sids})
+	return call[incarnationView](ctx, cl, method, incPath(name, "members"), nil, apitypes.MembersRequest{SIDs: sids})
 }
 
 func getRun(ctx context.Context, cl *apiclient.Client, id string) (raw[runView], error) {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cmdutil"
-	"github.com/soulstack/soulstack/internal/store"
 )
 
 func init() { subcommands = append(subcommands, newCheckerCmd) }
@@ -105,7 +105,7 @@ func newProcedureListCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if ps == nil {
-				ps = []store.Procedure{}
+				ps = []apitypes.Procedure{}
 			}
 			return g.Emit(cmd, ps, func(w io.Writer) error {
 				row(w, "NAME", "UPDATED")
@@ -246,12 +246,12 @@ func yesNo(flag, v string) (bool, error) {
 }
 
 // waitTasks polls the tasks until every one has ended.
-func waitTasks(ctx context.Context, g *Globals, ids []string) ([]store.CheckerTask, error) {
+func waitTasks(ctx context.Context, g *Globals, ids []string) ([]apitypes.CheckerTask, error) {
 	cl, err := g.Client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.CheckerTask, len(ids))
+	out := make([]apitypes.CheckerTask, len(ids))
 	for i, id := range ids {
 		for {
 			t, err := cl.GetCheckerTask(ctx, id)

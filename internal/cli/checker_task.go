@@ -7,8 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
-	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
 // newTaskCmd is `soulctl checker task`: executions of procedures.
@@ -45,7 +44,7 @@ func newTaskListCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if ts == nil {
-				ts = []store.CheckerTask{}
+				ts = []apitypes.CheckerTask{}
 			}
 			return g.Emit(cmd, ts, func(w io.Writer) error { return taskTable(w, ts) })
 		},
@@ -56,7 +55,7 @@ func newTaskListCmd(g *Globals) *cobra.Command {
 }
 
 // taskTable renders tasks one per row.
-func taskTable(w io.Writer, ts []store.CheckerTask) error {
+func taskTable(w io.Writer, ts []apitypes.CheckerTask) error {
 	row(w, "TASK", "PROCEDURE", "STATUS", "CREATED", "ERROR")
 	for _, t := range ts {
 		row(w, t.ID, t.Procedure, t.Status, ago(t.CreatedAt), dash(firstLine(t.RunError)))
@@ -90,7 +89,7 @@ func newTaskShowCmd(g *Globals) *cobra.Command {
 
 // taskDetail prints a task's fields, then its step log one line per entry
 // (time, step, kind, message; continuation lines indented).
-func taskDetail(w io.Writer, t store.CheckerTask) error {
+func taskDetail(w io.Writer, t apitypes.CheckerTask) error {
 	row(w, "Task:", t.ID)
 	row(w, "Procedure:", t.Procedure)
 	row(w, "Status:", t.Status)
@@ -169,7 +168,7 @@ func newScheduleCmd(g *Globals) *cobra.Command {
 }
 
 func newScheduleAddCmd(g *Globals) *cobra.Command {
-	var req apiclient.CreateScheduleRequest
+	var req apitypes.CreateScheduleRequest
 	var vars string
 	c := &cobra.Command{
 		Use:   "add [name] --cron EXPR [--vars JSON]",
@@ -196,7 +195,7 @@ no Keeper led are not replayed.`,
 			if err != nil {
 				return err
 			}
-			return g.Emit(cmd, sc, func(w io.Writer) error { return scheduleTable(w, []store.Schedule{sc}) })
+			return g.Emit(cmd, sc, func(w io.Writer) error { return scheduleTable(w, []apitypes.Schedule{sc}) })
 		},
 	}
 	addNameFlag(c, &req.Procedure, "name", "procedure name")
@@ -222,14 +221,14 @@ func newScheduleListCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if ss == nil {
-				ss = []store.Schedule{}
+				ss = []apitypes.Schedule{}
 			}
 			return g.Emit(cmd, ss, func(w io.Writer) error { return scheduleTable(w, ss) })
 		},
 	}
 }
 
-func scheduleTable(w io.Writer, ss []store.Schedule) error {
+func scheduleTable(w io.Writer, ss []apitypes.Schedule) error {
 	row(w, "ID", "PROCEDURE", "CRON", "VARS", "OWNER", "STATE", "CREATED")
 	for _, s := range ss {
 		owner, state := dash(s.Owner), "active"

@@ -11,9 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cmdutil"
-	"github.com/soulstack/soulstack/internal/store"
 )
 
 func init() { subcommands = append(subcommands, newCloudCmd) }
@@ -152,7 +151,7 @@ local: --dir where the hosts live (default: the Keeper's data dir).`,
 			if err != nil {
 				return err
 			}
-			p, err := cl.SetCloudProvider(cmd.Context(), a[0], apiclient.CloudProviderRequest{Kind: kind, Config: cfg})
+			p, err := cl.SetCloudProvider(cmd.Context(), a[0], apitypes.CloudProviderRequest{Kind: kind, Config: cfg})
 			if err != nil {
 				return err
 			}
@@ -218,7 +217,7 @@ filesystem directory. --covens are the covens the instances' souls join with
 			if err != nil {
 				return err
 			}
-			p, err := cl.SetCloudProfile(cmd.Context(), a[0], apiclient.CloudProfileRequest{Provider: provider, Spec: sp, Covens: covens})
+			p, err := cl.SetCloudProfile(cmd.Context(), a[0], apitypes.CloudProfileRequest{Provider: provider, Spec: sp, Covens: covens})
 			if err != nil {
 				return err
 			}
@@ -254,7 +253,7 @@ func newCloudListCmd(g *Globals, what string) *cobra.Command {
 					return err
 				}
 				if list == nil {
-					list = []store.CloudProvider{}
+					list = []apitypes.CloudProvider{}
 				}
 				return g.Emit(cmd, list, func(w io.Writer) error {
 					row(w, "NAME", "KIND", "CONFIG", "UPDATED")
@@ -269,7 +268,7 @@ func newCloudListCmd(g *Globals, what string) *cobra.Command {
 				return err
 			}
 			if list == nil {
-				list = []store.CloudProfile{}
+				list = []apitypes.CloudProfile{}
 			}
 			return g.Emit(cmd, list, func(w io.Writer) error {
 				row(w, "NAME", "PROVIDER", "COVENS", "SPEC", "UPDATED")
@@ -373,7 +372,7 @@ func newCloudInstanceListCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if list == nil {
-				list = []store.CloudInstance{}
+				list = []apitypes.CloudInstance{}
 			}
 			return g.Emit(cmd, list, func(w io.Writer) error {
 				row(w, "INCARNATION", "PROVIDER", "NAME", "ID", "ADDRESS", "SID", "CREATED")

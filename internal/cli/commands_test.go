@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/cli"
 )
@@ -79,7 +80,7 @@ func TestOutputFormats(t *testing.T) {
 
 	// Tokens: -q prints the token alone; it works; revoke ends it.
 	tokJSON := k.ctl(t, "token", "create", "--ttl", "1h", "--description", "test", "-o", "json").must(t)
-	var issued apiclient.IssuedToken
+	var issued apitypes.IssuedToken
 	if err := json.Unmarshal([]byte(tokJSON.Stdout), &issued); err != nil || issued.ID == "" || issued.Token == "" {
 		t.Fatalf("token create -o json: %v\n%s", err, tokJSON.Stdout)
 	}
@@ -98,7 +99,7 @@ func TestOutputFormats(t *testing.T) {
 
 	// Archons and join tokens.
 	arch := k.ctl(t, "archon", "create", "alice", "--role", "viewer", "-o", "json").must(t)
-	var created apiclient.CreatedArchon
+	var created apitypes.CreatedArchon
 	if err := json.Unmarshal([]byte(arch.Stdout), &created); err != nil || created.Archon.Role != "viewer" || created.Token.Token == "" {
 		t.Fatalf("archon create: %v\n%s", err, arch.Stdout)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
 // Kinds of names shell completion asks the Keeper for.
@@ -54,7 +55,7 @@ func listNames(ctx context.Context, cl *apiclient.Client, kind string) ([]string
 		}
 		return names, err
 	case kindSoul:
-		souls, err := cl.ListSouls(ctx, apiclient.SoulQuery{})
+		souls, err := cl.ListSouls(ctx, apitypes.SoulQuery{})
 		for _, s := range souls {
 			names = append(names, s.SID)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cmdutil"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/tlsutil"
@@ -105,7 +106,7 @@ func describeAPIError(ae *apiclient.APIError) string {
 }
 
 // problemLine is one validation problem as file:line:col: message.
-func problemLine(p apiclient.Problem) string {
+func problemLine(p apitypes.Problem) string {
 	if p.Text != "" {
 		return p.Text
 	}

@@ -9,8 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
-
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cmdutil"
 )
 
@@ -45,7 +44,7 @@ func newIncarnationCmd(g *Globals) *cobra.Command {
 
 func newIncarnationCreateCmd(g *Globals) *cobra.Command {
 	var (
-		req            apiclient.CreateIncarnationRequest
+		req            apitypes.CreateIncarnationRequest
 		covens         []string
 		input, essence string
 		ff             followFlags

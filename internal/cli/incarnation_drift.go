@@ -13,16 +13,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cmdutil"
-	"github.com/soulstack/soulstack/internal/store"
 )
 
 func init() {
 	incarnationSubcommands = append(incarnationSubcommands, newIncarnationDriftCmd, newIncarnationTriggersCmd)
 }
 
-func getDrift(ctx context.Context, cl *apiclient.Client, name string) (raw[apiclient.Drift], error) {
-	return call[apiclient.Drift](ctx, cl, http.MethodGet, incPath(name, "drift"), nil, nil)
+func getDrift(ctx context.Context, cl *apiclient.Client, name string) (raw[apitypes.Drift], error) {
+	return call[apitypes.Drift](ctx, cl, http.MethodGet, incPath(name, "drift"), nil, nil)
 }
 
 // newIncarnationDriftCmd is `soulctl incarnation drift` (SPEC §8.9).
@@ -55,13 +55,13 @@ Keeper; --scenario picks the scenario), --unschedule stops that.`,
 				return err
 			}
 			ctx := cmd.Context()
-			var d raw[apiclient.Drift]
+			var d raw[apitypes.Drift]
 			switch {
 			case every != 0:
-				d, err = call[apiclient.Drift](ctx, cl, http.MethodPut, incPath(n, "drift", "schedule"), nil,
-					apiclient.DriftSchedule{Scenario: scenario, Every: apiclient.Duration(every)})
+				d, err = call[apitypes.Drift](ctx, cl, http.MethodPut, incPath(n, "drift", "schedule"), nil,
+					apitypes.DriftSchedule{Scenario: scenario, Every: apitypes.Duration(every)})
 			case unschedule:
-				d, err = call[apiclient.Drift](ctx, cl, http.MethodDelete, incPath(n, "drift", "schedule"), nil, nil)
+				d, err = call[apitypes.Drift](ctx, cl, http.MethodDelete, incPath(n, "drift", "schedule"), nil, nil)
 			case last:
 				d, err = getDrift(ctx, cl, n)
 			default:
@@ -88,7 +88,7 @@ Keeper; --scenario picks the scenario), --unschedule stops that.`,
 // report when it ended.
 func (g *Globals) checkDrift(cmd *cobra.Command, cl *apiclient.Client, name, scenario string, ff followFlags) error {
 	ctx := cmd.Context()
-	acc, err := call[accepted](ctx, cl, http.MethodPost, incPath(name, "drift"), nil, apiclient.DriftRequest{Scenario: scenario})
+	acc, err := call[accepted](ctx, cl, http.MethodPost, incPath(name, "drift"), nil, apitypes.DriftRequest{Scenario: scenario})
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (g *Globals) checkDrift(cmd *cobra.Command, cl *apiclient.Client, name, sce
 
 // driftDetail is the table form of a drift record: the schedule, the last
 // report's verdict, a line per host and the diffs of drifted tasks.
-func driftDetail(w io.Writer, d apiclient.Drift) error {
+func driftDetail(w io.Writer, d apitypes.Drift) error {
 	row(w, "Incarnation:", d.Incarnation)
 	if d.Schedule != nil {
 		row(w, "Schedule:", fmt.Sprintf("every %s (scenario %s)", time.Duration(d.Schedule.Every), d.Schedule.Scenario))
@@ -161,7 +161,7 @@ func driftDetail(w io.Writer, d apiclient.Drift) error {
 			diffs = append(diffs, text)
 		}
 		tasks := strings.Join(names, ", ")
-		if h.Status == store.DriftUnknown && h.Msg != "" {
+		if h.Status == apitypes.DriftUnknown && h.Msg != "" {
 			tasks = h.Msg
 		}
 		if tasks == "" {
@@ -196,7 +196,7 @@ trigger is cleared once the handler succeeded.`,
 			if scenario != "" {
 				q.Set("scenario", scenario)
 			}
-			ts, err := call[[]store.PendingTrigger](cmd.Context(), cl, http.MethodGet, incPath(n, "triggers"), q, nil)
+			ts, err := call[[]apitypes.Trigger](cmd.Context(), cl, http.MethodGet, incPath(n, "triggers"), q, nil)
 			if err != nil {
 				return err
 			}

@@ -12,9 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/spf13/cobra"
-
-	"github.com/soulstack/soulstack/internal/apiclient"
 )
 
 func init() {
@@ -51,7 +50,7 @@ changed (-o json: one JSON document per change) until interrupted.`,
 			q := url.Values{"transitions": {strconv.Itoa(transitions)}}
 			var last []byte
 			for {
-				h, err := call[apiclient.IncarnationHealth](ctx, cl, http.MethodGet, incPath(n, "health"), q, nil)
+				h, err := call[apitypes.IncarnationHealth](ctx, cl, http.MethodGet, incPath(n, "health"), q, nil)
 				if err != nil {
 					if watch && ctx.Err() != nil {
 						return nil
@@ -87,7 +86,7 @@ changed (-o json: one JSON document per change) until interrupted.`,
 
 // healthKey is what --watch compares: statuses and messages, not the
 // report times that change at every summary.
-func healthKey(h apiclient.IncarnationHealth) []byte {
+func healthKey(h apitypes.IncarnationHealth) []byte {
 	var b bytes.Buffer
 	for _, c := range h.Checks {
 		for _, host := range c.Hosts {
@@ -127,7 +126,7 @@ func countsLine(counts map[string]int) string {
 
 // healthTable prints the checks with their counts, the hosts not OK, and
 // the newest transitions.
-func healthTable(w io.Writer, h apiclient.IncarnationHealth) error {
+func healthTable(w io.Writer, h apitypes.IncarnationHealth) error {
 	if len(h.Checks) == 0 {
 		_, err := fmt.Fprintf(w, "%s: no health check reports (the service has no health/ checks, or no soul reported yet)\n", h.Incarnation)
 		return err

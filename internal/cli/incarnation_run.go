@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cmdutil"
 )
 
@@ -18,7 +18,7 @@ func init() {
 func newIncarnationRunCmd(g *Globals) *cobra.Command {
 	var (
 		name, input string
-		req         apiclient.StartRunRequest
+		req         apitypes.StartRunRequest
 		ff          followFlags
 	)
 	c := &cobra.Command{
@@ -113,7 +113,7 @@ soulctl incarnation run NAME --scenario upgrade) uses the new commit.`,
 				}
 				return g.Emit(cmd, inc.JSON, func(w io.Writer) error { return incarnationDetail(w, inc.View) })
 			}
-			acc, err := call[accepted](cmd.Context(), cl, http.MethodPost, incPath(n, "upgrade"), nil, apiclient.UpgradeRequest{Ref: ref, Migrate: migrate})
+			acc, err := call[accepted](cmd.Context(), cl, http.MethodPost, incPath(n, "upgrade"), nil, apitypes.UpgradeRequest{Ref: ref, Migrate: migrate})
 			if err != nil {
 				return err
 			}

@@ -8,9 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cmdutil"
-	"github.com/soulstack/soulstack/internal/store"
 )
 
 func init() { subcommands = append(subcommands, newJoinTokenCmd) }
@@ -48,13 +47,13 @@ once; -q prints it alone.`,
 			if maxUses < 0 {
 				return cmdutil.Usage(fmt.Errorf("--max-uses must be positive (or 0 for no limit), not %d", maxUses))
 			}
-			req := apiclient.CreateJoinTokenRequest{Covens: covensFlag(covens), MaxUses: maxUses}
+			req := apitypes.CreateJoinTokenRequest{Covens: covensFlag(covens), MaxUses: maxUses}
 			if ttl != "" {
-				d, err := apiclient.ParseDuration(ttl)
+				d, err := apitypes.ParseDuration(ttl)
 				if err != nil {
 					return cmdutil.Usage(fmt.Errorf("--ttl: %w", err))
 				}
-				req.TTL = apiclient.Duration(d)
+				req.TTL = apitypes.Duration(d)
 			}
 			cl, err := g.Client(cmd.Context())
 			if err != nil {
@@ -102,7 +101,7 @@ func newJoinTokenListCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if ts == nil {
-				ts = []store.JoinToken{}
+				ts = []apitypes.JoinToken{}
 			}
 			return g.Emit(cmd, ts, func(w io.Writer) error {
 				row(w, "ID", "COVENS", "USES", "STATUS", "EXPIRES", "CREATED")
@@ -147,7 +146,7 @@ already joined with it stay accepted (reject them with soulctl souls reject).`,
 }
 
 // joinTokenStatus is whether a join token still lets souls in at now.
-func joinTokenStatus(t store.JoinToken, now time.Time) string {
+func joinTokenStatus(t apitypes.JoinToken, now time.Time) string {
 	switch {
 	case t.RevokedAt != nil:
 		return "revoked"

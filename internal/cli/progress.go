@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
-	"github.com/soulstack/soulstack/internal/store"
 )
 
 // progress renders a run as it advances, from fetches of the run record
@@ -233,7 +233,7 @@ func (p *progress) summary(r runView) {
 		what += fmt.Sprintf(", %d failed", failed)
 	}
 	verdict := r.Status
-	if r.Status == store.RunSucceeded {
+	if r.Status == apitypes.RunSucceeded {
 		verdict = p.mark("ok") + " " + r.Status
 	} else {
 		verdict = p.mark("failed") + " " + r.Status

@@ -5,8 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
-	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
 // TestJoinTokenCommands: create --max-uses, list (uses, limits, status, no
@@ -17,7 +16,7 @@ func TestJoinTokenCommands(t *testing.T) {
 		t.Errorf("--max-uses -1: exit %d, want a usage error\n%s", r.Code, r.Stderr)
 	}
 	out := k.ctl(t, "join-token", "create", "--covens", "web", "--ttl", "1h", "--max-uses", "2", "-o", "json").must(t)
-	var limited apiclient.CreatedJoinToken
+	var limited apitypes.CreatedJoinToken
 	if err := json.Unmarshal([]byte(out.Stdout), &limited); err != nil || limited.MaxUses != 2 {
 		t.Fatalf("join-token create --max-uses 2: %v\n%s", err, out.Stdout)
 	}
@@ -43,7 +42,7 @@ func TestJoinTokenCommands(t *testing.T) {
 
 	k.ctl(t, "join-token", "revoke", limited.ID).must(t)
 	js := k.ctl(t, "join-token", "list", "-o", "json").must(t)
-	var list []store.JoinToken
+	var list []apitypes.JoinToken
 	if err := json.Unmarshal([]byte(js.Stdout), &list); err != nil || len(list) != 3 {
 		t.Fatalf("join-token list -o json: %v\n%s", err, js.Stdout)
 	}
@@ -70,7 +69,7 @@ func TestJoinTokenCommands(t *testing.T) {
 func TestArchonLockOutCommands(t *testing.T) {
 	k := startKeeper(t)
 	out := k.ctl(t, "archon", "create", "alice", "--role", "operator", "-o", "json").must(t)
-	var alice apiclient.CreatedArchon
+	var alice apitypes.CreatedArchon
 	if err := json.Unmarshal([]byte(out.Stdout), &alice); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +84,7 @@ func TestArchonLockOutCommands(t *testing.T) {
 		t.Fatalf("token list:\n%s", all.Stdout)
 	}
 	js := k.ctl(t, "token", "list", "--archon", "alice", "-o", "json").must(t)
-	var theirs []store.Token
+	var theirs []apitypes.Token
 	if err := json.Unmarshal([]byte(js.Stdout), &theirs); err != nil || len(theirs) != 2 {
 		t.Fatalf("token list --archon alice: %v\n%s", err, js.Stdout)
 	}

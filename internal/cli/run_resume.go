@@ -11,10 +11,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cmdutil"
 )
 
-func resumeRun(ctx context.Context, cl *apiclient.Client, id string, req apiclient.ResumeRequest) (raw[accepted], error) {
+func resumeRun(ctx context.Context, cl *apiclient.Client, id string, req apitypes.ResumeRequest) (raw[accepted], error) {
 	return call[accepted](ctx, cl, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/resume", nil, req)
 }
 
@@ -47,7 +48,7 @@ inputs (the run stored them masked); nothing else can change.`,
 			if strings.TrimSpace(reason) == "" {
 				return cmdutil.Usage(errors.New("--reason is required: say why the hosts may be trusted again (it is audited)"))
 			}
-			req := apiclient.ResumeRequest{Reason: reason}
+			req := apitypes.ResumeRequest{Reason: reason}
 			if req.Input, err = jsonObject(g, "input", input); err != nil {
 				return err
 			}

@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
-	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
 // TestM4ScheduleListShowsOwnerAndPause: audit M4 — an operator's schedule
@@ -17,7 +16,7 @@ import (
 func TestM4ScheduleListShowsOwnerAndPause(t *testing.T) {
 	k := startKeeper(t)
 	out := k.ctl(t, "archon", "create", "olga", "--role", "operator", "-o", "json").must(t)
-	var olga apiclient.CreatedArchon
+	var olga apitypes.CreatedArchon
 	if err := json.Unmarshal([]byte(out.Stdout), &olga); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +34,7 @@ func TestM4ScheduleListShowsOwnerAndPause(t *testing.T) {
 	}
 	k.ctl(t, "archon", "disable", "olga").must(t)
 	r := k.ctl(t, "checker", "procedure", "schedule", "list", "-o", "json").must(t)
-	var ss []store.Schedule
+	var ss []apitypes.Schedule
 	if err := json.Unmarshal([]byte(r.Stdout), &ss); err != nil {
 		t.Fatal(err)
 	}

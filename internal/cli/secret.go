@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cmdutil"
 )
 
@@ -112,7 +112,7 @@ func newSecretListCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if list == nil {
-				list = []apiclient.Secret{}
+				list = []apitypes.Secret{}
 			}
 			return g.Emit(cmd, list, func(w io.Writer) error {
 				row(w, "NAME", "OWNER", "CREATED", "UPDATED", "USED BY")

@@ -7,8 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
-	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
 func init() { subcommands = append(subcommands, newServiceCmd) }
@@ -28,7 +27,7 @@ func newServiceCmd(g *Globals) *cobra.Command {
 }
 
 func newServiceRegisterCmd(g *Globals) *cobra.Command {
-	var req apiclient.RegisterServiceRequest
+	var req apitypes.RegisterServiceRequest
 	c := &cobra.Command{
 		Use:   "register [name] --git URL --ref REF",
 		Short: "Register a service from a git repository at a ref",
@@ -78,7 +77,7 @@ func newServiceListCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if svcs == nil {
-				svcs = []store.Service{}
+				svcs = []apitypes.Service{}
 			}
 			return g.Emit(cmd, svcs, func(w io.Writer) error {
 				row(w, "NAME", "REF", "COMMIT", "GIT", "UPDATED")
@@ -128,7 +127,7 @@ func newServiceShowCmd(g *Globals) *cobra.Command {
 func newServiceUpdateCmd(g *Globals) *cobra.Command {
 	var (
 		name string
-		req  apiclient.UpdateServiceRequest
+		req  apitypes.UpdateServiceRequest
 	)
 	c := &cobra.Command{
 		Use:   "update [name] --ref REF",
@@ -179,7 +178,7 @@ func newServiceDeleteCmd(g *Globals) *cobra.Command {
 }
 
 // serviceDetail is the table form of one service.
-func serviceDetail(w io.Writer, s store.Service) error {
+func serviceDetail(w io.Writer, s apitypes.Service) error {
 	row(w, "Name:", s.Name)
 	if d := strings.Join(strings.Fields(s.Description), " "); d != "" {
 		row(w, "Description:", d)
@@ -194,8 +193,8 @@ func serviceDetail(w io.Writer, s store.Service) error {
 
 // servicePins lists the incarnations of svc with the ref and commit each
 // is pinned to, marking those not at the service's commit.
-func servicePins(w io.Writer, svc store.Service, incs []store.Incarnation) error {
-	var mine []store.Incarnation
+func servicePins(w io.Writer, svc apitypes.Service, incs []apitypes.Incarnation) error {
+	var mine []apitypes.Incarnation
 	for _, i := range incs {
 		if i.Service == svc.Name {
 			mine = append(mine, i)

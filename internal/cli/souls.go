@@ -6,9 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
-	"github.com/soulstack/soulstack/internal/store"
 )
 
 func init() { subcommands = append(subcommands, newSoulsCmd) }
@@ -29,7 +28,7 @@ func newSoulsCmd(g *Globals) *cobra.Command {
 }
 
 func newSoulsListCmd(g *Globals) *cobra.Command {
-	var q apiclient.SoulQuery
+	var q apitypes.SoulQuery
 	c := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -49,7 +48,7 @@ func newSoulsListCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if souls == nil {
-				souls = []store.Soul{}
+				souls = []apitypes.Soul{}
 			}
 			return g.Emit(cmd, souls, func(w io.Writer) error {
 				row(w, "SID", "STATUS", "COVENS", "OS", "ADDRESS", "VERSION", "LAST SEEN")
@@ -63,7 +62,7 @@ func newSoulsListCmd(g *Globals) *cobra.Command {
 	c.Flags().StringVar(&q.Status, "status", "", "only souls with this status: pending, connected, disconnected, rejected")
 	c.Flags().StringSliceVar(&q.Covens, "coven", nil, "only souls carrying all these covens (repeat or comma-separate)")
 	_ = c.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(
-		[]string{store.SoulPending, store.SoulConnected, store.SoulDisconnected, store.SoulRejected}, cobra.ShellCompDirectiveNoFileComp))
+		[]string{apitypes.SoulPending, apitypes.SoulConnected, apitypes.SoulDisconnected, apitypes.SoulRejected}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 
@@ -163,7 +162,7 @@ when an incarnation is created or members are added.`,
 			if err != nil {
 				return err
 			}
-			var s store.Soul
+			var s apitypes.Soul
 			if cmd.Flags().Changed("set") {
 				s, err = cl.SetSoulCovens(cmd.Context(), id, covensFlag(covens))
 			} else {
@@ -189,13 +188,13 @@ when an incarnation is created or members are added.`,
 }
 
 // soulLine is the table form of a soul after a change.
-func soulLine(w io.Writer, verb string, s store.Soul) error {
+func soulLine(w io.Writer, verb string, s apitypes.Soul) error {
 	_, err := fmt.Fprintf(w, "soul %s %s: status %s, covens %s\n", s.SID, verb, s.Status, list(s.Covens))
 	return err
 }
 
 // soulDetail is the table form of one soul.
-func soulDetail(w io.Writer, s store.Soul) error {
+func soulDetail(w io.Writer, s apitypes.Soul) error {
 	row(w, "SID:", s.SID)
 	row(w, "Status:", s.Status)
 	row(w, "Key:", domain.KeyFingerprint(s.PublicKey))

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -33,7 +33,7 @@ func TestL2SoulsDeleteAndRekey(t *testing.T) {
 		}
 	}
 	op := k.ctl(t, "archon", "create", "olga", "--role", "operator", "-o", "json").must(t)
-	var olga apiclient.CreatedArchon
+	var olga apitypes.CreatedArchon
 	if err := json.Unmarshal([]byte(op.Stdout), &olga); err != nil {
 		t.Fatal(err)
 	}

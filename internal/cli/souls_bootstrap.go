@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cmdutil"
 	"github.com/soulstack/soulstack/internal/install"
-	"github.com/soulstack/soulstack/internal/store"
 )
 
 // newSoulsBootstrapCmd is `soulctl souls bootstrap`: agentless onboarding
@@ -60,7 +60,7 @@ replaces it) or failed with why. Exit 1 when any host failed.`,
 			if err != nil {
 				return fmt.Errorf("fetching install.sh from the keeper: %w", err)
 			}
-			jt, err := cl.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: covens, TTL: apiclient.Duration(ttl), MaxUses: len(ts)})
+			jt, err := cl.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: covens, TTL: apitypes.Duration(ttl), MaxUses: len(ts)})
 			if err != nil {
 				return fmt.Errorf("creating a join token: %w", err)
 			}
@@ -129,7 +129,7 @@ func awaitSouls(ctx context.Context, cl *apiclient.Client, res []install.HostRes
 		}
 		for {
 			s, err := cl.GetSoul(ctx, r.Hostname)
-			if err == nil && s.Status == store.SoulConnected {
+			if err == nil && s.Status == apitypes.SoulConnected {
 				r.Status = "connected"
 				r.Message = ""
 				break

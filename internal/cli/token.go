@@ -8,9 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cmdutil"
-	"github.com/soulstack/soulstack/internal/store"
 )
 
 func init() { subcommands = append(subcommands, newTokenCmd) }
@@ -51,7 +50,7 @@ with a leaked token show up here: revoke them with soulctl token revoke ID.`,
 				return err
 			}
 			if ts == nil {
-				ts = []store.Token{}
+				ts = []apitypes.Token{}
 			}
 			return g.Emit(cmd, ts, func(w io.Writer) error {
 				row(w, "ID", "ARCHON", "DESCRIPTION", "STATUS", "EXPIRES", "CREATED")
@@ -68,7 +67,7 @@ with a leaked token show up here: revoke them with soulctl token revoke ID.`,
 
 // tokenStatus is whether a token record still authenticates at now (its
 // Archon being enabled).
-func tokenStatus(t store.Token, now time.Time) string {
+func tokenStatus(t apitypes.Token, now time.Time) string {
 	switch {
 	case t.RevokedAt != nil:
 		return "revoked"
@@ -81,7 +80,7 @@ func tokenStatus(t store.Token, now time.Time) string {
 
 func newTokenCreateCmd(g *Globals) *cobra.Command {
 	var (
-		req   apiclient.CreateTokenRequest
+		req   apitypes.CreateTokenRequest
 		ttl   string
 		quiet bool
 	)
@@ -103,11 +102,11 @@ revoking it revokes every token it minted.`,
 				return cmdutil.Usage(errors.New("token create is not available in procedures: the token would be kept in the task's step log"))
 			}
 			if ttl != "" {
-				d, err := apiclient.ParseDuration(ttl)
+				d, err := apitypes.ParseDuration(ttl)
 				if err != nil {
 					return cmdutil.Usage(fmt.Errorf("--ttl: %w", err))
 				}
-				req.TTL = apiclient.Duration(d)
+				req.TTL = apitypes.Duration(d)
 			}
 			cl, err := g.Client(cmd.Context())
 			if err != nil {
@@ -156,7 +155,7 @@ func newTokenRevokeCmd(g *Globals) *cobra.Command {
 }
 
 // tokenDetail is the table form of an issued token.
-func tokenDetail(w io.Writer, t apiclient.IssuedToken) error {
+func tokenDetail(w io.Writer, t apitypes.IssuedToken) error {
 	row(w, "ID:", t.ID)
 	row(w, "Expires:", expires(t.ExpiresAt))
 	row(w, "Token:", t.Token)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/version"
 )
 
@@ -14,8 +14,8 @@ func init() { subcommands = append(subcommands, newVersionCmd) }
 
 // versions is what `soulctl version -o json` prints.
 type versions struct {
-	Client version.Info             `json:"client"`
-	Keeper *apiclient.KeeperVersion `json:"keeper,omitempty"`
+	Client version.Info            `json:"client"`
+	Keeper *apitypes.KeeperVersion `json:"keeper,omitempty"`
 }
 
 // newVersionCmd is `soulctl version`: this client's build and, when a

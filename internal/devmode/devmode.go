@@ -23,6 +23,7 @@ import (
 
 	"github.com/soulstack/soulstack/examples/hello"
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/cli"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/domain"
@@ -245,7 +246,7 @@ func setUp(ctx context.Context, o Options, k *keeper.Keeper, info *Info, token s
 			Root: filepath.Join(dir, "root"), Log: filepath.Join(dir, "soul.log")}
 		key := strings.Join(s.Covens, ",")
 		if joins[key] == "" {
-			jt, err := cl.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: s.Covens, TTL: apiclient.Duration(time.Hour)})
+			jt, err := cl.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: s.Covens, TTL: apitypes.Duration(time.Hour)})
 			if err != nil {
 				return fmt.Errorf("creating a join token: %w", err)
 			}
@@ -261,7 +262,7 @@ func setUp(ctx context.Context, o Options, k *keeper.Keeper, info *Info, token s
 		want[s.SID] = true
 	}
 	return waitFor(ctx, 60*time.Second, fmt.Sprintf("%d souls to connect (logs in %s/souls/*/soul.log)", len(want), o.DataDir), func() (bool, error) {
-		list, err := cl.ListSouls(ctx, apiclient.SoulQuery{Status: "connected"})
+		list, err := cl.ListSouls(ctx, apitypes.SoulQuery{Status: "connected"})
 		if err != nil {
 			return false, nil
 		}

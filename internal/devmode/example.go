@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 )
 
@@ -91,9 +92,9 @@ func syncRepo(dir string, src fs.FS) (string, error) {
 // registerService registers name from the local repository at ref, or
 // moves an already registered one to the repository's current commit.
 func registerService(ctx context.Context, cl *apiclient.Client, name, git, ref string) (string, error) {
-	svc, err := cl.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: name, Git: git, Ref: ref})
+	svc, err := cl.RegisterService(ctx, apitypes.RegisterServiceRequest{Name: name, Git: git, Ref: ref})
 	if apiclient.IsCode(err, domain.CodeConflict) {
-		svc, err = cl.UpdateService(ctx, name, apiclient.UpdateServiceRequest{Ref: ref, Git: git})
+		svc, err = cl.UpdateService(ctx, name, apitypes.UpdateServiceRequest{Ref: ref, Git: git})
 	}
 	if err != nil {
 		var ae *apiclient.APIError

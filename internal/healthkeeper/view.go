@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/health"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -12,11 +12,12 @@ import (
 // View groups an incarnation's stored states by check, marks hosts silent
 // for staleAfter stale, and counts by status. Hosts within a check come
 // worst first, then by SID.
-func View(incarnation string, states []store.HealthState, trans []store.HealthTransition, now time.Time, staleAfter time.Duration) apiclient.IncarnationHealth {
-	out := apiclient.IncarnationHealth{Incarnation: incarnation, Counts: map[string]int{}, Checks: []apiclient.HealthCheck{},
-		Transitions: trans, StaleAfter: apiclient.Duration(staleAfter)}
-	if out.Transitions == nil {
-		out.Transitions = []store.HealthTransition{}
+func View(incarnation string, states []store.HealthState, trans []store.HealthTransition, now time.Time, staleAfter time.Duration) apitypes.IncarnationHealth {
+	out := apitypes.IncarnationHealth{Incarnation: incarnation, Counts: map[string]int{}, Checks: []apitypes.HealthCheck{},
+		Transitions: make([]apitypes.HealthTransition, 0, len(trans)), StaleAfter: apitypes.Duration(staleAfter)}
+	for _, tr := range trans { // the wire form: no store record crosses the API edge
+		out.Transitions = append(out.Transitions, apitypes.HealthTransition{ID: tr.ID, Incarnation: tr.Incarnation,
+			Check: tr.Check, SID: tr.SID, From: tr.From, To: tr.To, Message: tr.Message, At: tr.At})
 	}
 	idx := map[string]int{}
 	for _, st := range states {
@@ -24,13 +25,13 @@ func View(incarnation string, states []store.HealthState, trans []store.HealthTr
 		if !ok {
 			i = len(out.Checks)
 			idx[st.Check] = i
-			out.Checks = append(out.Checks, apiclient.HealthCheck{Name: st.Check, Counts: map[string]int{}, Hosts: []apiclient.HealthHost{}})
+			out.Checks = append(out.Checks, apitypes.HealthCheck{Name: st.Check, Counts: map[string]int{}, Hosts: []apitypes.HealthHost{}})
 		}
 		status := EffectiveStatus(st, now, staleAfter)
 		c := &out.Checks[i]
 		c.Counts[status]++
 		out.Counts[status]++
-		c.Hosts = append(c.Hosts, apiclient.HealthHost{SID: st.SID, Status: status, LastStatus: st.Status, Message: st.Message,
+		c.Hosts = append(c.Hosts, apitypes.HealthHost{SID: st.SID, Status: status, LastStatus: st.Status, Message: st.Message,
 			Perfdata: st.Perfdata, Since: st.Since, CheckedAt: st.CheckedAt, ReportedAt: st.ReportedAt, Flaps: st.Flaps})
 	}
 	for i := range out.Checks {
@@ -49,7 +50,7 @@ func View(incarnation string, states []store.HealthState, trans []store.HealthTr
 
 // Overview counts every incarnation's states by status, the incarnations
 // with anything not OK first, then by name.
-func Overview(states []store.HealthState, now time.Time, staleAfter time.Duration) apiclient.HealthOverview {
+func Overview(states []store.HealthState, now time.Time, staleAfter time.Duration) apitypes.HealthOverview {
 	byInc := map[string]map[string]int{}
 	var names []string
 	for _, st := range states {
@@ -77,9 +78,9 @@ func Overview(states []store.HealthState, now time.Time, staleAfter time.Duratio
 		}
 		return names[a] < names[b]
 	})
-	out := apiclient.HealthOverview{Incarnations: []apiclient.IncarnationHealthCounts{}}
+	out := apitypes.HealthOverview{Incarnations: []apitypes.IncarnationHealthCounts{}}
 	for _, n := range names {
-		out.Incarnations = append(out.Incarnations, apiclient.IncarnationHealthCounts{Incarnation: n, Counts: byInc[n]})
+		out.Incarnations = append(out.Incarnations, apitypes.IncarnationHealthCounts{Incarnation: n, Counts: byInc[n]})
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/install"
 	"github.com/soulstack/soulstack/internal/keeper"
@@ -133,7 +134,7 @@ func TestInstallScript(t *testing.T) {
 	if _, err := exec.LookPath("shellcheck"); err == nil {
 		run(t, "", "shellcheck", "-s", "sh", script)
 	}
-	jt, err := k.client.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"web"}, TTL: apiclient.Duration(time.Hour)})
+	jt, err := k.client.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"web"}, TTL: apitypes.Duration(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestInstallScript(t *testing.T) {
 
 	// A revoked token and a token of another keeper are refused before the
 	// host is touched, each with its reason.
-	revoked, err := k.client.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"web"}, TTL: apiclient.Duration(time.Hour)})
+	revoked, err := k.client.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"web"}, TTL: apitypes.Duration(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/keeper"
@@ -80,13 +81,13 @@ func TestChaosKeepersKilled(t *testing.T) {
 	ctx := c.ctx
 	repo := catalogtest.NewRepo(t)
 	repo.Commit(chaosService, "chaos service")
-	if _, err := c.clients[0].RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "chaos", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := c.clients[0].RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "chaos", Git: repo.Dir, Ref: "master"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.clients[0].PutProcedure(ctx, "tick", tickProc); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := c.clients[0].CreateSchedule(ctx, apiclient.CreateScheduleRequest{Procedure: "tick", Cron: "* * * * *"})
+	sc, err := c.clients[0].CreateSchedule(ctx, apitypes.CreateScheduleRequest{Procedure: "tick", Cron: "* * * * *"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func startChaos(t *testing.T, keepers, souls int) *chaos {
 	}
 	t.Cleanup(func() { c.st.Close() })
 	c.lb = startBalancer(t, c.addrs)
-	jt, err := c.clients[0].CreateJoinToken(c.ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"chaos"}, TTL: apiclient.Duration(time.Hour)})
+	jt, err := c.clients[0].CreateJoinToken(c.ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"chaos"}, TTL: apitypes.Duration(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func startChaos(t *testing.T, keepers, souls int) *chaos {
 // i and returns its run, once it runs.
 func (c *chaos) startRun(i int, name string) string {
 	c.t.Helper()
-	acc, err := c.clients[i].CreateIncarnation(c.ctx, apiclient.CreateIncarnationRequest{Name: name, Service: "chaos", Covens: []string{"chaos"}})
+	acc, err := c.clients[i].CreateIncarnation(c.ctx, apitypes.CreateIncarnationRequest{Name: name, Service: "chaos", Covens: []string{"chaos"}})
 	if err != nil {
 		c.t.Fatalf("creating %s through %s: %v", name, c.ids[i], err)
 	}

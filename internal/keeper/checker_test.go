@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/testutil"
 )
@@ -134,7 +135,7 @@ func testCheckerOnSouls(t *testing.T, dbURL string) {
 			t.Fatalf("task %s: %s\n%s", task.ID, task.Status, taskLog(task))
 		}
 		want := "Error: " + fleetInc + "/break: " + run.Error + ": "
-		if !slices.ContainsFunc(task.Log, func(l store.CheckerLogLine) bool { return l.Message == want }) {
+		if !slices.ContainsFunc(task.Log, func(l apitypes.CheckerLogLine) bool { return l.Message == want }) {
 			t.Errorf("no log line %q:\n%s", want, taskLog(task))
 		}
 		if inc := f.incarnation(); inc.Status != store.IncarnationErrorLocked {
@@ -154,7 +155,7 @@ func testCheckerOnSouls(t *testing.T, dbURL string) {
 			t.Fatalf("task %s: %s %q\n%s", task.ID, task.Status, task.RunError, taskLog(task))
 		}
 		for _, want := range []string{`Disconnected souls: ["soul-c"]`, "soul-c"} {
-			if !slices.ContainsFunc(task.Log, func(l store.CheckerLogLine) bool { return l.Kind == "log" && l.Message == want }) {
+			if !slices.ContainsFunc(task.Log, func(l apitypes.CheckerLogLine) bool { return l.Kind == "log" && l.Message == want }) {
 				t.Errorf("no log line %q:\n%s", want, taskLog(task))
 			}
 		}
@@ -163,13 +164,13 @@ func testCheckerOnSouls(t *testing.T, dbURL string) {
 
 // execute starts a procedure through the API and polls its task until it
 // ends.
-func (f *fleet) execute(name string, vars map[string]any) store.CheckerTask {
+func (f *fleet) execute(name string, vars map[string]any) apitypes.CheckerTask {
 	f.t.Helper()
 	resp, err := f.c.ExecuteProcedure(f.ctx, name, vars)
 	if err != nil || len(resp.TaskIDs) != 1 {
 		f.t.Fatalf("execute %s: %+v, %v", name, resp, err)
 	}
-	var task store.CheckerTask
+	var task apitypes.CheckerTask
 	testutil.WaitFor(f.t, 30*time.Second, func() bool {
 		task, err = f.c.GetCheckerTask(f.ctx, resp.TaskIDs[0])
 		return err == nil && task.Status != "PENDING" && task.Status != "RUNNING"
@@ -178,7 +179,7 @@ func (f *fleet) execute(name string, vars map[string]any) store.CheckerTask {
 }
 
 // latestRun is the fleet incarnation's newest run.
-func latestRun(t *testing.T, f *fleet) store.Run {
+func latestRun(t *testing.T, f *fleet) apitypes.Run {
 	t.Helper()
 	runs, err := f.c.ListRuns(f.ctx, fleetInc, 1)
 	if err != nil || len(runs) != 1 {
@@ -202,7 +203,7 @@ func archonID(t *testing.T, f *fleet, name string) string {
 	return ""
 }
 
-func taskLog(task store.CheckerTask) string {
+func taskLog(task apitypes.CheckerTask) string {
 	var b strings.Builder
 	for _, l := range task.Log {
 		b.WriteString(l.Step + " " + l.Kind + ": " + l.Message + "\n")

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 )
 
@@ -42,7 +42,7 @@ input:
   note: {type: string, default: ""}
 tasks: []
 `}, "v1")
-	if _, err := f.c.RegisterService(f.ctx, apiclient.RegisterServiceRequest{Name: "guarded", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := f.c.RegisterService(f.ctx, apitypes.RegisterServiceRequest{Name: "guarded", Git: repo.Dir, Ref: "master"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.c.SetSecret(f.ctx, "api_token", val); err != nil {
@@ -69,7 +69,7 @@ tasks: []
 		t.Fatalf("a secret into a secret input must pass the guard (and fail for want of souls): %s %q\n%s", task2.Status, task2.RunError, taskLog(task2))
 	}
 
-	audit, err := f.c.ListAudit(f.ctx, apiclient.AuditQuery{})
+	audit, err := f.c.ListAudit(f.ctx, apitypes.AuditQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -21,15 +21,15 @@ import (
 func TestCloudExecProviderFaults(t *testing.T) {
 	r := newCloudRig(t)
 	r.provider("bad", "fail", "3s")
-	if _, err := r.c.SetCloudProfile(r.ctx, "badp", apiclient.CloudProfileRequest{Provider: "bad"}); err != nil {
+	if _, err := r.c.SetCloudProfile(r.ctx, "badp", apitypes.CloudProfileRequest{Provider: "bad"}); err != nil {
 		t.Fatal(err)
 	}
 	r.register("cloudfault", "testdata/cloudfault")
-	acc, err := r.c.CreateIncarnation(r.ctx, apiclient.CreateIncarnationRequest{Name: "f", Service: "cloudfault", Covens: []string{"web"}, Input: map[string]any{"count": 1}})
+	acc, err := r.c.CreateIncarnation(r.ctx, apitypes.CreateIncarnationRequest{Name: "f", Service: "cloudfault", Covens: []string{"web"}, Input: map[string]any{"count": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	failed := func(run apiclient.RunDetail, want string) {
+	failed := func(run apitypes.RunDetail, want string) {
 		t.Helper()
 		inc, err := r.c.GetIncarnation(r.ctx, "f")
 		if err != nil {
@@ -43,7 +43,7 @@ func TestCloudExecProviderFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	step := func(mode string, count int) apiclient.RunDetail {
+	step := func(mode string, count int) apitypes.RunDetail {
 		t.Helper()
 		r.provider("bad", mode, "3s")
 		return r.runOn("f", "create", map[string]any{"count": count}, false)

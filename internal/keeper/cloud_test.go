@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -45,7 +45,7 @@ func newCloudRig(t *testing.T) *cloudRig {
 
 func (r *cloudRig) provider(name, mode, timeout string) {
 	r.t.Helper()
-	_, err := r.c.SetCloudProvider(r.ctx, name, apiclient.CloudProviderRequest{Kind: "exec", Config: map[string]any{
+	_, err := r.c.SetCloudProvider(r.ctx, name, apitypes.CloudProviderRequest{Kind: "exec", Config: map[string]any{
 		"executable": providerBin, "timeout": timeout,
 		"env": map[string]any{"DIR": r.procs, "SOUL": soulBin, "MODE": mode},
 	}})
@@ -71,14 +71,14 @@ func (r *cloudRig) register(name, dir string) {
 	}
 	repo := catalogtest.NewRepo(r.t)
 	repo.Commit(files, name)
-	if _, err := r.c.RegisterService(r.ctx, apiclient.RegisterServiceRequest{Name: name, Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := r.c.RegisterService(r.ctx, apitypes.RegisterServiceRequest{Name: name, Git: repo.Dir, Ref: "master"}); err != nil {
 		r.t.Fatal(err)
 	}
 }
 
-func (r *cloudRig) runOn(inc, scenario string, input map[string]any, check bool) apiclient.RunDetail {
+func (r *cloudRig) runOn(inc, scenario string, input map[string]any, check bool) apitypes.RunDetail {
 	r.t.Helper()
-	acc, err := r.c.StartRun(r.ctx, inc, apiclient.StartRunRequest{Scenario: scenario, Input: input, Check: check})
+	acc, err := r.c.StartRun(r.ctx, inc, apitypes.StartRunRequest{Scenario: scenario, Input: input, Check: check})
 	if err != nil {
 		r.t.Fatalf("starting %s on %s: %v", scenario, inc, err)
 	}
@@ -122,12 +122,12 @@ func (r *cloudRig) noToken(what string, v any) {
 func TestCloudExecProvider(t *testing.T) {
 	r := newCloudRig(t)
 	r.provider("procs", "", "30s")
-	if _, err := r.c.SetCloudProfile(r.ctx, "small", apiclient.CloudProfileRequest{Provider: "procs", Covens: []string{"cloud"}}); err != nil {
+	if _, err := r.c.SetCloudProfile(r.ctx, "small", apitypes.CloudProfileRequest{Provider: "procs", Covens: []string{"cloud"}}); err != nil {
 		t.Fatal(err)
 	}
 	r.register("cloud-web", "../../examples/cloud-web")
 	input := map[string]any{"provider": "procs", "profile": "small"}
-	acc, err := r.c.CreateIncarnation(r.ctx, apiclient.CreateIncarnationRequest{Name: "shop", Service: "cloud-web", Covens: []string{"web"}, Input: input})
+	acc, err := r.c.CreateIncarnation(r.ctx, apitypes.CreateIncarnationRequest{Name: "shop", Service: "cloud-web", Covens: []string{"web"}, Input: input})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestCloudExecProvider(t *testing.T) {
 	if got := r.instances(""); len(got) != 0 {
 		t.Errorf("instances after destroy: %v", got)
 	}
-	audit, err := r.c.ListAudit(r.ctx, apiclient.AuditQuery{})
+	audit, err := r.c.ListAudit(r.ctx, apitypes.AuditQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}

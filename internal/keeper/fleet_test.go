@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/keeper"
@@ -162,7 +163,7 @@ func (f *fleet) connect() {
 // waits until they are connected.
 func (f *fleet) startSouls() {
 	f.t.Helper()
-	jt, err := f.c.CreateJoinToken(f.ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"fleet"}, TTL: apiclient.Duration(time.Hour)})
+	jt, err := f.c.CreateJoinToken(f.ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"fleet"}, TTL: apitypes.Duration(time.Hour)})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func (f *fleet) registerFleet() {
 	}
 	repo := catalogtest.NewRepo(f.t)
 	repo.Commit(files, "fleet service")
-	if _, err := f.c.RegisterService(f.ctx, apiclient.RegisterServiceRequest{Name: "fleet", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := f.c.RegisterService(f.ctx, apitypes.RegisterServiceRequest{Name: "fleet", Git: repo.Dir, Ref: "master"}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -256,9 +257,9 @@ func terminal(status string) bool {
 }
 
 // awaitRun polls GET /v1/runs/{id} until the run ended.
-func (f *fleet) awaitRun(id string, within time.Duration) apiclient.RunDetail {
+func (f *fleet) awaitRun(id string, within time.Duration) apitypes.RunDetail {
 	f.t.Helper()
-	var r apiclient.RunDetail
+	var r apitypes.RunDetail
 	testutil.WaitFor(f.t, within, func() bool {
 		var err error
 		r, err = f.c.GetRun(f.ctx, id)
@@ -280,9 +281,9 @@ func (f *fleet) awaitSleep(id string) {
 }
 
 // run starts scenario on the fleet incarnation and waits for its end.
-func (f *fleet) run(scenario string, input map[string]any, check bool) apiclient.RunDetail {
+func (f *fleet) run(scenario string, input map[string]any, check bool) apitypes.RunDetail {
 	f.t.Helper()
-	acc, err := f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: scenario, Input: input, Check: check})
+	acc, err := f.c.StartRun(f.ctx, fleetInc, apitypes.StartRunRequest{Scenario: scenario, Input: input, Check: check})
 	if err != nil {
 		f.t.Fatalf("starting %s: %v", scenario, err)
 	}
@@ -291,9 +292,9 @@ func (f *fleet) run(scenario string, input map[string]any, check bool) apiclient
 
 // createFleet creates the fleet incarnation with motd "Hello", checks it
 // is ready with the expected state and returns the create run.
-func (f *fleet) createFleet() apiclient.RunDetail {
+func (f *fleet) createFleet() apitypes.RunDetail {
 	f.t.Helper()
-	acc, err := f.c.CreateIncarnation(f.ctx, apiclient.CreateIncarnationRequest{
+	acc, err := f.c.CreateIncarnation(f.ctx, apitypes.CreateIncarnationRequest{
 		Name: fleetInc, Service: "fleet", Covens: []string{"fleet"}, Input: map[string]any{"motd": "Hello"},
 	})
 	if err != nil {
@@ -313,7 +314,7 @@ func (f *fleet) createFleet() apiclient.RunDetail {
 	return r
 }
 
-func (f *fleet) incarnation() store.Incarnation {
+func (f *fleet) incarnation() apitypes.Incarnation {
 	f.t.Helper()
 	inc, err := f.c.GetIncarnation(f.ctx, fleetInc)
 	if err != nil {
@@ -322,7 +323,7 @@ func (f *fleet) incarnation() store.Incarnation {
 	return inc
 }
 
-func (f *fleet) history() []store.Snapshot {
+func (f *fleet) history() []apitypes.Snapshot {
 	f.t.Helper()
 	h, err := f.c.IncarnationHistory(f.ctx, fleetInc, 0)
 	if err != nil {
@@ -347,10 +348,10 @@ func sha256Hex(s string) string {
 }
 
 // hosts returns the per-host results of the task named name, by SID.
-func hosts(r apiclient.RunDetail, name string) map[string]apiclient.RunHost {
+func hosts(r apitypes.RunDetail, name string) map[string]apitypes.RunHost {
 	for _, t := range r.Tasks {
 		if t.Name == name {
-			m := map[string]apiclient.RunHost{}
+			m := map[string]apitypes.RunHost{}
 			for _, h := range t.Hosts {
 				m[h.SID] = h
 			}
@@ -371,12 +372,12 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // destinyOutput is the output: of the destiny an apply task ran on a host.
-func destinyOutput(h apiclient.RunHost) map[string]any {
+func destinyOutput(h apitypes.RunHost) map[string]any {
 	out, _ := h.Data["output"].(map[string]any)
 	return out
 }
 
-func runJSON(r apiclient.RunDetail) string {
+func runJSON(r apitypes.RunDetail) string {
 	b, _ := json.MarshalIndent(r, "", "  ")
 	return string(b)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -213,7 +214,22 @@ func (k *Keeper) forwardExecute(ctx context.Context, name string, vars map[strin
 		return nil, fmt.Errorf("forwarding run-on-vip procedure %s to the leader keeper %s: %w", name, id, err)
 	}
 	k.log.Info("run-on-vip procedure forwarded to the leader", "procedure", name, "leader", id, "tasks", resp.TaskIDs)
-	return resp.Tasks, nil
+	return fromWireTasks(resp.Tasks), nil
+}
+
+// fromWireTasks turns the leader's answer back into task records: the
+// forwarding keeper's Checker hands them on as its own Execute would.
+func fromWireTasks(ts []apitypes.CheckerTask) []store.CheckerTask {
+	out := make([]store.CheckerTask, len(ts))
+	for i, t := range ts {
+		out[i] = store.CheckerTask{ID: t.ID, Procedure: t.Procedure, Vars: t.Vars, Status: t.Status, RunError: t.RunError,
+			Message: t.Message, ParentID: t.ParentID, ScheduleID: t.ScheduleID, KeeperID: t.KeeperID,
+			CreatedAt: t.CreatedAt, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt}
+		for _, l := range t.Log {
+			out[i].Log = append(out[i].Log, store.CheckerLogLine{Time: l.Time, Step: l.Step, Kind: l.Kind, Message: l.Message, Data: l.Data})
+		}
+	}
+	return out
 }
 
 // find returns the id of the keeper holding the leader lock (PostgreSQL).

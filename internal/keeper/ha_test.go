@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/cli"
@@ -118,7 +118,7 @@ func TestDeadKeeperCleanedUp(t *testing.T) {
 		if len(resp.Tasks) != 1 {
 			t.Fatalf("tasks %+v", resp)
 		}
-		var task store.CheckerTask
+		var task apitypes.CheckerTask
 		testutil.WaitFor(t, 15*time.Second, func() bool {
 			task, err = c.clients[1].GetCheckerTask(ctx, resp.Tasks[0].ID)
 			return err == nil && checker.IsTerminal(task.Status)
@@ -131,10 +131,10 @@ func TestDeadKeeperCleanedUp(t *testing.T) {
 	// keeper-2's own work in flight: a run and a Checker task.
 	repo := catalogtest.NewRepo(t)
 	repo.Commit(slowService, "slow service")
-	if _, err := c.clients[0].RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "slow", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := c.clients[0].RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "slow", Git: repo.Dir, Ref: "master"}); err != nil {
 		t.Fatal(err)
 	}
-	acc, err := c.clients[1].CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "slow-1", Service: "slow", Covens: []string{"relay"}})
+	acc, err := c.clients[1].CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "slow-1", Service: "slow", Covens: []string{"relay"}})
 	if err != nil {
 		t.Fatal(err)
 	}

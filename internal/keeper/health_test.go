@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/cli"
 	"github.com/soulstack/soulstack/internal/config"
@@ -70,10 +70,10 @@ func TestHealthChecks(t *testing.T) {
 	f.connect()
 	repo := catalogtest.NewRepo(t)
 	repo.Commit(healthService, "watched service")
-	if _, err := f.c.RegisterService(f.ctx, apiclient.RegisterServiceRequest{Name: "watched", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := f.c.RegisterService(f.ctx, apitypes.RegisterServiceRequest{Name: "watched", Git: repo.Dir, Ref: "master"}); err != nil {
 		t.Fatal(err)
 	}
-	jt, err := f.c.CreateJoinToken(f.ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"fleet"}, TTL: apiclient.Duration(time.Hour)})
+	jt, err := f.c.CreateJoinToken(f.ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"fleet"}, TTL: apitypes.Duration(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestHealthChecks(t *testing.T) {
 			"--reconnect-min", "50ms", "--reconnect-max", "300ms", "--health-summary-interval", "1s", "--vitals-interval", "1s")
 	}
 	f.waitSouls(store.SoulConnected, fleetSIDs...)
-	acc, err := f.c.CreateIncarnation(f.ctx, apiclient.CreateIncarnationRequest{Name: "w1", Service: "watched", Covens: []string{"fleet"}})
+	acc, err := f.c.CreateIncarnation(f.ctx, apitypes.CreateIncarnationRequest{Name: "w1", Service: "watched", Covens: []string{"fleet"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestHealthChecks(t *testing.T) {
 		return true
 	}, "the health after the create run in its record")
 
-	status := func(check, sid string) apiclient.HealthHost {
+	status := func(check, sid string) apitypes.HealthHost {
 		h, err := f.c.IncarnationHealth(f.ctx, "w1")
 		if err != nil {
 			t.Fatal(err)
@@ -124,7 +124,7 @@ func TestHealthChecks(t *testing.T) {
 				}
 			}
 		}
-		return apiclient.HealthHost{}
+		return apitypes.HealthHost{}
 	}
 	testutil.WaitFor(t, 15*time.Second, func() bool {
 		for _, sid := range fleetSIDs {
@@ -219,7 +219,7 @@ func TestHealthChecks(t *testing.T) {
 }
 
 // healthEvents subscribes to an incarnation's health transitions (SSE).
-func (f *fleet) healthEvents(name string) <-chan apiclient.HealthEvent {
+func (f *fleet) healthEvents(name string) <-chan apitypes.HealthEvent {
 	f.t.Helper()
 	ctx, cancel := context.WithCancel(f.ctx)
 	f.t.Cleanup(cancel)
@@ -235,7 +235,7 @@ func (f *fleet) healthEvents(name string) <-chan apiclient.HealthEvent {
 	if resp.StatusCode != http.StatusOK {
 		f.t.Fatalf("health events: %s", resp.Status)
 	}
-	ch := make(chan apiclient.HealthEvent, 16)
+	ch := make(chan apitypes.HealthEvent, 16)
 	go func() {
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
@@ -244,7 +244,7 @@ func (f *fleet) healthEvents(name string) <-chan apiclient.HealthEvent {
 			if !ok {
 				continue
 			}
-			var ev apiclient.HealthEvent
+			var ev apitypes.HealthEvent
 			if json.Unmarshal([]byte(data), &ev) == nil {
 				ch <- ev
 			}

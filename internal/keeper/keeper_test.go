@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/testutil"
 )
@@ -71,7 +72,7 @@ func TestInitServeShutdown(t *testing.T) {
 		t.Fatal("a wrong pinned fingerprint was accepted")
 	}
 	anon, _ := apiclient.New("http://"+addr, "")
-	if _, err := anon.ListSouls(ctx, apiclient.SoulQuery{}); domain.ErrorCode(err) != domain.CodeUnauthorized {
+	if _, err := anon.ListSouls(ctx, apitypes.SoulQuery{}); domain.ErrorCode(err) != domain.CodeUnauthorized {
 		t.Fatalf("anonymous list: %v", err)
 	}
 	// The soul stream is not served over plain HTTP.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/keeper"
 	"github.com/soulstack/soulstack/internal/store"
@@ -60,7 +61,7 @@ func TestOnboardingRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	jt, err := c.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"prod", "web"}, TTL: apiclient.Duration(time.Hour)})
+	jt, err := c.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"prod", "web"}, TTL: apitypes.Duration(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestOnboardingRoundTrip(t *testing.T) {
 	testutil.WaitFor(t, 15*time.Second, func() bool { return status("alpha") == store.SoulConnected }, "alpha connected")
 	testutil.WaitFor(t, 15*time.Second, func() bool { return status("beta") == store.SoulPending && status("gamma") == store.SoulPending }, "beta and gamma pending")
 
-	pending, err := c.ListSouls(ctx, apiclient.SoulQuery{Status: store.SoulPending})
+	pending, err := c.ListSouls(ctx, apitypes.SoulQuery{Status: store.SoulPending})
 	if err != nil || len(pending) != 2 {
 		t.Fatalf("pending souls %v, %v", pending, err)
 	}
@@ -100,7 +101,7 @@ func TestOnboardingRoundTrip(t *testing.T) {
 		t.Fatalf("gamma is %s", status("gamma"))
 	}
 
-	prod, err := c.ListSouls(ctx, apiclient.SoulQuery{Covens: []string{"prod"}})
+	prod, err := c.ListSouls(ctx, apitypes.SoulQuery{Covens: []string{"prod"}})
 	if err != nil || len(prod) != 1 || prod[0].SID != "alpha" || !slices.Equal(prod[0].Covens, []string{"prod", "web"}) {
 		t.Fatalf("prod souls %+v, %v", prod, err)
 	}

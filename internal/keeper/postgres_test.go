@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/keeper"
@@ -49,7 +50,7 @@ func TestPostgresKeepers(t *testing.T) {
 		}
 		clients = append(clients, cl)
 	}
-	created, err := clients[0].CreateArchon(ctx, apiclient.CreateArchonRequest{Name: "ops", Role: "operator"})
+	created, err := clients[0].CreateArchon(ctx, apitypes.CreateArchonRequest{Name: "ops", Role: "operator"})
 	if err != nil {
 		t.Fatal(err)
 	}

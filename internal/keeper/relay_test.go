@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/dispatch"
@@ -159,7 +160,7 @@ func startTwoKeepers(t *testing.T, binary bool) *twoKeepers {
 		testutil.WaitFor(t, 10*time.Second, k.Relay().Listening, "%s's relay to listen", cfg.KeeperID)
 		c.keepers[i], c.addrs[i], c.clients[i] = k, addr, cl
 	}
-	jt, err := c.clients[0].CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"relay"}, TTL: apiclient.Duration(time.Hour)})
+	jt, err := c.clients[0].CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"relay"}, TTL: apitypes.Duration(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,9 +214,9 @@ func (c *twoKeepers) file(sid, path string) string {
 }
 
 // awaitRun polls keeper i's API until run id ended.
-func (c *twoKeepers) awaitRun(i int, id string) apiclient.RunDetail {
+func (c *twoKeepers) awaitRun(i int, id string) apitypes.RunDetail {
 	c.t.Helper()
-	var r apiclient.RunDetail
+	var r apitypes.RunDetail
 	testutil.WaitFor(c.t, 60*time.Second, func() bool {
 		var err error
 		r, err = c.clients[i].GetRun(c.ctx, id)
@@ -327,7 +328,7 @@ func TestRelayTwoKeepers(t *testing.T) {
 	t.Run("killed soul unreachable at once", func(t *testing.T) {
 		c.killSoul("soul-b")
 		began := time.Now()
-		acc, err := c.clients[0].StartRun(ctx, relayInc, apiclient.StartRunRequest{Scenario: "create"})
+		acc, err := c.clients[0].StartRun(ctx, relayInc, apitypes.StartRunRequest{Scenario: "create"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +354,7 @@ func TestRelayTwoKeepers(t *testing.T) {
 		}
 		// Started through keeper-2 this time: now soul-a's and soul-b's
 		// work is relayed to keeper-1.
-		acc, err := c.clients[1].StartRun(ctx, relayInc, apiclient.StartRunRequest{Scenario: "create"})
+		acc, err := c.clients[1].StartRun(ctx, relayInc, apitypes.StartRunRequest{Scenario: "create"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -366,14 +367,14 @@ func TestRelayTwoKeepers(t *testing.T) {
 
 // createRelayed registers the relay service and creates its incarnation
 // through keeper-1; the create run must succeed.
-func (c *twoKeepers) createRelayed() apiclient.RunDetail {
+func (c *twoKeepers) createRelayed() apitypes.RunDetail {
 	c.t.Helper()
 	repo := catalogtest.NewRepo(c.t)
 	repo.Commit(relayService, "relay service")
-	if _, err := c.clients[0].RegisterService(c.ctx, apiclient.RegisterServiceRequest{Name: "relay", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := c.clients[0].RegisterService(c.ctx, apitypes.RegisterServiceRequest{Name: "relay", Git: repo.Dir, Ref: "master"}); err != nil {
 		c.t.Fatal(err)
 	}
-	acc, err := c.clients[0].CreateIncarnation(c.ctx, apiclient.CreateIncarnationRequest{Name: relayInc, Service: "relay", Covens: []string{"relay"}})
+	acc, err := c.clients[0].CreateIncarnation(c.ctx, apitypes.CreateIncarnationRequest{Name: relayInc, Service: "relay", Covens: []string{"relay"}})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -406,7 +407,7 @@ func TestRelayKeeperKilled(t *testing.T) {
 	// until the leader cleans up, seconds later), a run finds it
 	// unreachable at once.
 	began := time.Now()
-	acc, err := c.clients[0].StartRun(ctx, relayInc, apiclient.StartRunRequest{Scenario: "create"})
+	acc, err := c.clients[0].StartRun(ctx, relayInc, apitypes.StartRunRequest{Scenario: "create"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +428,7 @@ func TestRelayKeeperKilled(t *testing.T) {
 	if _, err := c.clients[0].UnlockIncarnation(ctx, relayInc, "keeper-2 restarted"); err != nil {
 		t.Fatal(err)
 	}
-	acc, err = c.clients[0].StartRun(ctx, relayInc, apiclient.StartRunRequest{Scenario: "create"})
+	acc, err = c.clients[0].StartRun(ctx, relayInc, apitypes.StartRunRequest{Scenario: "create"})
 	if err != nil {
 		t.Fatal(err)
 	}

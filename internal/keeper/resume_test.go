@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -50,7 +50,7 @@ func TestResumeAndDrift(t *testing.T) {
 	if err := os.Remove(broken); err != nil {
 		t.Fatal(err)
 	}
-	id, err := f.c.ResumeRun(f.ctx, failed.ID, apiclient.ResumeRequest{Reason: "soul-b's release dir repaired"})
+	id, err := f.c.ResumeRun(f.ctx, failed.ID, apitypes.ResumeRequest{Reason: "soul-b's release dir repaired"})
 	if err != nil {
 		t.Fatal(err)
 	}

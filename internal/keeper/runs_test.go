@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/testutil"
@@ -129,11 +129,11 @@ func testRuns(t *testing.T, dbURL string) {
 	})
 
 	t.Run("one run at a time", func(t *testing.T) {
-		acc, err := f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: "slow", Input: map[string]any{"stamp": "s1", "duration": "2s"}})
+		acc, err := f.c.StartRun(f.ctx, fleetInc, apitypes.StartRunRequest{Scenario: "slow", Input: map[string]any{"stamp": "s1", "duration": "2s"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: "create"})
+		_, err = f.c.StartRun(f.ctx, fleetInc, apitypes.StartRunRequest{Scenario: "create"})
 		ae := apiError(t, err)
 		var active string
 		if ae.Status != 409 || ae.Code != string(domain.CodeConflict) || json.Unmarshal(ae.Details, &active) != nil || active != acc.ApplyID {
@@ -146,7 +146,7 @@ func testRuns(t *testing.T, dbURL string) {
 		ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
 		defer cancel()
 		slept := map[string]bool{}
-		done, err := f.c.WatchRun(ctx, acc.ApplyID, func(ev apiclient.RunEvent) {
+		done, err := f.c.WatchRun(ctx, acc.ApplyID, func(ev apitypes.RunEvent) {
 			if ev.Type == "host" && ev.Result != nil && ev.Result.TaskName == "Sleep" {
 				slept[ev.Result.SID] = true
 			}
@@ -169,7 +169,7 @@ func testRuns(t *testing.T, dbURL string) {
 
 	t.Run("cancel", func(t *testing.T) {
 		inc0, hist := f.incarnation(), f.history()
-		acc, err := f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: "slow", Input: map[string]any{"stamp": "cancelled", "duration": "30s"}})
+		acc, err := f.c.StartRun(f.ctx, fleetInc, apitypes.StartRunRequest{Scenario: "slow", Input: map[string]any{"stamp": "cancelled", "duration": "30s"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +235,7 @@ func testRuns(t *testing.T, dbURL string) {
 			t.Errorf("a failed run changed the history: %d snapshots, was %d", len(h), len(hist))
 		}
 
-		_, err := f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: "create"})
+		_, err := f.c.StartRun(f.ctx, fleetInc, apitypes.StartRunRequest{Scenario: "create"})
 		if ae := apiError(t, err); ae.Status != 409 || !strings.Contains(ae.Message, "error_locked") {
 			t.Fatalf("a run on an error_locked incarnation: %v", err)
 		}
@@ -246,7 +246,7 @@ func testRuns(t *testing.T, dbURL string) {
 		if err != nil || unlocked.Status != store.IncarnationReady {
 			t.Fatalf("unlock: %+v, %v", unlocked.Status, err)
 		}
-		audit, err := f.c.ListAudit(f.ctx, apiclient.AuditQuery{Action: "POST /v1/incarnations/{name}/unlock"})
+		audit, err := f.c.ListAudit(f.ctx, apitypes.AuditQuery{Action: "POST /v1/incarnations/{name}/unlock"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +262,7 @@ func testRuns(t *testing.T, dbURL string) {
 		inc0, hist := f.incarnation(), f.history()
 		f.killSoul("soul-c")
 		began := time.Now()
-		acc, err := f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: "create", Input: map[string]any{"motd": "Hello"}})
+		acc, err := f.c.StartRun(f.ctx, fleetInc, apitypes.StartRunRequest{Scenario: "create", Input: map[string]any{"motd": "Hello"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +341,7 @@ func testKeeperCrash(t *testing.T, dbURL string) {
 	f.createFleet()
 	inc0, hist := f.incarnation(), f.history()
 
-	acc, err := f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: "slow", Input: map[string]any{"stamp": "crash", "duration": crashSleep.String()}})
+	acc, err := f.c.StartRun(f.ctx, fleetInc, apitypes.StartRunRequest{Scenario: "slow", Input: map[string]any{"stamp": "crash", "duration": crashSleep.String()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +388,7 @@ func testKeeperCrash(t *testing.T, dbURL string) {
 	if h := f.history(); len(h) != len(hist) || h[0].ID != hist[0].ID {
 		t.Errorf("the aborted run changed the history: %d snapshots, was %d", len(h), len(hist))
 	}
-	if _, err := f.c.StartRun(f.ctx, fleetInc, apiclient.StartRunRequest{Scenario: "create"}); apiError(t, err).Status != 409 {
+	if _, err := f.c.StartRun(f.ctx, fleetInc, apitypes.StartRunRequest{Scenario: "create"}); apiError(t, err).Status != 409 {
 		t.Fatalf("a run before unlocking: %v", err)
 	}
 	// The Checker task that waited is failed, not left RUNNING.

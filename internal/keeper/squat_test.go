@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/keeper"
 	"github.com/soulstack/soulstack/internal/store"
@@ -54,7 +55,7 @@ func TestL2SquattedSIDFreed(t *testing.T) {
 	}
 	squatter.Wait(15 * time.Second)
 
-	jt, err := c.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{"web"}, TTL: apiclient.Duration(time.Hour)})
+	jt, err := c.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"web"}, TTL: apitypes.Duration(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 )
@@ -123,7 +123,7 @@ func pathTo(parts ...string) string {
 
 func (u *UI) unlock(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
 	name := r.PathValue("name")
-	req := apiclient.UnlockRequest{Reason: strings.TrimSpace(r.PostForm.Get("reason"))}
+	req := apitypes.UnlockRequest{Reason: strings.TrimSpace(r.PostForm.Get("reason"))}
 	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/incarnations/", name, "/unlock"), req, nil); err != nil {
 		return "", err
 	}
@@ -132,8 +132,8 @@ func (u *UI) unlock(_ http.ResponseWriter, r *http.Request, session string) (str
 
 func (u *UI) drift(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
 	name := r.PathValue("name")
-	var acc apiclient.Accepted
-	req := apiclient.DriftRequest{Scenario: strings.TrimSpace(r.PostForm.Get("scenario"))}
+	var acc apitypes.Accepted
+	req := apitypes.DriftRequest{Scenario: strings.TrimSpace(r.PostForm.Get("scenario"))}
 	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/incarnations/", name, "/drift"), req, &acc); err != nil {
 		return "", err
 	}
@@ -150,8 +150,8 @@ func (u *UI) cancelRun(_ http.ResponseWriter, r *http.Request, session string) (
 
 func (u *UI) resumeRun(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
 	id := r.PathValue("id")
-	var acc apiclient.Accepted
-	req := apiclient.ResumeRequest{Reason: strings.TrimSpace(r.PostForm.Get("reason"))}
+	var acc apitypes.Accepted
+	req := apitypes.ResumeRequest{Reason: strings.TrimSpace(r.PostForm.Get("reason"))}
 	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/runs/", id, "/resume"), req, &acc); err != nil {
 		return "", err
 	}
@@ -169,7 +169,7 @@ func splitCovens(s string) []string {
 
 func (u *UI) acceptSoul(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
 	sid := r.PathValue("sid")
-	req := apiclient.AcceptSoulRequest{Covens: splitCovens(r.PostForm.Get("covens"))}
+	req := apitypes.AcceptSoulRequest{Covens: splitCovens(r.PostForm.Get("covens"))}
 	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/souls/", sid, "/accept"), req, nil); err != nil {
 		return "", err
 	}
@@ -199,7 +199,7 @@ func (u *UI) deleteSoul(_ http.ResponseWriter, r *http.Request, session string) 
 // created, the token (shown this once).
 type joinTokenView struct {
 	Act     actions
-	Created *apiclient.CreatedJoinToken
+	Created *apitypes.CreatedJoinToken
 	Install string // the install.sh one-liner
 }
 
@@ -208,13 +208,13 @@ func (u *UI) joinTokenForm(r *http.Request) (view, error) {
 }
 
 func (u *UI) createJoinToken(w http.ResponseWriter, r *http.Request, session string) (string, error) {
-	req := apiclient.CreateJoinTokenRequest{Covens: splitCovens(r.PostForm.Get("covens"))}
+	req := apitypes.CreateJoinTokenRequest{Covens: splitCovens(r.PostForm.Get("covens"))}
 	if s := strings.TrimSpace(r.PostForm.Get("ttl")); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return "", domain.Errorf(domain.CodeInvalid, "ttl %q is not a duration such as 24h or 30m", s)
 		}
-		req.TTL = apiclient.Duration(d)
+		req.TTL = apitypes.Duration(d)
 	}
 	if s := strings.TrimSpace(r.PostForm.Get("max_uses")); s != "" {
 		n, err := strconv.Atoi(s)
@@ -223,7 +223,7 @@ func (u *UI) createJoinToken(w http.ResponseWriter, r *http.Request, session str
 		}
 		req.MaxUses = n
 	}
-	var jt apiclient.CreatedJoinToken
+	var jt apitypes.CreatedJoinToken
 	if err := u.callAPI(r.Context(), r, session, http.MethodPost, "/v1/join-tokens", req, &jt); err != nil {
 		return "", err
 	}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/domain"
@@ -39,7 +39,7 @@ func (u *UI) registerMoreActions(mux *http.ServeMux) {
 
 func (u *UI) setCovens(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
 	sid := r.PathValue("sid")
-	req := apiclient.CovensRequest{Covens: splitCovens(r.PostForm.Get("covens"))}
+	req := apitypes.CovensRequest{Covens: splitCovens(r.PostForm.Get("covens"))}
 	if err := u.callAPI(r.Context(), r, session, http.MethodPut, pathTo("/v1/souls/", sid, "/covens"), req, nil); err != nil {
 		return "", err
 	}
@@ -122,7 +122,7 @@ func (u *UI) createIncarnation(_ http.ResponseWriter, r *http.Request, session s
 	if err != nil {
 		return "", lookupErr(err, "service", service)
 	}
-	req := apiclient.CreateIncarnationRequest{Name: name, Service: service, Covens: splitCovens(r.PostForm.Get("covens"))}
+	req := apitypes.CreateIncarnationRequest{Name: name, Service: service, Covens: splitCovens(r.PostForm.Get("covens"))}
 	if u.cfg.Services != nil {
 		d, err := u.cfg.Services.Open(ctx, svc.Name, svc.Commit)
 		if err != nil {
@@ -134,7 +134,7 @@ func (u *UI) createIncarnation(_ http.ResponseWriter, r *http.Request, session s
 			}
 		}
 	}
-	var acc apiclient.Accepted
+	var acc apitypes.Accepted
 	if err := u.callAPI(ctx, r, session, http.MethodPost, "/v1/incarnations", req, &acc); err != nil {
 		return "", err
 	}
@@ -245,9 +245,9 @@ func (u *UI) executeProcedure(_ http.ResponseWriter, r *http.Request, session st
 	if err != nil {
 		return "", err
 	}
-	var resp apiclient.ExecuteResponse
+	var resp apitypes.ExecuteResponse
 	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/procedures/", name, "/execute"),
-		apiclient.ExecuteRequest{Vars: vars}, &resp); err != nil {
+		apitypes.ExecuteRequest{Vars: vars}, &resp); err != nil {
 		return "", err
 	}
 	if len(resp.TaskIDs) == 1 {
@@ -266,7 +266,7 @@ func (u *UI) addSchedule(_ http.ResponseWriter, r *http.Request, session string)
 	if err != nil {
 		return "", err
 	}
-	req := apiclient.CreateScheduleRequest{Procedure: name, Vars: vars, Cron: strings.TrimSpace(r.PostForm.Get("cron"))}
+	req := apitypes.CreateScheduleRequest{Procedure: name, Vars: vars, Cron: strings.TrimSpace(r.PostForm.Get("cron"))}
 	if err := u.callAPI(r.Context(), r, session, http.MethodPost, "/v1/schedules", req, nil); err != nil {
 		return "", err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/api"
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/catalog"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
@@ -140,7 +141,7 @@ func newActEnv(t *testing.T, stubs ...dispatch.Stub) *actEnv {
 
 	repo := catalogtest.NewRepo(t)
 	repo.Commit(webService, "v1")
-	if _, err := e.api.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "web", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := e.api.RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "web", Git: repo.Dir, Ref: "master"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, sid := range []string{"a", "b"} {
@@ -152,7 +153,7 @@ func newActEnv(t *testing.T, stubs ...dispatch.Stub) *actEnv {
 	if err := st.UpsertSoul(ctx, store.Soul{SID: "newcomer", Status: store.SoulPending, PublicKey: []byte("pk")}); err != nil {
 		t.Fatal(err)
 	}
-	acc, err := e.api.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "site", Service: "web", Covens: []string{"web"},
+	acc, err := e.api.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "site", Service: "web", Covens: []string{"web"},
 		Input: map[string]any{"port": 80}})
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +199,7 @@ func (e *actEnv) wait(id string) store.Run {
 // lock makes "site" error_locked by a failed run and returns that run.
 func (e *actEnv) lock() string {
 	e.t.Helper()
-	acc, err := e.api.StartRun(context.Background(), "site", apiclient.StartRunRequest{Scenario: "break"})
+	acc, err := e.api.StartRun(context.Background(), "site", apitypes.StartRunRequest{Scenario: "break"})
 	if err != nil {
 		e.t.Fatal(err)
 	}

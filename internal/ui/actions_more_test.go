@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestMoreActionsByRole(t *testing.T) {
 	e := newActEnv(t)
 	ctx := t.Context()
-	sched, err := e.api.CreateSchedule(ctx, apiclient.CreateScheduleRequest{Procedure: "greet", Cron: "0 3 * * *",
+	sched, err := e.api.CreateSchedule(ctx, apitypes.CreateScheduleRequest{Procedure: "greet", Cron: "0 3 * * *",
 		Vars: map[string]any{"who": "night"}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 )
 
@@ -79,7 +79,7 @@ func (u *UI) callAPI(ctx context.Context, orig *http.Request, session, method, p
 		}
 		return nil
 	}
-	var eb apiclient.ErrorBody
+	var eb apitypes.ErrorBody
 	if err := json.Unmarshal(ans.body.Bytes(), &eb); err != nil || eb.Error.Code == "" {
 		return fmt.Errorf("%s %s: status %d", method, path, ans.status)
 	}

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/dsl"
 )
@@ -121,8 +121,8 @@ func (u *UI) startRun(_ http.ResponseWriter, r *http.Request, session string) (s
 	if err != nil {
 		return "", err
 	}
-	req := apiclient.StartRunRequest{Scenario: sc, Input: input, Check: r.PostForm.Get("check") != ""}
-	var acc apiclient.Accepted
+	req := apitypes.StartRunRequest{Scenario: sc, Input: input, Check: r.PostForm.Get("check") != ""}
+	var acc apitypes.Accepted
 	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/incarnations/", name, "/runs"), req, &acc); err != nil {
 		return "", err
 	}

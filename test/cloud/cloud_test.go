@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/keeper"
@@ -97,9 +98,9 @@ type rig struct {
 	c   *apiclient.Client
 }
 
-func (r *rig) await(id string) apiclient.RunDetail {
+func (r *rig) await(id string) apitypes.RunDetail {
 	r.t.Helper()
-	var run apiclient.RunDetail
+	var run apitypes.RunDetail
 	testutil.WaitFor(r.t, 5*time.Minute, func() bool {
 		var err error
 		run, err = r.c.GetRun(r.ctx, id)
@@ -108,16 +109,16 @@ func (r *rig) await(id string) apiclient.RunDetail {
 	return run
 }
 
-func (r *rig) run(scenario string) apiclient.RunDetail {
+func (r *rig) run(scenario string) apitypes.RunDetail {
 	r.t.Helper()
-	acc, err := r.c.StartRun(r.ctx, "web", apiclient.StartRunRequest{Scenario: scenario})
+	acc, err := r.c.StartRun(r.ctx, "web", apitypes.StartRunRequest{Scenario: scenario})
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	return r.await(acc.ApplyID)
 }
 
-func task(run apiclient.RunDetail, name string) []apiclient.RunHost {
+func task(run apitypes.RunDetail, name string) []apitypes.RunHost {
 	for _, t := range run.Tasks {
 		if t.Name == name {
 			return t.Hosts
@@ -185,10 +186,10 @@ func TestCloudLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.c.SetCloudProvider(ctx, "lab", apiclient.CloudProviderRequest{Kind: "local"}); err != nil {
+	if _, err := r.c.SetCloudProvider(ctx, "lab", apitypes.CloudProviderRequest{Kind: "local"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.c.SetCloudProfile(ctx, "labhost", apiclient.CloudProfileRequest{Provider: "lab", Spec: map[string]any{"rootfs": fs0}, Covens: []string{"labhost"}}); err != nil {
+	if _, err := r.c.SetCloudProfile(ctx, "labhost", apitypes.CloudProfileRequest{Provider: "lab", Spec: map[string]any{"rootfs": fs0}, Covens: []string{"labhost"}}); err != nil {
 		t.Fatal(err)
 	}
 	files := map[string]string{}
@@ -207,12 +208,12 @@ func TestCloudLocal(t *testing.T) {
 	}
 	repo := catalogtest.NewRepo(t)
 	repo.Commit(files, "cloud-web")
-	if _, err := r.c.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "cloud-web", Git: repo.Dir, Ref: "master"}); err != nil {
+	if _, err := r.c.RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "cloud-web", Git: repo.Dir, Ref: "master"}); err != nil {
 		t.Fatal(err)
 	}
 
 	start = time.Now()
-	acc, err := r.c.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "web", Service: "cloud-web", Covens: []string{"web"}})
+	acc, err := r.c.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "web", Service: "cloud-web", Covens: []string{"web"}})
 	if err != nil {
 		t.Fatal(err)
 	}

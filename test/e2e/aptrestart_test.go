@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -39,7 +39,7 @@ func (c *cluster) testFirstServiceSoulRestarted(t *testing.T) {
 	soulPID := c.mainPID(t, victim, soulUnit)
 
 	start := time.Now()
-	acc, err := c.api.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{
+	acc, err := c.api.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{
 		Name: name, Service: "my-service", Covens: []string{coven},
 		Input: map[string]any{"banner_text": banner},
 	})
@@ -118,7 +118,7 @@ func (c *cluster) testFirstServiceSoulRestarted(t *testing.T) {
 	}
 	for i, wantChanged := range []bool{true, false} {
 		start = time.Now()
-		again, err := c.api.StartRun(ctx, name, apiclient.StartRunRequest{Scenario: "create", Input: map[string]any{"banner_text": banner}})
+		again, err := c.api.StartRun(ctx, name, apitypes.StartRunRequest{Scenario: "create", Input: map[string]any{"banner_text": banner}})
 		if err != nil {
 			t.Fatal(err)
 		}

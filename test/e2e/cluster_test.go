@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/lab"
 	"github.com/soulstack/soulstack/internal/store"
@@ -132,7 +133,7 @@ func newClusterOf(t *testing.T, flavour, name string, hostCount int, labPackages
 	}
 	c.soulURL = "https://" + c.keeper.addr
 	c.waitKeeperReady(t)
-	jt, err := c.api.CreateJoinToken(ctx, apiclient.CreateJoinTokenRequest{Covens: []string{coven}, TTL: apiclient.Duration(time.Hour)})
+	jt, err := c.api.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{coven}, TTL: apitypes.Duration(time.Hour)})
 	if err != nil {
 		t.Fatalf("creating a join token: %v", err)
 	}
@@ -158,7 +159,7 @@ func newClusterOf(t *testing.T, flavour, name string, hostCount int, labPackages
 	c.waitSouls(t, store.SoulConnected, c.sids()...)
 	t.Logf("%d souls connected in %v", hostCount, since(start))
 	// The soulprint says which init the host runs, from the host itself.
-	souls, err := c.api.ListSouls(ctx, apiclient.SoulQuery{})
+	souls, err := c.api.ListSouls(ctx, apitypes.SoulQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +362,7 @@ func (c *cluster) waitSouls(t *testing.T, status string, sids ...string) {
 	t.Helper()
 	ctx := t.Context()
 	eventually(t, 30*time.Second, fmt.Sprintf("souls %v %s", sids, status), func() error {
-		souls, err := c.api.ListSouls(ctx, apiclient.SoulQuery{})
+		souls, err := c.api.ListSouls(ctx, apitypes.SoulQuery{})
 		if err != nil {
 			return err
 		}
@@ -399,7 +400,7 @@ func eventually(t *testing.T, within time.Duration, what string, f func() error)
 // registerService registers examples/<name> as service name: the directory
 // is copied into a fresh local git repository and committed, and the
 // Keeper materializes it over file://.
-func (c *cluster) registerService(t *testing.T, name string) store.Service {
+func (c *cluster) registerService(t *testing.T, name string) apitypes.Service {
 	t.Helper()
 	ctx := t.Context()
 	files := map[string]string{}
@@ -425,7 +426,7 @@ func (c *cluster) registerService(t *testing.T, name string) store.Service {
 	}
 	repo := catalogtest.NewRepo(t)
 	commit := repo.CommitExec(files, exec, "examples/"+name)
-	svc, err := c.api.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: name, Git: "file://" + repo.Dir, Ref: "master"})
+	svc, err := c.api.RegisterService(ctx, apitypes.RegisterServiceRequest{Name: name, Git: "file://" + repo.Dir, Ref: "master"})
 	if err != nil {
 		t.Fatalf("registering %s: %v", name, err)
 	}

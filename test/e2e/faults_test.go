@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/lab"
 	"github.com/soulstack/soulstack/internal/store"
@@ -102,7 +102,7 @@ func (c *cluster) testHostDownMidWave(t *testing.T) {
 
 	start := time.Now()
 	id := c.startRun(t, "rolling-restart", map[string]any{"max_memory": "112mb"})
-	c.watchRun(t, id, "wave 1 to render on "+wave1, func(r apiclient.RunDetail) bool {
+	c.watchRun(t, id, "wave 1 to render on "+wave1, func(r apitypes.RunDetail) bool {
 		return slices.Contains(hostsOf(task(r, taskRender), ran), wave1)
 	})
 	if err := h.Shutdown(t.Context()); err != nil {
@@ -162,7 +162,7 @@ func (c *cluster) testLinkCutMidRollout(t *testing.T) {
 
 	start := time.Now()
 	id := c.startRun(t, "rolling-restart", map[string]any{"max_memory": "128mb"})
-	c.watchRun(t, id, "wave 1 to render on "+wave1, func(r apiclient.RunDetail) bool {
+	c.watchRun(t, id, "wave 1 to render on "+wave1, func(r apitypes.RunDetail) bool {
 		return slices.Contains(hostsOf(task(r, taskRender), ran), wave1)
 	})
 	if err := c.host(t, victim).CutLink(t.Context()); err != nil {
@@ -190,7 +190,7 @@ func (c *cluster) testLinkCutMidRollout(t *testing.T) {
 	var unreachable []string
 	for _, name := range rolloutTasks {
 		unreachable = append(unreachable, hostsOf(task(r, name), status(domain.StatusUnreachable))...)
-		if got := hostsOf(task(r, name), func(h apiclient.RunHost) bool { return h.SID == wave3 || h.SID == c.primary() }); len(got) > 0 {
+		if got := hostsOf(task(r, name), func(h apitypes.RunHost) bool { return h.SID == wave3 || h.SID == c.primary() }); len(got) > 0 {
 			t.Errorf("task %q has results on %v: a wave after the failed one started", name, got)
 		}
 	}
@@ -223,7 +223,7 @@ func (c *cluster) testKeeperRestartMidRun(t *testing.T) {
 
 	runStart := time.Now()
 	id := c.startRun(t, "rolling-restart", map[string]any{"max_memory": "160mb"})
-	c.watchRun(t, id, "wave 1 to render on "+replicas[0], func(r apiclient.RunDetail) bool {
+	c.watchRun(t, id, "wave 1 to render on "+replicas[0], func(r apitypes.RunDetail) bool {
 		return slices.Contains(hostsOf(task(r, taskRender), ran), replicas[0])
 	})
 	pid := c.keeper.pid()
@@ -300,18 +300,18 @@ func (c *cluster) testKeeperRestartMidRun(t *testing.T) {
 }
 
 // hostResult is sid's result of t.
-func hostResult(t apiclient.RunTask, sid string) (apiclient.RunHost, bool) {
+func hostResult(t apitypes.RunTask, sid string) (apitypes.RunHost, bool) {
 	for _, h := range t.Hosts {
 		if h.SID == sid {
 			return h, true
 		}
 	}
-	return apiclient.RunHost{}, false
+	return apitypes.RunHost{}, false
 }
 
 // assertLockedUnchanged checks that the incarnation is error_locked with
 // the state it had before (inc).
-func (c *cluster) assertLockedUnchanged(t *testing.T, inc store.Incarnation) {
+func (c *cluster) assertLockedUnchanged(t *testing.T, inc apitypes.Incarnation) {
 	t.Helper()
 	now := c.incarnation(t)
 	assertEqual(t, "status", now.Status, store.IncarnationErrorLocked)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -47,7 +47,7 @@ func (c *cluster) testRebootedFromTask(t *testing.T) {
 	ctx := t.Context()
 	repo := catalogtest.NewRepo(t)
 	repo.Commit(rebootService, "reboot-demo")
-	if _, err := c.api.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "reboot-demo", Git: "file://" + repo.Dir, Ref: "master"}); err != nil {
+	if _, err := c.api.RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "reboot-demo", Git: "file://" + repo.Dir, Ref: "master"}); err != nil {
 		t.Fatal(err)
 	}
 	const name = "reboot-demo-prod"
@@ -57,7 +57,7 @@ func (c *cluster) testRebootedFromTask(t *testing.T) {
 		ids[h.Name()], _ = h.BootID()
 	}
 	start := time.Now()
-	acc, err := c.api.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: name, Service: "reboot-demo", Covens: []string{coven}})
+	acc, err := c.api.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: name, Service: "reboot-demo", Covens: []string{coven}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func (c *cluster) testRebootedFromTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	again, err := c.api.StartRun(ctx, name, apiclient.StartRunRequest{Scenario: "create", Input: map[string]any{"timeout": "8s"}})
+	again, err := c.api.StartRun(ctx, name, apitypes.StartRunRequest{Scenario: "create", Input: map[string]any{"timeout": "8s"}})
 	if err != nil {
 		t.Fatal(err)
 	}

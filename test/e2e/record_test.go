@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -27,13 +28,13 @@ const runTimeout = 3 * time.Minute
 func (c *cluster) startRun(t *testing.T, scenario string, input map[string]any) string {
 	t.Helper()
 	ctx := t.Context()
-	var acc apiclient.Accepted
+	var acc apitypes.Accepted
 	var err error
 	if scenario == "create" && !c.incarnationExists(t) {
-		acc, err = c.api.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{
+		acc, err = c.api.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{
 			Name: incarnation, Service: "redis", Covens: []string{coven}, Input: input})
 	} else {
-		acc, err = c.api.StartRun(ctx, incarnation, apiclient.StartRunRequest{Scenario: scenario, Input: input})
+		acc, err = c.api.StartRun(ctx, incarnation, apitypes.StartRunRequest{Scenario: scenario, Input: input})
 	}
 	if err != nil {
 		t.Fatalf("starting %s: %v", scenario, err)
@@ -59,7 +60,7 @@ func (c *cluster) incarnationExists(t *testing.T) bool {
 }
 
 // run starts scenario, waits until it ends and logs how long it took.
-func (c *cluster) run(t *testing.T, scenario string, input map[string]any) apiclient.RunDetail {
+func (c *cluster) run(t *testing.T, scenario string, input map[string]any) apitypes.RunDetail {
 	t.Helper()
 	start := time.Now()
 	id := c.startRun(t, scenario, input)
@@ -70,7 +71,7 @@ func (c *cluster) run(t *testing.T, scenario string, input map[string]any) apicl
 
 // logRun logs a finished run: its outcome, how long it ran by its record,
 // and the wall time from the request to the end.
-func logRun(t *testing.T, r apiclient.RunDetail, wall time.Duration) {
+func logRun(t *testing.T, r apitypes.RunDetail, wall time.Duration) {
 	t.Helper()
 	took := "?"
 	if r.StartedAt != nil && r.FinishedAt != nil {
@@ -80,10 +81,10 @@ func logRun(t *testing.T, r apiclient.RunDetail, wall time.Duration) {
 }
 
 // waitRun polls the run until it has ended.
-func (c *cluster) waitRun(t *testing.T, id string) apiclient.RunDetail {
+func (c *cluster) waitRun(t *testing.T, id string) apitypes.RunDetail {
 	t.Helper()
 	ctx := t.Context()
-	var r apiclient.RunDetail
+	var r apitypes.RunDetail
 	eventually(t, runTimeout, "run "+id+" to end", func() error {
 		var err error
 		if r, err = c.api.GetRun(ctx, id); err != nil {
@@ -99,10 +100,10 @@ func (c *cluster) waitRun(t *testing.T, id string) apiclient.RunDetail {
 
 // watchRun polls the run until cond holds on its record, and returns that
 // record; it fails the test if the run ends first.
-func (c *cluster) watchRun(t *testing.T, id, what string, cond func(apiclient.RunDetail) bool) apiclient.RunDetail {
+func (c *cluster) watchRun(t *testing.T, id, what string, cond func(apitypes.RunDetail) bool) apitypes.RunDetail {
 	t.Helper()
 	ctx := t.Context()
-	var r apiclient.RunDetail
+	var r apitypes.RunDetail
 	eventually(t, runTimeout, what, func() error {
 		var err error
 		if r, err = c.api.GetRun(ctx, id); err != nil {
@@ -131,7 +132,7 @@ func terminal(status string) bool {
 }
 
 // incarnation returns the incarnation as the API shows it.
-func (c *cluster) incarnation(t *testing.T) store.Incarnation {
+func (c *cluster) incarnation(t *testing.T) apitypes.Incarnation {
 	t.Helper()
 	ctx := t.Context()
 	inc, err := c.api.GetIncarnation(ctx, incarnation)
@@ -156,17 +157,17 @@ func (c *cluster) unlock(t *testing.T, reason string) {
 
 // task returns the record of the task named name; a task that never ran
 // on any host has an empty one.
-func task(r apiclient.RunDetail, name string) apiclient.RunTask {
+func task(r apitypes.RunDetail, name string) apitypes.RunTask {
 	for _, t := range r.Tasks {
 		if t.Name == name {
 			return t
 		}
 	}
-	return apiclient.RunTask{Name: name}
+	return apitypes.RunTask{Name: name}
 }
 
 // hostsOf returns the sorted SIDs of t's results that satisfy keep.
-func hostsOf(t apiclient.RunTask, keep func(apiclient.RunHost) bool) []string {
+func hostsOf(t apitypes.RunTask, keep func(apitypes.RunHost) bool) []string {
 	var out []string
 	for _, h := range t.Hosts {
 		if keep(h) {
@@ -178,18 +179,18 @@ func hostsOf(t apiclient.RunTask, keep func(apiclient.RunHost) bool) []string {
 }
 
 // ran: the host ran the task (not skipped, not unreachable).
-func ran(h apiclient.RunHost) bool {
+func ran(h apitypes.RunHost) bool {
 	return h.Status == string(domain.StatusOK) || h.Status == string(domain.StatusChanged) || h.Status == string(domain.StatusFailed)
 }
 
-func changed(h apiclient.RunHost) bool { return h.Changed }
+func changed(h apitypes.RunHost) bool { return h.Changed }
 
-func status(s domain.HostStatus) func(apiclient.RunHost) bool {
-	return func(h apiclient.RunHost) bool { return h.Status == string(s) }
+func status(s domain.HostStatus) func(apitypes.RunHost) bool {
+	return func(h apitypes.RunHost) bool { return h.Status == string(s) }
 }
 
 // waves groups the hosts that ran t by wave, in wave order.
-func waves(t apiclient.RunTask) [][]string {
+func waves(t apitypes.RunTask) [][]string {
 	byWave := map[int][]string{}
 	for _, h := range t.Hosts {
 		if ran(h) || h.Status == string(domain.StatusUnreachable) {
@@ -214,7 +215,7 @@ func assertEqual[T any](t *testing.T, what string, got, want T) {
 }
 
 // describe renders a run record compactly for failure messages.
-func describe(r apiclient.RunDetail) string {
+func describe(r apitypes.RunDetail) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run %s (%s) %s %s\n", r.ID, r.Scenario, r.Status, r.Error)
 	for _, t := range r.Tasks {

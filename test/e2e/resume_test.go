@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -45,7 +45,7 @@ func (c *cluster) testResumeRollout(t *testing.T) {
 		t.Fatalf("unmasking redis-server on %s: %v %s", victim, err, stderr)
 	}
 	start := time.Now()
-	id, err := c.api.ResumeRun(ctx, failed.ID, apiclient.ResumeRequest{Reason: "e2e: redis-server unmasked on " + victim})
+	id, err := c.api.ResumeRun(ctx, failed.ID, apitypes.ResumeRequest{Reason: "e2e: redis-server unmasked on " + victim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func (c *cluster) testDrift(t *testing.T) {
 	if _, stderr, err := h.Exec(ctx, "echo '# edited by hand' >> /etc/redis/redis.conf"); err != nil {
 		t.Fatalf("editing redis.conf on %s: %v %s", victim, err, stderr)
 	}
-	report := func() *store.DriftReport {
+	report := func() *apitypes.DriftReport {
 		t.Helper()
 		id, err := c.api.CheckDrift(ctx, incarnation, "")
 		if err != nil {
@@ -157,7 +157,7 @@ func (c *cluster) testResumeAfterKeeperCrash(t *testing.T) {
 	ctx := t.Context()
 	replicas := c.replicas()
 	id := c.startRun(t, "rolling-restart", map[string]any{"max_memory": "176mb"})
-	c.watchRun(t, id, "wave 1 to render on "+replicas[0], func(r apiclient.RunDetail) bool {
+	c.watchRun(t, id, "wave 1 to render on "+replicas[0], func(r apitypes.RunDetail) bool {
 		return slices.Contains(hostsOf(task(r, taskRender), ran), replicas[0])
 	})
 	if err := c.keeper.kill(); err != nil {
@@ -179,7 +179,7 @@ func (c *cluster) testResumeAfterKeeperCrash(t *testing.T) {
 	})
 
 	start := time.Now()
-	resumed, err := c.api.ResumeRun(ctx, id, apiclient.ResumeRequest{Reason: "e2e: the keeper is back"})
+	resumed, err := c.api.ResumeRun(ctx, id, apitypes.ResumeRequest{Reason: "e2e: the keeper is back"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/lab"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -31,7 +31,7 @@ const (
 func maxMemoryBytes(mb int) string { return strconv.Itoa(mb << 20) }
 
 // requireOutcome fails the test now unless the run ended with status.
-func requireOutcome(t *testing.T, r apiclient.RunDetail, status string) {
+func requireOutcome(t *testing.T, r apitypes.RunDetail, status string) {
 	t.Helper()
 	if r.Status != status {
 		t.Fatalf("run ended %s (%s), want %s\n%s", r.Status, r.Error, status, describe(r))
@@ -188,7 +188,7 @@ func (c *cluster) assertNotRestarted(t *testing.T, before map[string]redisServer
 
 // assertSequentialWaves checks that no host of wave n+1 started any of the
 // named tasks before every host of wave n had finished all of them.
-func assertSequentialWaves(t *testing.T, r apiclient.RunDetail, names ...string) {
+func assertSequentialWaves(t *testing.T, r apitypes.RunDetail, names ...string) {
 	t.Helper()
 	start, end := map[int]time.Time{}, map[int]time.Time{}
 	for _, name := range names {
@@ -214,7 +214,7 @@ func assertSequentialWaves(t *testing.T, r apiclient.RunDetail, names ...string)
 
 // startOf and endOf are the earliest start and the latest end of a task's
 // results.
-func startOf(tk apiclient.RunTask) time.Time {
+func startOf(tk apitypes.RunTask) time.Time {
 	var first time.Time
 	for _, h := range tk.Hosts {
 		if first.IsZero() || h.StartedAt.Before(first) {
@@ -224,7 +224,7 @@ func startOf(tk apiclient.RunTask) time.Time {
 	return first
 }
 
-func endOf(tk apiclient.RunTask) time.Time {
+func endOf(tk apitypes.RunTask) time.Time {
 	var last time.Time
 	for _, h := range tk.Hosts {
 		if h.FinishedAt.After(last) {

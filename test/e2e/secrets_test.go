@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
 	"github.com/soulstack/soulstack/internal/lab"
 	"github.com/soulstack/soulstack/internal/store"
@@ -86,12 +86,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	repo := catalogtest.NewRepo(t)
 	repo.Commit(dbconfService, "dbconf")
-	if _, err := c.api.RegisterService(ctx, apiclient.RegisterServiceRequest{Name: "dbconf", Git: "file://" + repo.Dir, Ref: "master"}); err != nil {
+	if _, err := c.api.RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "dbconf", Git: "file://" + repo.Dir, Ref: "master"}); err != nil {
 		t.Fatalf("registering dbconf: %v", err)
 	}
 
 	var events strings.Builder
-	acc, err := c.api.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "db-e2e", Service: "dbconf", Covens: []string{coven}})
+	acc, err := c.api.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "db-e2e", Service: "dbconf", Covens: []string{coven}})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -109,7 +109,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			t.Fatalf("/etc/dbconf.ini on %s = %q (%v), want the password rendered", sid, got, err)
 		}
 	}
-	verify, err := c.api.StartRun(ctx, "db-e2e", apiclient.StartRunRequest{Scenario: "verify"})
+	verify, err := c.api.StartRun(ctx, "db-e2e", apitypes.StartRunRequest{Scenario: "verify"})
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
@@ -218,9 +218,9 @@ func (c *cluster) streamEvents(t *testing.T, id string, out *strings.Builder) <-
 }
 
 // waitRunDone waits until run id has ended and returns it.
-func (c *cluster) waitRunDone(t *testing.T, id string) store.Run {
+func (c *cluster) waitRunDone(t *testing.T, id string) apitypes.Run {
 	t.Helper()
-	var run store.Run
+	var run apitypes.Run
 	eventually(t, 2*time.Minute, "run "+id+" to end", func() error {
 		r, err := c.api.GetRun(t.Context(), id)
 		if err != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -20,7 +20,7 @@ func (c *cluster) testFirstService(t *testing.T) {
 	const name = "my-service-prod"
 	banner := "Managed by Soul Stack — prod"
 	start := time.Now()
-	acc, err := c.api.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{
+	acc, err := c.api.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{
 		Name: name, Service: "my-service", Covens: []string{coven},
 		Input: map[string]any{"banner_text": banner},
 	})
@@ -55,7 +55,7 @@ func (c *cluster) testFirstService(t *testing.T) {
 	}
 
 	start = time.Now()
-	again, err := c.api.StartRun(ctx, name, apiclient.StartRunRequest{Scenario: "create", Input: map[string]any{"banner_text": banner}})
+	again, err := c.api.StartRun(ctx, name, apitypes.StartRunRequest{Scenario: "create", Input: map[string]any{"banner_text": banner}})
 	if err != nil {
 		t.Fatal(err)
 	}

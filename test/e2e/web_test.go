@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/lab"
 	"github.com/soulstack/soulstack/internal/store"
@@ -53,7 +54,7 @@ func TestWebService(t *testing.T) {
 
 // webRun starts scenario on the web incarnation (create creates it) and
 // waits for its end.
-func (c *cluster) webRun(t *testing.T, scenario string, input map[string]any) apiclient.RunDetail {
+func (c *cluster) webRun(t *testing.T, scenario string, input map[string]any) apitypes.RunDetail {
 	t.Helper()
 	start := time.Now()
 	id := c.startWebRun(t, scenario, input)
@@ -65,13 +66,13 @@ func (c *cluster) webRun(t *testing.T, scenario string, input map[string]any) ap
 func (c *cluster) startWebRun(t *testing.T, scenario string, input map[string]any) string {
 	t.Helper()
 	ctx := t.Context()
-	var acc apiclient.Accepted
+	var acc apitypes.Accepted
 	var err error
 	if _, gerr := c.api.GetIncarnation(ctx, webIncarnation); apiclient.IsCode(gerr, domain.CodeNotFound) {
-		acc, err = c.api.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{
+		acc, err = c.api.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{
 			Name: webIncarnation, Service: "web", Covens: []string{webCoven}, Input: input})
 	} else {
-		acc, err = c.api.StartRun(ctx, webIncarnation, apiclient.StartRunRequest{Scenario: scenario, Input: input})
+		acc, err = c.api.StartRun(ctx, webIncarnation, apitypes.StartRunRequest{Scenario: scenario, Input: input})
 	}
 	if err != nil {
 		t.Fatalf("starting %s: %v", scenario, err)
@@ -273,7 +274,7 @@ func (c *cluster) testWebDeployCheck(t *testing.T, lb string, webs []string) {
 		before[sid] = c.mainPID(t, sid, "nginx")
 	}
 	ctx := t.Context()
-	acc, err := c.api.StartRun(ctx, webIncarnation, apiclient.StartRunRequest{Scenario: "deploy", Check: true})
+	acc, err := c.api.StartRun(ctx, webIncarnation, apitypes.StartRunRequest{Scenario: "deploy", Check: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/keeper"
 	"github.com/soulstack/soulstack/internal/lab"
@@ -116,7 +117,7 @@ func newEnv(t *testing.T) *env {
 // joinToken creates a one-hour join token for coven "installed".
 func (e *env) joinToken(t *testing.T) string {
 	t.Helper()
-	jt, err := e.client.CreateJoinToken(context.Background(), apiclient.CreateJoinTokenRequest{Covens: []string{"installed"}, TTL: apiclient.Duration(time.Hour)})
+	jt, err := e.client.CreateJoinToken(context.Background(), apitypes.CreateJoinTokenRequest{Covens: []string{"installed"}, TTL: apitypes.Duration(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,9 +125,9 @@ func (e *env) joinToken(t *testing.T) string {
 }
 
 // waitStatus waits until the Keeper reports soul sid with status.
-func (e *env) waitStatus(t *testing.T, sid, status string) store.Soul {
+func (e *env) waitStatus(t *testing.T, sid, status string) apitypes.Soul {
 	t.Helper()
-	var s store.Soul
+	var s apitypes.Soul
 	testutil.WaitFor(t, 30*time.Second, func() bool {
 		var err error
 		s, err = e.client.GetSoul(context.Background(), sid)

@@ -1,4 +1,4 @@
-package apiclient
+package apitypes
 
 import (
 	"bytes"
@@ -8,14 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/soulstack/soulstack/internal/store"
 )
-
-// The wire types of the Operator API live here, next to the client, and the
-// api package decodes and encodes exactly these, so server and client cannot
-// drift. Resources the store already describes (store.Soul, store.Service,
-// store.AuditEntry, …) travel as they are.
 
 // ErrorBody is the JSON body of every error response:
 // {"error": {"code", "message", "details"}}.
@@ -99,8 +92,8 @@ type CreateArchonRequest struct {
 
 // CreatedArchon answers POST /v1/archons: the archon and its first token.
 type CreatedArchon struct {
-	Archon store.Archon `json:"archon"`
-	Token  IssuedToken  `json:"token"`
+	Archon Archon      `json:"archon"`
+	Token  IssuedToken `json:"token"`
 }
 
 // CreateTokenRequest is the body of POST /v1/tokens. ArchonID defaults to
