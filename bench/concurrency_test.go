@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/testutil/pgtest"
@@ -94,8 +94,8 @@ func BenchmarkConcurrency(b *testing.B) {
 	for i := range names {
 		names[i] = fmt.Sprintf("inc-%03d", i)
 	}
-	if err := e.concurrentRuns(ctx, names, func(ctx context.Context, name string) (apiclient.Accepted, error) {
-		return e.c.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: name, Service: "five",
+	if err := e.concurrentRuns(ctx, names, func(ctx context.Context, name string) (apitypes.Accepted, error) {
+		return e.c.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: name, Service: "five",
 			Covens: []string{"g" + name[len("inc-"):]}})
 	}, nil); err != nil {
 		b.Fatal(err)
@@ -116,8 +116,8 @@ func BenchmarkConcurrency(b *testing.B) {
 		release := fmt.Sprintf("r%d", ops)
 		var durs []time.Duration
 		t0 := time.Now()
-		err := e.concurrentRuns(ctx, names, func(ctx context.Context, name string) (apiclient.Accepted, error) {
-			return e.c.StartRun(ctx, name, apiclient.StartRunRequest{Scenario: "work", Input: map[string]any{"release": release}})
+		err := e.concurrentRuns(ctx, names, func(ctx context.Context, name string) (apitypes.Accepted, error) {
+			return e.c.StartRun(ctx, name, apitypes.StartRunRequest{Scenario: "work", Input: map[string]any{"release": release}})
 		}, &durs)
 		wall += time.Since(t0)
 		if err != nil {
@@ -144,7 +144,7 @@ func BenchmarkConcurrency(b *testing.B) {
 // concurrentRuns starts one run per name at once (start returns its
 // apply_id), waits for all to end, and fails unless every one succeeded.
 // The time of each (request → ended) is appended to durs when not nil.
-func (e *env) concurrentRuns(ctx context.Context, names []string, start func(context.Context, string) (apiclient.Accepted, error), durs *[]time.Duration) error {
+func (e *env) concurrentRuns(ctx context.Context, names []string, start func(context.Context, string) (apitypes.Accepted, error), durs *[]time.Duration) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error

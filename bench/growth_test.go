@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/store/sqlite"
@@ -70,7 +70,7 @@ func BenchmarkResultBytes(b *testing.B) {
 	e := startKeeper(b, nil)
 	e.registerService("web", webService)
 	e.startSwarm(n, "web", "web")
-	if _, err := e.createIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "site", Service: "web", Covens: []string{"web"},
+	if _, err := e.createIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "site", Service: "web", Covens: []string{"web"},
 		Essence: map[string]any{"site_dir": "/srv/site"}}); err != nil {
 		b.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func TestCloudExecProviderFaults(t *testing.T) {
 	}
 
 	r.provider("bad", "", "3s")
-	resumed, err := r.c.ResumeRun(r.ctx, fewer.ID, apiclient.ResumeRequest{Reason: "the provider is healthy again"})
+	resumed, err := r.c.ResumeRun(r.ctx, fewer.ID, apitypes.ResumeRequest{Reason: "the provider is healthy again"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 )
 
@@ -78,7 +78,7 @@ func formsIn(t *testing.T, e *actEnv, role auth.Role, checks map[string][]string
 func TestBrowserMoreActions(t *testing.T) {
 	e := newActEnv(t)
 	ctx := t.Context()
-	sched, err := e.api.CreateSchedule(ctx, apiclient.CreateScheduleRequest{Procedure: "greet", Cron: "0 3 * * *",
+	sched, err := e.api.CreateSchedule(ctx, apitypes.CreateScheduleRequest{Procedure: "greet", Cron: "0 3 * * *",
 		Vars: map[string]any{"who": "night"}})
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/healthkeeper"
 )
 
@@ -19,7 +19,7 @@ func (u *UI) staleAfter() time.Duration {
 
 // incarnationHealth is the health panel's data: per check the hosts by
 // status (SPEC §14.1); nil when no check reported.
-func (u *UI) incarnationHealth(ctx context.Context, name string) (*apiclient.IncarnationHealth, error) {
+func (u *UI) incarnationHealth(ctx context.Context, name string) (*apitypes.IncarnationHealth, error) {
 	states, err := u.store.ListHealthStates(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("health of %s: %w", name, err)
@@ -37,16 +37,16 @@ func (u *UI) incarnationHealth(ctx context.Context, name string) (*apiclient.Inc
 
 // healthOverview is the dashboard's health table: incarnations with
 // anything not OK first.
-func (u *UI) healthOverview(ctx context.Context) (apiclient.HealthOverview, error) {
+func (u *UI) healthOverview(ctx context.Context) (apitypes.HealthOverview, error) {
 	states, err := u.store.ListHealthStates(ctx, "")
 	if err != nil {
-		return apiclient.HealthOverview{}, fmt.Errorf("health overview: %w", err)
+		return apitypes.HealthOverview{}, fmt.Errorf("health overview: %w", err)
 	}
 	return healthkeeper.Overview(states, u.now(), u.staleAfter()), nil
 }
 
 // soulVitals is the soul page's vital signs; nil before the first report.
-func (u *UI) soulVitals(ctx context.Context, sid string) (*apiclient.SoulVitals, error) {
+func (u *UI) soulVitals(ctx context.Context, sid string) (*apitypes.SoulVitals, error) {
 	vs, err := u.store.ListVitals(ctx, []string{sid})
 	if err != nil {
 		return nil, fmt.Errorf("vital signs of %s: %w", sid, err)
@@ -55,5 +55,5 @@ func (u *UI) soulVitals(ctx context.Context, sid string) (*apiclient.SoulVitals,
 		return nil, nil
 	}
 	at := vs[0].At
-	return &apiclient.SoulVitals{SID: sid, Vitals: vs[0].Vitals, At: &at}, nil
+	return &apitypes.SoulVitals{SID: sid, Vitals: vs[0].Vitals, At: &at}, nil
 }

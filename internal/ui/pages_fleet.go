@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
@@ -68,7 +68,7 @@ type dashboardView struct {
 	Services     int
 	Runs         []store.Run
 	Tasks        []store.CheckerTask
-	Health       apiclient.HealthOverview
+	Health       apitypes.HealthOverview
 }
 
 func (u *UI) dashboard(r *http.Request) (view, error) {
@@ -237,7 +237,7 @@ type soulView struct {
 	Facts        []fact
 	Incarnations []store.Incarnation
 	Act          actions
-	Vitals       *apiclient.SoulVitals
+	Vitals       *apitypes.SoulVitals
 }
 
 func (u *UI) soul(r *http.Request) (view, error) {

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -132,7 +132,7 @@ type incarnationView struct {
 	Resumable string
 	Act       actions
 	// Health is the health checks panel (nil: none reported).
-	Health *apiclient.IncarnationHealth
+	Health *apitypes.IncarnationHealth
 }
 
 func (u *UI) incarnation(r *http.Request) (view, error) {

@@ -268,16 +268,16 @@ func TestCloudLocal(t *testing.T) {
 	// The same through the exec kind: `keeper cloud-local` is an exec
 	// provider of the repository's own driving local hosts, one process
 	// per call (the hosts outlive it).
-	if _, err := r.c.SetCloudProvider(ctx, "labx", apiclient.CloudProviderRequest{Kind: "exec", Config: map[string]any{
+	if _, err := r.c.SetCloudProvider(ctx, "labx", apitypes.CloudProviderRequest{Kind: "exec", Config: map[string]any{
 		"executable": bins["keeper"], "args": []string{"cloud-local", "--dir", filepath.Join(t.TempDir(), "labx")}, "timeout": "3m",
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.c.SetCloudProfile(ctx, "labxhost", apiclient.CloudProfileRequest{Provider: "labx", Spec: map[string]any{"rootfs": fs0}}); err != nil {
+	if _, err := r.c.SetCloudProfile(ctx, "labxhost", apitypes.CloudProfileRequest{Provider: "labx", Spec: map[string]any{"rootfs": fs0}}); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	acc, err = r.c.CreateIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "x", Service: "cloud-web", Covens: []string{"web"},
+	acc, err = r.c.CreateIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "x", Service: "cloud-web", Covens: []string{"web"},
 		Input: map[string]any{"provider": "labx", "profile": "labxhost", "count": 1}})
 	if err != nil {
 		t.Fatal(err)
