@@ -8,8 +8,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
 // healthService has five read-only health checks every 10 s (SPEC §14.1;
@@ -50,7 +49,7 @@ func BenchmarkHealthChecks(b *testing.B) {
 	e.registerService("health5", healthService)
 	soulBinary(b)
 	e.startSwarm(n, "hc", "hc")
-	create, err := e.createIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "hc", Service: "health5", Covens: []string{"hc"}})
+	create, err := e.createIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "hc", Service: "health5", Covens: []string{"hc"}})
 	if err != nil {
 		b.Fatalf("create: %v", err)
 	}

@@ -105,7 +105,7 @@ func TestCloudExecProviderFaults(t *testing.T) {
 	if err := os.Remove(blocker); err != nil {
 		t.Fatal(err)
 	}
-	id, err := r.c.ResumeRun(r.ctx, grow.ID, apiclient.ResumeRequest{Reason: "the path is free now"})
+	id, err := r.c.ResumeRun(r.ctx, grow.ID, apitypes.ResumeRequest{Reason: "the path is free now"})
 	if err != nil {
 		t.Fatalf("resuming a run whose cloud step added members: %v", err)
 	}

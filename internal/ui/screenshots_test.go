@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/ui/uiseed"
 )
@@ -42,13 +42,13 @@ func TestScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second committed run of site so its history shows a state diff.
-	acc, err := e.api.StartRun(ctx, "site", apiclient.StartRunRequest{Scenario: "create",
+	acc, err := e.api.StartRun(ctx, "site", apitypes.StartRunRequest{Scenario: "create",
 		Input: map[string]any{"port": 8080, "banner": "welcome to site"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	small := e.wait(acc.ApplyID).ID
-	if _, err := e.api.CreateSchedule(ctx, apiclient.CreateScheduleRequest{Procedure: "greet", Cron: "*/15 * * * *",
+	if _, err := e.api.CreateSchedule(ctx, apitypes.CreateScheduleRequest{Procedure: "greet", Cron: "*/15 * * * *",
 		Vars: map[string]any{"who": "on-call"}}); err != nil {
 		t.Fatal(err)
 	}

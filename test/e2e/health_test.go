@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -69,7 +69,7 @@ func (c *cluster) testHealth(t *testing.T) {
 	if _, err := c.api.PutProcedure(ctx, "redis_restart_if_critical", string(src)); err != nil {
 		t.Fatal(err)
 	}
-	sched, err := c.api.CreateSchedule(ctx, apiclient.CreateScheduleRequest{Procedure: "redis_restart_if_critical",
+	sched, err := c.api.CreateSchedule(ctx, apitypes.CreateScheduleRequest{Procedure: "redis_restart_if_critical",
 		Vars: map[string]any{"incarnation": c.incName()}, Cron: "* * * * *"})
 	if err != nil {
 		t.Fatal(err)
