@@ -2,14 +2,18 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apitypes"
+	"github.com/soulstack/soulstack/internal/config"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 // BenchmarkFanOut is SPEC §15's fan-out through the whole product: an
@@ -31,8 +35,20 @@ import (
 // live in the swarm process).
 func BenchmarkFanOut(b *testing.B) {
 	n := envInt(b, "SOULSTACK_BENCH_SOULS", 1000)
+	swarms := envInt(b, "SOULSTACK_BENCH_SWARMS", 1)
 	ctx := context.Background()
-	e := startKeeper(b, nil)
+	var e *env
+	if swarms == 1 {
+		e = startKeeper(b, nil)
+	} else {
+		// Each swarm connects to its own loopback address (127.0.0.i): one
+		// address pair has too few ephemeral ports for 50,000 souls.
+		e = startKeeperOn(b, fmt.Sprintf("127.0.0.1+%d:0", swarms), func(k *config.Keeper) {
+			for i := 2; i <= swarms; i++ {
+				k.TLS.Hosts = append(k.TLS.Hosts, fmt.Sprintf("127.0.0.%d", i))
+			}
+		})
+	}
 	e.registerService("ping", pingService)
 	soulBinary(b)
 
@@ -44,7 +60,17 @@ func BenchmarkFanOut(b *testing.B) {
 	}
 	g0 := runtime.NumGoroutine()
 	connectStart := time.Now()
-	sw := e.startSwarm(n, "fan", "fan")
+	var sw []*testutil.Process
+	if swarms == 1 {
+		sw = append(sw, e.startSwarm(n, "fan", "fan"))
+	} else {
+		// One after the other: waitConnected fails the benchmark, which only
+		// its own goroutine may do.
+		_, port, _ := strings.Cut(e.addr, ":")
+		for i := range swarms {
+			sw = append(sw, e.startSwarmAt(fmt.Sprintf("127.0.0.%d:%s", i+1, port), n/swarms, fmt.Sprintf("fan%d", i), "fan"))
+		}
+	}
 	connect := time.Since(connectStart)
 	time.Sleep(2 * time.Second) // soulprint writes and handshakes settle
 	heap1, stack1 := liveBytes()
@@ -86,7 +112,11 @@ func BenchmarkFanOut(b *testing.B) {
 
 	heap2, stack2 := liveBytes()
 	self2, _ := readProc(os.Getpid())
-	swarm, _ := readProc(sw.PID())
+	var swarm procStat
+	for _, p := range sw {
+		st, _ := readProc(p.PID())
+		swarm.RSS += st.RSS
+	}
 	per := func(d int64) float64 { return float64(d) / float64(n) }
 	b.Logf("keeper heap+stack: before %d MiB, connected %d MiB, after runs %d MiB; RSS before %d MiB, connected %d MiB, after runs %d MiB (peak %d MiB); swarm RSS %d MiB",
 		(heap0+stack0)>>20, (heap1+stack1)>>20, (heap2+stack2)>>20, self0.RSS>>20, self1.RSS>>20, self2.RSS>>20, self2.HWM>>20, swarm.RSS>>20)
