@@ -3,7 +3,7 @@
 # their output, with the machine, date, Go version and commit, under
 # bench/results/<date>/ (or $RESULTS).
 #
-#   bench/run.sh [fanout|fanout10k|idle|checker|versus|ui|resultbytes|growth|concurrency|concurrency-pg|lab|all]...
+#   bench/run.sh [fanout|fanout10k|fanout50k|idle|checker|versus|ui|resultbytes|growth|concurrency|concurrency-pg|lab|all]...
 #
 # Default: all but lab (lab needs root and builds a lab of 20 Debian hosts;
 # it also compares against Ansible when ansible-playbook is installed:
@@ -33,6 +33,7 @@ run() {
 	case $1 in
 	fanout) SOULSTACK_BENCH_SOULS=1000 bench fanout-1000 -bench '^BenchmarkFanOut$' -benchtime 10x -count 3 -v ;;
 	fanout10k) SOULSTACK_BENCH_SOULS=10000 bench fanout-10000 -bench '^BenchmarkFanOut$' -benchtime 5x -count 3 -v ;;
+	fanout50k) SOULSTACK_BENCH_SOULS=50000 SOULSTACK_BENCH_SWARMS=2 bench fanout-50000 -bench '^BenchmarkFanOut$' -benchtime 3x -v ;;
 	idle) bench idle -bench '^BenchmarkSoulIdle$' -benchtime 3x -v ;;
 	checker) bench checker -bench '^BenchmarkChecker$' -benchtime 1x -count 2 -v ;;
 	versus) bench versus -bench '^BenchmarkVersusAnsible$' -benchtime 10x -v ;;
@@ -45,7 +46,7 @@ run() {
 	lab) SOULSTACK_BENCH_LAB=1 bench lab -bench '^BenchmarkVersusAnsibleLab$' -benchtime 5x -v ;;
 	all) for b in fanout fanout10k idle checker versus ui resultbytes growth concurrency health; do run "$b"; done ;;
 	*)
-		echo "unknown benchmark $1 (fanout fanout10k idle checker versus ui resultbytes growth concurrency concurrency-pg health lab all)" >&2
+		echo "unknown benchmark $1 (fanout fanout10k fanout50k idle checker versus ui resultbytes growth concurrency concurrency-pg health lab all)" >&2
 		exit 2
 		;;
 	esac
