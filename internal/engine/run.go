@@ -116,6 +116,11 @@ func (r *runner) execute(ctx context.Context) (final Event) {
 	// Finishing writes must happen even when the run was cancelled.
 	bg := context.WithoutCancel(ctx)
 	log := r.e.log.With("apply_id", r.run.ID, "incarnation", r.inc.Name, "scenario", r.sc.Name)
+	// Every run's end is logged, check and drift runs included (SPEC §14).
+	defer func() {
+		log.InfoContext(bg, "run ended", "status", final.Status, "check", r.run.Check, "drift", r.run.Drift,
+			"duration", time.Since(started).Round(time.Millisecond))
+	}()
 	if err := r.e.cfg.Store.SetRunStatus(ctx, r.run.ID, store.RunRunning, r.e.now()); err != nil {
 		// Aborted meanwhile (another keeper's recovery) or the store is
 		// down: nothing ran, so there is nothing to lock further.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -44,6 +45,8 @@ type Options struct {
 	OutputCap int
 	// Metrics, when set, receives the engine's run and task outcomes.
 	Metrics *engine.Metrics
+	// Logger, when set, receives the engine's log (nil discards it).
+	Logger *slog.Logger
 }
 
 // staticServices serves the one service under test at any commit.
@@ -91,7 +94,7 @@ func NewHarness(ctx context.Context, dir string, svc *dsl.Service, t *Test, o Op
 	}
 	h.Engine, err = engine.New(engine.Config{
 		Store: st, Dispatcher: h.Sim, Local: h.Sim, Services: staticServices{svc}, Secrets: sec,
-		KeeperID: KeeperID, DefaultTimeout: o.DefaultTimeout, OutputCap: o.OutputCap, Metrics: o.Metrics,
+		KeeperID: KeeperID, DefaultTimeout: o.DefaultTimeout, OutputCap: o.OutputCap, Metrics: o.Metrics, Logger: o.Logger,
 		// Simulated time: retry delays pass at once.
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 	})
