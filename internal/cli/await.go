@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +17,7 @@ import (
 // followFlags are --wait and --watch of the commands that start a run.
 type followFlags struct {
 	wait, watch, quiet bool
+	timeout            time.Duration
 }
 
 func (f *followFlags) register(c *cobra.Command) {
@@ -21,6 +25,12 @@ func (f *followFlags) register(c *cobra.Command) {
 	c.Flags().BoolVar(&f.watch, "watch", false, "show the run's progress live until it ends (implies --wait)")
 	c.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the run's apply_id (after it ended, with --wait)")
 	c.MarkFlagsMutuallyExclusive("quiet", "watch")
+	addTimeoutFlag(c, &f.timeout)
+}
+
+// addTimeoutFlag is --timeout of the commands that follow a run.
+func addTimeoutFlag(c *cobra.Command, d *time.Duration) {
+	c.Flags().DurationVar(d, "timeout", 0, "with --wait/--watch: stop following after this long and exit 1; the run goes on (0: no limit)")
 }
 
 // printID is -q's output: the apply_id alone.
@@ -37,7 +47,9 @@ func (f followFlags) any() bool { return f.wait || f.watch }
 // awaitRun follows run id to its end, showing progress when watch is set
 // (on stdout for tables, on stderr when stdout carries JSON or YAML, never
 // in Exec mode), and returns the final run.
-func (g *Globals) awaitRun(cmd *cobra.Command, cl *apiclient.Client, id string, watch bool) (raw[runView], error) {
+// A timeout > 0 bounds the following, not the run: when it passes, the
+// run goes on and the error says how to follow it again.
+func (g *Globals) awaitRun(cmd *cobra.Command, cl *apiclient.Client, id string, watch bool, timeout time.Duration) (raw[runView], error) {
 	var obs observer
 	if watch && !g.capture {
 		w := cmd.OutOrStdout()
@@ -47,7 +59,16 @@ func (g *Globals) awaitRun(cmd *cobra.Command, cl *apiclient.Client, id string, 
 		p := newProgress(w, g.isTerminal(w))
 		obs = p
 	}
-	r, err := follow(cmd.Context(), cl, id, obs)
+	ctx := cmd.Context()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	r, err := follow(ctx, cl, id, obs)
+	if err != nil && timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) && cmd.Context().Err() == nil {
+		return r, cmdutil.Failed(fmt.Errorf("run %s did not end within --timeout %s; it goes on: follow it with soulctl run watch %s", id, timeout, id))
+	}
 	if err != nil {
 		return r, cmdutil.Failed(fmt.Errorf("following run %s: %w", id, err))
 	}

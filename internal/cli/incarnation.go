@@ -88,7 +88,7 @@ state; it exits 1 if the run did not succeed.`,
 					return startedLines(w, "incarnation "+name+" created", acc.View.ApplyID)
 				})
 			}
-			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch)
+			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch, ff.timeout)
 			if err != nil {
 				return err
 			}

@@ -99,7 +99,7 @@ func (g *Globals) checkDrift(cmd *cobra.Command, cl *apiclient.Client, name, sce
 		}
 		return g.Emit(cmd, acc.JSON, func(w io.Writer) error { return startedLines(w, "drift check of "+name, id) })
 	}
-	r, err := g.awaitRun(cmd, cl, id, ff.watch)
+	r, err := g.awaitRun(cmd, cl, id, ff.watch, ff.timeout)
 	if err != nil {
 		return err
 	}

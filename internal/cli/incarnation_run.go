@@ -57,7 +57,7 @@ both exit 1 unless the run succeeded.`,
 					return startedLines(w, "scenario "+req.Scenario+" on "+n, acc.View.ApplyID)
 				})
 			}
-			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch)
+			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch, ff.timeout)
 			if err != nil {
 				return err
 			}
@@ -125,7 +125,7 @@ soulctl incarnation run NAME --scenario upgrade) uses the new commit.`,
 					return startedLines(w, "upgrade of "+n+" to "+ref+" through "+migrate, acc.View.ApplyID)
 				})
 			}
-			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch)
+			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch, ff.timeout)
 			if err != nil {
 				return err
 			}

@@ -104,6 +104,7 @@ func newRunShowCmd(g *Globals) *cobra.Command {
 
 func newRunWatchCmd(g *Globals) *cobra.Command {
 	var id string
+	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "watch [apply-id]",
 		Short: "Follow a run live until it ends; exit 1 unless it succeeded",
@@ -118,7 +119,7 @@ With -o json|yaml the progress goes to stderr and the final run to stdout.`,
 			if err != nil {
 				return err
 			}
-			r, err := g.awaitRun(cmd, cl, rid, true)
+			r, err := g.awaitRun(cmd, cl, rid, true, timeout)
 			if err != nil {
 				return err
 			}
@@ -129,6 +130,7 @@ With -o json|yaml the progress goes to stderr and the final run to stdout.`,
 		},
 	}
 	addNameFlag(c, &id, "id", "run apply_id")
+	addTimeoutFlag(c, &timeout)
 	return c
 }
 

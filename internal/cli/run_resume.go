@@ -64,7 +64,7 @@ inputs (the run stored them masked); nothing else can change.`,
 					return startedLines(w, "resume of run "+rid, acc.View.ApplyID)
 				})
 			}
-			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch)
+			r, err := g.awaitRun(cmd, cl, acc.View.ApplyID, ff.watch, ff.timeout)
 			if err != nil {
 				return err
 			}
