@@ -82,7 +82,10 @@ type Manager struct {
 	vitals   map[string]store.Vitals
 	waiters  map[string]*afterRun // by run id
 	kick     chan struct{}
-	retainAt bool                    // the next assignDirty also prunes removed checks/members
+	retainAt bool // the next assignDirty also prunes removed checks/members
+	runCtx   context.Context
+	bg       sync.WaitGroup          // goroutines started by Go
+	stopped  bool                    // Run ended: Go starts nothing more
 	services map[string]*dsl.Service // by name@commit
 }
 
@@ -145,6 +148,15 @@ func (m *Manager) poke() {
 // Run assigns checks, flushes batched writes and prunes the history until
 // ctx ends, then flushes once more.
 func (m *Manager) Run(ctx context.Context) {
+	m.mu.Lock()
+	m.runCtx = ctx
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.stopped = true
+		m.mu.Unlock()
+		m.bg.Wait()
+	}()
 	if sts, err := m.cfg.Store.ListHealthStates(ctx, ""); err != nil {
 		m.log.Warn("reading the stored health states", "err", err)
 	} else {
@@ -185,6 +197,25 @@ func (m *Manager) Run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// Go runs fn in a goroutine the Manager owns: its context ends when Run's
+// does, and Run waits for it before returning.
+func (m *Manager) Go(fn func(ctx context.Context)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return
+	}
+	ctx := m.runCtx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		fn(ctx)
+	}()
 }
 
 // assignDirty recomputes and sends the checks of the marked souls.

@@ -12,8 +12,8 @@ import (
 // their outcomes are kept with the run (SPEC §14.1).
 func (k *Keeper) onRunEnd(incarnation, runID, _ string) {
 	k.health.Resync()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	k.health.Go(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
 		hosts := k.health.AfterRun(ctx, incarnation, runID, k.health.AfterRunWait(ctx, incarnation))
 		if hosts == nil {
@@ -26,5 +26,5 @@ func (k *Keeper) onRunEnd(incarnation, runID, _ string) {
 		if err := k.store.PutRunHealth(ctx, runID, b, time.Now()); err != nil {
 			k.log.Warn("recording the health after a run", "apply_id", runID, "err", err)
 		}
-	}()
+	})
 }
