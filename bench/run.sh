@@ -3,7 +3,7 @@
 # their output, with the machine, date, Go version and commit, under
 # bench/results/<date>/ (or $RESULTS).
 #
-#   bench/run.sh [fanout|fanout10k|fanout50k|idle|checker|versus|ui|resultbytes|growth|concurrency|concurrency-pg|lab|all]...
+#   bench/run.sh [fanout|fanout10k|fanout50k|idle|checker|versus|ui|resultbytes|growth|concurrency|concurrency-pg|health|lab|realistic|all]...
 #
 # Default: all but lab (lab needs root and builds a lab of 20 Debian hosts;
 # it also compares against Ansible when ansible-playbook is installed:
@@ -43,10 +43,11 @@ run() {
 	concurrency) bench concurrency-sqlite -bench '^BenchmarkConcurrency$' -benchtime 5x -v ;;
 	concurrency-pg) SOULSTACK_BENCH_POSTGRES=1 bench concurrency-postgres -bench '^BenchmarkConcurrency$' -benchtime 5x -v ;;
 	health) bench health -bench '^BenchmarkHealthChecks$' -benchtime 1x -count 1 -v ;;
+	realistic) SOULSTACK_BENCH_LAB=1 bench realistic -bench '^BenchmarkRealisticLab$' -benchtime 1x -v ;;
 	lab) SOULSTACK_BENCH_LAB=1 bench lab -bench '^BenchmarkVersusAnsibleLab$' -benchtime 5x -v ;;
 	all) for b in fanout fanout10k idle checker versus ui resultbytes growth concurrency health; do run "$b"; done ;;
 	*)
-		echo "unknown benchmark $1 (fanout fanout10k fanout50k idle checker versus ui resultbytes growth concurrency concurrency-pg health lab all)" >&2
+		echo "unknown benchmark $1 (fanout fanout10k fanout50k idle checker versus ui resultbytes growth concurrency concurrency-pg health lab realistic all)" >&2
 		exit 2
 		;;
 	esac

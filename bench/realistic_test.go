@@ -1,0 +1,387 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/config"
+	"github.com/soulstack/soulstack/internal/dsl"
+	"github.com/soulstack/soulstack/internal/lab"
+)
+
+// realisticLab is the lab of BenchmarkRealisticLab (fixed, so a crashed
+// run's leftovers go with the next one).
+const realisticLab = "bench-realistic"
+
+// realisticPackages are made installable in the hosts: sshd, Python and
+// python3-apt for Ansible, nginx and haproxy for the workload.
+var realisticPackages = []string{"openssh-server", "python3", "python3-apt", "nginx", "haproxy"}
+
+// realisticFloor is what the realistic create does, as one shell script
+// run by hand on a host: the floor neither tool can beat.
+const realisticFloor = `set -e
+printf 'Types: deb\nURIs: file:/srv/lab-repo\nSuites: ./\nTrusted: yes\n' > /etc/apt/sources.list.d/bench-lab.sources
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx haproxy >/dev/null
+cat > /etc/nginx/nginx.conf.new <<'X'
+%s
+X
+nginx -t -q -c /etc/nginx/nginx.conf.new && mv /etc/nginx/nginx.conf.new /etc/nginx/nginx.conf
+cat > /etc/haproxy/haproxy.cfg.new <<'X'
+%s
+X
+haproxy -c -q -f /etc/haproxy/haproxy.cfg.new && mv /etc/haproxy/haproxy.cfg.new /etc/haproxy/haproxy.cfg
+sed -i '1i ClientAliveInterval 300' /etc/ssh/sshd_config && sshd -t
+cat > /etc/systemd/system/bench-app.service <<'X'
+%s
+X
+systemctl daemon-reload && systemctl enable -q --now bench-app.service
+for i in $(seq 300); do (echo > /dev/tcp/127.0.0.1/8081) 2>/dev/null && break; sleep 0.1; done
+systemctl restart nginx haproxy
+`
+
+// BenchmarkRealisticLab is issue 23's realistic create on systemd lab
+// hosts: the ten tasks of bench/realistic/soulstack (a Soul Stack
+// service) and of bench/realistic/ansible/site.yml (the same as an Ansible
+// playbook), first run and no-op re-run, next to the floor — the same
+// package installs and file writes as one shell script per host, all hosts
+// in parallel. The lab has 3 × $SOULSTACK_BENCH_REALISTIC_HOSTS (default
+// 5) fresh hosts of one image: the first third run souls, the second sshd
+// for Ansible (tuned: forks = hosts, no facts, pipelining), the last get
+// the script. Each tool's controller CPU seconds and peak RSS are logged
+// next to its wall time: Ansible's from wait4's rusage (ansible-playbook
+// and its forks; ssh ControlPersist masters detach and are not counted),
+// the keeper's from /proc/self of this process (peak RSS reset through
+// clear_refs before each run; the process holds the test harness too).
+//
+// It needs root and ansible-playbook (apt-get install ansible-core) and
+// is skipped unless $SOULSTACK_BENCH_LAB is set.
+func BenchmarkRealisticLab(b *testing.B) {
+	if os.Getenv("SOULSTACK_BENCH_LAB") == "" {
+		b.Skip("set SOULSTACK_BENCH_LAB=1 to build a lab of Debian hosts (root; minutes)")
+	}
+	if os.Geteuid() != 0 {
+		b.Skip("needs root: lab hosts are network namespaces with their own root filesystems")
+	}
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		b.Skip("ansible-playbook not found (apt-get install ansible-core)")
+	}
+	n := envInt(b, "SOULSTACK_BENCH_REALISTIC_HOSTS", 5)
+	noops := envInt(b, "SOULSTACK_BENCH_REALISTIC_NOOPS", 3)
+	ctx := context.Background()
+	start := time.Now()
+	l, err := lab.New(ctx, lab.Config{Name: realisticLab, Hosts: 3 * n, Packages: realisticPackages, Flavour: lab.FlavourSystemd})
+	if err != nil {
+		b.Fatalf("building the lab: %v", err)
+	}
+	b.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			b.Errorf("closing the lab: %v", err)
+		}
+	})
+	b.Logf("lab of %d systemd hosts up in %s", 3*n, time.Since(start).Round(time.Millisecond))
+	hosts := l.Hosts()
+	souls, ans, floor := hosts[:n], hosts[n:2*n], hosts[2*n:]
+
+	dir := b.TempDir()
+	key := filepath.Join(dir, "id_ed25519")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
+		b.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		b.Fatal(err)
+	}
+	start = time.Now()
+	onHosts(b, hosts, 4, func(h *lab.Host) error {
+		if _, stderr, err := h.Exec(ctx, "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server python3 python3-apt >/dev/null && "+
+			"mkdir -p /root/.ssh && chmod 700 /root/.ssh && systemctl enable -q --now ssh"); err != nil {
+			return fmt.Errorf("%s: installing: %v: %s", h.Name(), err, stderr)
+		}
+		return h.WriteFile("/root/.ssh/authorized_keys", pub, 0o600)
+	})
+	b.Logf("sshd, python3 and python3-apt in every host in %s", time.Since(start).Round(time.Millisecond))
+
+	files := readServiceDir(b, "realistic/soulstack")
+	gw := l.GatewayIP()
+	e := startKeeperOn(b, net.JoinHostPort(gw, "0"), func(k *config.Keeper) { k.TLS.Hosts = []string{gw} })
+	e.registerService("realistic", files)
+	e.startSoulsOn(souls, "realistic", filepath.Join(dir, "logs"))
+
+	for b.Loop() {
+		// Soul Stack.
+		var first runTiming
+		fm := measureSelf(b, func() {
+			first, err = e.createIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "realistic", Service: "realistic", Covens: []string{"realistic"}})
+		})
+		if err != nil {
+			b.Fatalf("soul stack first run: %v", err)
+		}
+		if err := e.expectChanged(ctx, "realistic", 0); err == nil {
+			b.Fatal("soul stack first run changed nothing")
+		}
+		b.Logf("soul stack first run: %s; %s", first.Total.Round(time.Millisecond), fm)
+		var soulNoop []time.Duration
+		for i := range noops {
+			var rt runTiming
+			m := measureSelf(b, func() { rt, err = e.runScenario(ctx, "realistic", "create", nil) })
+			if err != nil {
+				b.Fatalf("soul stack no-op re-run: %v", err)
+			}
+			if err := e.expectChanged(ctx, "realistic", 0); err != nil {
+				b.Fatalf("soul stack no-op re-run: %v", err)
+			}
+			soulNoop = append(soulNoop, rt.Total)
+			b.Logf("soul stack no-op %d: %s; %s", i+1, rt.Total.Round(time.Millisecond), m)
+		}
+
+		// Ansible, tuned.
+		a := newRealisticAnsible(b, ans, dir, key)
+		af, changed, am := a.play(b)
+		if changed == 0 {
+			b.Fatal("ansible first run changed nothing")
+		}
+		b.Logf("ansible first run: %s (changed=%d); %s", af.Round(time.Millisecond), changed, am)
+		var ansNoop []time.Duration
+		for i := range noops {
+			d, changed, m := a.play(b)
+			if changed != 0 {
+				b.Fatalf("ansible no-op re-run changed %d", changed)
+			}
+			ansNoop = append(ansNoop, d)
+			b.Logf("ansible no-op %d: %s; %s", i+1, d.Round(time.Millisecond), m)
+		}
+
+		// The floor: the script by hand, all hosts at once.
+		script := fmt.Sprintf(realisticFloor, renderFor(files["scenario/create/templates/nginx.conf.tmpl"]),
+			renderFor(files["scenario/create/templates/haproxy.cfg.tmpl"]), renderFor(files["scenario/create/templates/bench-app.service.tmpl"]))
+		t0 := time.Now()
+		onHosts(b, floor, len(floor), func(h *lab.Host) error {
+			if _, stderr, err := h.Exec(ctx, strings.ReplaceAll(script, "@SID@", h.Name())); err != nil {
+				return fmt.Errorf("%s: floor script: %v: %s", h.Name(), err, tail(stderr, 2000))
+			}
+			return nil
+		})
+		fl := time.Since(t0)
+		b.Logf("floor (shell script per host, all in parallel): %s", fl.Round(time.Millisecond))
+
+		// Every host of the three ends up serving: app, nginx and haproxy.
+		onHosts(b, hosts, 4, func(h *lab.Host) error {
+			if out, stderr, err := h.Exec(ctx, "systemctl is-active bench-app nginx haproxy && systemctl is-enabled -q bench-app && python3 -c 'import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:8080/\")'"); err != nil {
+				return fmt.Errorf("%s: not serving: %v: %s %s", h.Name(), err, out, stderr)
+			}
+			return nil
+		})
+
+		sn, an := median(soulNoop), median(ansNoop)
+		b.ReportMetric(ms(first.Total), "first-ms")
+		b.ReportMetric(ms(af), "first-ansible-ms")
+		b.ReportMetric(ms(fl), "floor-ms")
+		b.ReportMetric(float64(first.Total)/float64(fl), "first-x-floor")
+		b.ReportMetric(float64(af)/float64(fl), "ansible-first-x-floor")
+		b.ReportMetric(ms(sn), "noop-ms")
+		b.ReportMetric(ms(an), "noop-ansible-ms")
+		b.ReportMetric(float64(an)/float64(sn), "noop-x-ansible")
+	}
+}
+
+// onHosts runs f on hosts, at most par at a time, failing b on errors.
+func onHosts(b *testing.B, hosts []*lab.Host, par int, f func(*lab.Host) error) {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	sem := make(chan struct{}, par)
+	for _, h := range hosts {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := f(h); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+}
+
+// renderFor fills the benchmark's templates the way the scenario does,
+// for the floor script (the host's name stays @SID@ until per host).
+func renderFor(tmpl string) string {
+	return strings.NewReplacer("{{ .soulprint.self.sid }}", "@SID@", "{{ .essence.app_port }}", "8081", "{{ .essence.front_port }}", "8080").Replace(strings.TrimSuffix(tmpl, "\n"))
+}
+
+// readServiceDir reads a service directory of this package into the file
+// map registerService commits, checking it loads.
+func readServiceDir(b testing.TB, dir string) map[string]string {
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(data)
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, problems := dsl.LoadFS(mapFS(files)); problems.Err() != nil {
+		b.Fatalf("%s: %v", dir, problems.Err())
+	}
+	return files
+}
+
+// startSoulsOn starts `soul run` in hosts (SID = host name, coven) and
+// waits until all are connected.
+func (e *env) startSoulsOn(hosts []*lab.Host, coven, logDir string) {
+	ctx := context.Background()
+	bin := soulBinary(e.tb)
+	tok := e.joinToken(coven)
+	names := map[string]bool{}
+	for _, h := range hosts {
+		names[h.Name()] = true
+		if err := h.CopyIn(bin, "/usr/local/bin/soul"); err != nil {
+			e.tb.Fatal(err)
+		}
+		p, err := h.Start(ctx, []string{"/usr/local/bin/soul", "run", "--keeper", "https://" + e.addr, "--sid", h.Name(),
+			"--data-dir", "/var/lib/soul", "--join-token", tok, "--log-level", "warn"}, filepath.Join(logDir, "soul-"+h.Name()+".log"))
+		if err != nil {
+			e.tb.Fatal(err)
+		}
+		e.tb.Cleanup(func() { _ = p.Kill() })
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		got := 0
+		for _, sid := range e.k.Gateway().ConnectedSIDs() {
+			if names[sid] {
+				got++
+			}
+		}
+		if got == len(hosts) {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.tb.Fatalf("%d of %d lab souls connected", got, len(hosts))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// ctlUse is a controller's CPU time and peak RSS over one run.
+type ctlUse struct {
+	CPU  time.Duration
+	Peak int64 // bytes
+}
+
+func (u ctlUse) String() string {
+	return fmt.Sprintf("controller CPU %.2f s, peak RSS %.0f MiB", u.CPU.Seconds(), mib(u.Peak))
+}
+
+// measureSelf is this process's CPU time and peak RSS during f (VmHWM
+// reset first by writing 5 to /proc/self/clear_refs).
+func measureSelf(b *testing.B, f func()) ctlUse {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Logf("resetting the peak RSS: %v", err)
+	}
+	before, err := readProc(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	f()
+	after, err := readProc(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ctlUse{CPU: time.Duration(after.CPUTick-before.CPUTick) * time.Second / clockTick, Peak: after.HWM}
+}
+
+// realisticAnsible runs site.yml against the Ansible third of the lab.
+type realisticAnsible struct {
+	dir string
+	n   int
+}
+
+func newRealisticAnsible(b *testing.B, hosts []*lab.Host, dir, key string) *realisticAnsible {
+	a := &realisticAnsible{dir: filepath.Join(dir, "realistic-ansible"), n: len(hosts)}
+	if err := os.CopyFS(a.dir, os.DirFS("realistic/ansible")); err != nil {
+		b.Fatal(err)
+	}
+	var inv strings.Builder
+	inv.WriteString("[lab]\n")
+	for _, h := range hosts {
+		fmt.Fprintf(&inv, "%s ansible_host=%s\n", h.Name(), h.IP())
+	}
+	fmt.Fprintf(&inv, "\n[lab:vars]\nansible_user=root\nansible_ssh_private_key_file=%s\n", key)
+	for name, content := range map[string]string{"inventory": inv.String(),
+		"ansible.cfg": "[defaults]\nhost_key_checking = False\nretry_files_enabled = False\n"} {
+		if err := os.WriteFile(filepath.Join(a.dir, name), []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return a
+}
+
+// play runs site.yml once, tuned, and returns its wall time, the sum of
+// changed= of its recap and its controller use.
+func (a *realisticAnsible) play(b *testing.B) (time.Duration, int, ctlUse) {
+	cmd := exec.Command("ansible-playbook", "-i", "inventory", "-e", "target=lab", "site.yml")
+	cmd.Dir = a.dir
+	cmd.Env = append(os.Environ(), "ANSIBLE_CONFIG="+filepath.Join(a.dir, "ansible.cfg"), "ANSIBLE_NOCOLOR=1",
+		"ANSIBLE_FORKS="+strconv.Itoa(a.n), "ANSIBLE_GATHERING=explicit", "ANSIBLE_PIPELINING=True", "ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		b.Fatalf("ansible-playbook: %v\n%s", err, tail(string(out), 3000))
+	}
+	var u ctlUse
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		u = ctlUse{CPU: time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime)), Peak: ru.Maxrss << 10}
+	}
+	changed := 0
+	for _, m := range changedRE.FindAllStringSubmatch(string(out), -1) {
+		c, _ := strconv.Atoi(m[1])
+		changed += c
+	}
+	return d, changed, u
+}
+
+// TestRealisticServiceLoads is the fast check of BenchmarkRealisticLab's
+// Soul Stack side (it runs in `go test ./...`): the service passes the
+// DSL's validation and its create scenario has the ten tasks.
+func TestRealisticServiceLoads(t *testing.T) {
+	files := readServiceDir(t, "realistic/soulstack")
+	svc, problems := dsl.LoadFS(mapFS(files))
+	if err := problems.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Manifest.Name != "realistic" {
+		t.Errorf("manifest name %q", svc.Manifest.Name)
+	}
+	if got := strings.Count(files["scenario/create/main.yml"], "module: core."); got != 10 {
+		t.Errorf("create has %d tasks, want 10", got)
+	}
+}
