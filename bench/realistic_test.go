@@ -45,7 +45,15 @@ X
 haproxy -c -q -f /etc/haproxy/haproxy.cfg.new && mv /etc/haproxy/haproxy.cfg.new /etc/haproxy/haproxy.cfg
 sed -i '1i ClientAliveInterval 300' /etc/ssh/sshd_config && sshd -t
 cat > /etc/systemd/system/bench-app.service <<'X'
-%s
+[Unit]
+Description=bench app (python http.server)
+After=network.target
+[Service]
+WorkingDirectory=/var/www/html
+ExecStart=/usr/bin/python3 -m http.server 8081 --bind 127.0.0.1
+Restart=on-failure
+[Install]
+WantedBy=multi-user.target
 X
 systemctl daemon-reload && systemctl enable -q --now bench-app.service
 for i in $(seq 300); do (echo > /dev/tcp/127.0.0.1/8081) 2>/dev/null && break; sleep 0.1; done
@@ -166,7 +174,7 @@ func BenchmarkRealisticLab(b *testing.B) {
 
 		// The floor: the script by hand, all hosts at once.
 		script := fmt.Sprintf(realisticFloor, renderFor(files["scenario/create/templates/nginx.conf.tmpl"]),
-			renderFor(files["scenario/create/templates/haproxy.cfg.tmpl"]), renderFor(files["scenario/create/templates/bench-app.service.tmpl"]))
+			renderFor(files["scenario/create/templates/haproxy.cfg.tmpl"]))
 		t0 := time.Now()
 		onHosts(b, floor, len(floor), func(h *lab.Host) error {
 			if _, stderr, err := h.Exec(ctx, strings.ReplaceAll(script, "@SID@", h.Name())); err != nil {
