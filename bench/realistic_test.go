@@ -56,7 +56,7 @@ Restart=on-failure
 WantedBy=multi-user.target
 X
 systemctl daemon-reload && systemctl enable -q --now bench-app.service
-for i in $(seq 300); do (echo > /dev/tcp/127.0.0.1/8081) 2>/dev/null && break; sleep 0.1; done
+for i in $(seq 300); do (echo > /dev/tcp/127.0.0.1/8081) 2>/dev/null && break; [ $i = 300 ] && exit 1; sleep 0.1; done
 systemctl restart nginx haproxy
 `
 
@@ -177,8 +177,13 @@ func BenchmarkRealisticLab(b *testing.B) {
 			renderFor(files["scenario/create/templates/haproxy.cfg.tmpl"]))
 		t0 := time.Now()
 		onHosts(b, floor, len(floor), func(h *lab.Host) error {
-			if _, stderr, err := h.Exec(ctx, strings.ReplaceAll(script, "@SID@", h.Name())); err != nil {
-				return fmt.Errorf("%s: floor script: %v: %s", h.Name(), err, tail(stderr, 2000))
+			// bash, not Exec's sh: the wait loop uses /dev/tcp.
+			cmd, err := h.Command(ctx, "/bin/bash", "-c", strings.ReplaceAll(script, "@SID@", h.Name()))
+			if err != nil {
+				return err
+			}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("%s: floor script: %v: %s", h.Name(), err, tail(string(out), 2000))
 			}
 			return nil
 		})
