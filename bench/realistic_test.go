@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soulstack/soulstack/internal/apiclient"
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/dsl"
 	"github.com/soulstack/soulstack/internal/lab"
@@ -132,7 +132,7 @@ func BenchmarkRealisticLab(b *testing.B) {
 		// Soul Stack.
 		var first runTiming
 		fm := measureSelf(b, func() {
-			first, err = e.createIncarnation(ctx, apiclient.CreateIncarnationRequest{Name: "realistic", Service: "realistic", Covens: []string{"realistic"}})
+			first, err = e.createIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: "realistic", Service: "realistic", Covens: []string{"realistic"}})
 		})
 		if err != nil {
 			b.Fatalf("soul stack first run: %v", err)
