@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,6 +106,17 @@ func TestLoginWritesConfig(t *testing.T) {
 	s, err := cli.LoadSettings(path)
 	if err != nil || s.Keeper != k.URL || s.Token != k.Token {
 		t.Fatalf("saved settings %+v, %v", s, err)
+	}
+
+	// -o json: who and where, never the token.
+	j := ctl(t, env, k.Token+"\n", "login", "--keeper", k.URL, "-o", "json").must(t)
+	var lv struct {
+		Keeper, Name, Role, Config string
+		TokenID                    string `json:"token_id"`
+	}
+	if err := json.Unmarshal([]byte(j.Stdout), &lv); err != nil || lv.Keeper != k.URL || lv.Name != "root" ||
+		lv.Role != "admin" || lv.Config != path || lv.TokenID == "" || strings.Contains(j.Stdout, k.Token) {
+		t.Errorf("login -o json: %+v, %v\n%s", lv, err, j.Stdout)
 	}
 
 	who := ctl(t, env, "", "whoami", "-o", "json").must(t)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -63,9 +64,13 @@ current config; a token still missing is read from standard input.`,
 			if err := SaveSettings(path, s); err != nil {
 				return cmdutil.Failed(err)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "logged in to %s as %s (%s), token expires %s\nsaved in %s\n",
-				s.Keeper, who.Name, who.Role, expires(who.ExpiresAt), path)
-			return err
+			v := loginView{Keeper: s.Keeper, ArchonID: who.ArchonID, Name: who.Name, Role: who.Role,
+				TokenID: who.TokenID, ExpiresAt: who.ExpiresAt, Config: path}
+			return g.Emit(cmd, v, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "logged in to %s as %s (%s), token expires %s\nsaved in %s\n",
+					s.Keeper, who.Name, who.Role, expires(who.ExpiresAt), path)
+				return err
+			})
 		},
 	}
 }
@@ -95,4 +100,16 @@ func newWhoamiCmd(g *Globals) *cobra.Command {
 			})
 		},
 	}
+}
+
+// loginView is `soulctl login -o json|yaml`: where the settings were saved
+// and who the token belongs to (never the token itself).
+type loginView struct {
+	Keeper    string    `json:"keeper"`
+	ArchonID  string    `json:"archon_id"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	TokenID   string    `json:"token_id"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Config    string    `json:"config"`
 }

@@ -36,14 +36,51 @@ fails, 2 when the repository or a test file is invalid.`,
 			if g.capture {
 				return errLocalFiles("scenario test")
 			}
-			return runScenarioTest(cmd.Context(), cmd.OutOrStdout(), args[0], pattern)
+			f, err := g.format()
+			if err != nil {
+				return err
+			}
+			if f == FormatTable {
+				return runScenarioTest(cmd.Context(), cmd.OutOrStdout(), args[0], pattern, nil)
+			}
+			// -o json|yaml: one entry per test on stdout once all ran, the
+			// human lines on stderr (the
+			// exit code is the same as the table form's).
+			var results []scenarioTestResult
+			rerr := runScenarioTest(cmd.Context(), cmd.ErrOrStderr(), args[0], pattern, &results)
+			if results == nil && rerr != nil {
+				return rerr
+			}
+			if err := g.Emit(cmd, nonNilList(results), nil); err != nil {
+				return err
+			}
+			return rerr
 		},
 	}
 	c.Flags().StringVar(&pattern, "run", "", "run only tests whose <scenario>/<test> matches this regular expression")
 	return c
 }
 
-func runScenarioTest(ctx context.Context, out io.Writer, dir, pattern string) error {
+// scenarioTestResult is one test's outcome in `scenario test -o json|yaml`.
+type scenarioTestResult struct {
+	Test     string   `json:"test"` // <scenario>/<test>
+	File     string   `json:"file"`
+	Passed   bool     `json:"passed"`
+	Seconds  float64  `json:"seconds"`
+	Error    string   `json:"error,omitempty"`
+	Failures []string `json:"failures,omitempty"`
+}
+
+func nonNilList[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
+}
+
+// runScenarioTest runs the tests, printing the table form to out; results,
+// when not nil, also receives each test's outcome.
+func runScenarioTest(ctx context.Context, out io.Writer, dir, pattern string, results *[]scenarioTestResult) error {
 	var re *regexp.Regexp
 	if pattern != "" {
 		var err error
@@ -88,6 +125,13 @@ func runScenarioTest(ctx context.Context, out io.Writer, dir, pattern string) er
 			return cmdutil.Failed(err)
 		}
 		o := scenariotest.Run(ctx, tdir, svc, t)
+		if results != nil {
+			r := scenarioTestResult{Test: id, File: filepath.Join(dir, t.File), Passed: o.Passed(), Seconds: o.Duration.Seconds(), Failures: o.Failures}
+			if o.Err != nil {
+				r.Error = o.Err.Error()
+			}
+			*results = append(*results, r)
+		}
 		if o.Passed() {
 			fmt.Fprintf(out, "PASS %s (%.2fs)\n", id, o.Duration.Seconds())
 			continue

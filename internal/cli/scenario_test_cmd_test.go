@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -89,5 +90,33 @@ func TestScenarioTestExamples(t *testing.T) {
 		if code != 0 || strings.Contains(out, "FAIL") {
 			t.Errorf("%s: exit %d\n%s%s", repo, code, out, errs)
 		}
+	}
+}
+
+// TestScenarioTestJSON: `scenario test -o json` prints one entry per test
+// on stdout (the failing one with its failures), the human lines on
+// stderr, and exits 1 as the table form does.
+func TestScenarioTestJSON(t *testing.T) {
+	dir := writeRepo(t, testedRepo)
+	code, out, errOut := runSoulctl(t, "scenario", "test", dir, "-o", "json")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+	var rs []scenarioTestResult
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("stdout is not a JSON list: %v\n%s", err, out)
+	}
+	got := map[string]scenarioTestResult{}
+	for _, r := range rs {
+		got[r.Test] = r
+	}
+	pass, fail := got["restart/passes"], got["restart/fails"]
+	if len(rs) != 2 || !pass.Passed || fail.Passed || len(fail.Failures) == 0 ||
+		!strings.Contains(strings.Join(fail.Failures, "\n"), "outcome: want succeeded, got failed") ||
+		!strings.HasSuffix(fail.File, "fails.yml") {
+		t.Errorf("results %+v", rs)
+	}
+	if !strings.Contains(errOut, "FAIL restart/fails") {
+		t.Errorf("stderr lacks the human lines:\n%s", errOut)
 	}
 }
