@@ -15,10 +15,20 @@ import (
 // tc serves: "sha256//" and the base64 SHA-256 of its SubjectPublicKeyInfo.
 // It is "" when tc has no parsable certificate.
 func PublicKeyPin(tc *tls.Config) string {
-	if tc == nil || len(tc.Certificates) == 0 || len(tc.Certificates[0].Certificate) == 0 {
+	if tc == nil {
 		return ""
 	}
-	c, err := x509.ParseCertificate(tc.Certificates[0].Certificate[0])
+	var leaf *tls.Certificate
+	switch {
+	case len(tc.Certificates) > 0:
+		leaf = &tc.Certificates[0]
+	case tc.GetCertificate != nil:
+		leaf, _ = tc.GetCertificate(&tls.ClientHelloInfo{})
+	}
+	if leaf == nil || len(leaf.Certificate) == 0 {
+		return ""
+	}
+	c, err := x509.ParseCertificate(leaf.Certificate[0])
 	if err != nil {
 		return ""
 	}

@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,6 +65,8 @@ type Keeper struct {
 	cfg Config
 	log *slog.Logger
 	id  string
+	// cert is the certificate new TLS handshakes get; ReloadTLS swaps it.
+	cert atomic.Pointer[tls.Certificate]
 
 	store     store.Store
 	auth      *auth.Authority
@@ -112,6 +115,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	if k.tls, k.fp, err = loadTLS(cfg.Keeper); err != nil {
 		return nil, err
 	}
+	k.serveCertificate()
 	if err = checkInitialized(ctx, cfg.Keeper); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,10 @@
 package keepercmd
 
 import (
+	"os"
+	"os/signal"
+	"syscall"
+
 	"github.com/spf13/cobra"
 
 	"github.com/soulstack/soulstack/internal/cmdutil"
@@ -53,6 +57,17 @@ SIGTERM drains in-flight requests, closes the soul streams and the store.`,
 			}
 			return cmdutil.Failed(err)
 		}
+		// SIGHUP reloads the TLS certificate without dropping souls.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer func() { signal.Stop(hup); close(hup) }()
+		go func() {
+			for range hup {
+				if err := k.ReloadTLS(); err != nil {
+					log.Error("SIGHUP: the TLS certificate was not reloaded", "err", err)
+				}
+			}
+		}()
 		if err := k.Run(cmd.Context()); err != nil {
 			return cmdutil.Failed(err)
 		}
