@@ -290,6 +290,10 @@ func TestAuditMasksSecrets(t *testing.T) {
 	if ar[1].Summary["name"] != "vic" || ar[1].Summary["status"] != float64(201) || ar[1].Target == "" || ar[1].Time.IsZero() {
 		t.Errorf("create archon entry %+v", ar[1])
 	}
+	// Every entry names the token the call was made with (SPEC §14).
+	if me, err := admin.Whoami(ctx); err != nil || me.TokenID == "" || ar[1].Summary["token_id"] != me.TokenID {
+		t.Errorf("create archon entry names token %v, want the admin's %q (%v)", ar[1].Summary["token_id"], me.TokenID, err)
+	}
 	filtered, err := admin.ListAudit(ctx, apitypes.AuditQuery{Action: "POST /v1/archons", Limit: 1})
 	if err != nil || len(filtered) != 1 || filtered[0].Action != "POST /v1/archons" {
 		t.Fatalf("filtered audit %+v, %v", filtered, err)

@@ -91,6 +91,14 @@ func (a *Authority) Record(ctx context.Context, p Principal, action, target stri
 		Target:   target,
 		Summary:  MaskMap(summary),
 	}
+	// The entry names the token the call was made with (its id, never the
+	// token), set after masking: an id is not a secret.
+	if p.TokenID != "" {
+		if e.Summary == nil {
+			e.Summary = map[string]any{}
+		}
+		e.Summary["token_id"] = p.TokenID
+	}
 	if err := a.st.AppendAudit(ctx, e); err != nil {
 		return fmt.Errorf("appending audit entry %q: %w", action, err)
 	}
