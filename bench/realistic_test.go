@@ -32,9 +32,11 @@ var realisticPackages = []string{"openssh-server", "python3", "python3-apt", "ng
 // realisticFloor is what the realistic create does, as one shell script
 // run by hand on a host: the floor neither tool can beat.
 const realisticFloor = `set -e
+echo "start $EPOCHREALTIME"
 printf 'Types: deb\nURIs: file:/srv/lab-repo\nSuites: ./\nTrusted: yes\n' > /etc/apt/sources.list.d/bench-lab.sources
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx haproxy >/dev/null
+echo "installed $EPOCHREALTIME"
 cat > /etc/nginx/nginx.conf.new <<'X'
 %s
 X
@@ -58,6 +60,7 @@ X
 systemctl daemon-reload && systemctl enable -q --now bench-app.service
 for i in $(seq 300); do (echo > /dev/tcp/127.0.0.1/8081) 2>/dev/null && break; [ $i = 300 ] && exit 1; sleep 0.1; done
 systemctl restart nginx haproxy
+echo "end $EPOCHREALTIME"
 `
 
 // BenchmarkRealisticLab is issue 23's realistic create on systemd lab
@@ -141,6 +144,7 @@ func BenchmarkRealisticLab(b *testing.B) {
 			b.Fatal("soul stack first run changed nothing")
 		}
 		b.Logf("soul stack first run: %s; %s", first.Total.Round(time.Millisecond), fm)
+		e.logTaskSpans(b, ctx, "realistic")
 		var soulNoop []time.Duration
 		for i := range noops {
 			var rt runTiming
@@ -182,9 +186,11 @@ func BenchmarkRealisticLab(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			if out, err := cmd.CombinedOutput(); err != nil {
+			out, err := cmd.CombinedOutput()
+			if err != nil {
 				return fmt.Errorf("%s: floor script: %v: %s", h.Name(), err, tail(string(out), 2000))
 			}
+			b.Logf("  floor %s: %s", h.Name(), strings.Join(strings.Fields(string(out)), " "))
 			return nil
 		})
 		fl := time.Since(t0)
@@ -396,5 +402,40 @@ func TestRealisticServiceLoads(t *testing.T) {
 	}
 	if got := strings.Count(files["scenario/create/main.yml"], "module: core."); got != 10 {
 		t.Errorf("create has %d tasks, want 10", got)
+	}
+}
+
+// logTaskSpans logs, per task of inc's latest run, the slowest host's
+// duration and the span from its first start to its last finish: where
+// the first run's wall time goes.
+func (e *env) logTaskSpans(b *testing.B, ctx context.Context, inc string) {
+	rs, err := e.latestResults(ctx, inc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type span struct {
+		first, last time.Time
+		slowest     time.Duration
+	}
+	var order []string
+	spans := map[string]*span{}
+	for _, r := range rs {
+		s, ok := spans[r.TaskName]
+		if !ok {
+			s = &span{first: r.StartedAt, last: r.FinishedAt}
+			spans[r.TaskName] = s
+			order = append(order, r.TaskName)
+		}
+		if r.StartedAt.Before(s.first) {
+			s.first = r.StartedAt
+		}
+		if r.FinishedAt.After(s.last) {
+			s.last = r.FinishedAt
+		}
+		s.slowest = max(s.slowest, r.FinishedAt.Sub(r.StartedAt))
+	}
+	for _, name := range order {
+		s := spans[name]
+		b.Logf("  task %-45q span %7s, slowest host %7s", name, s.last.Sub(s.first).Round(time.Millisecond), s.slowest.Round(time.Millisecond))
 	}
 }
