@@ -119,13 +119,21 @@ func (p *parser) moduleCall(u *unit, file string, t *Task, modNode, paramsNode *
 			p.shellLine(u, file, name, "params."+e.key, e.value)
 		}
 	}
-	if name == "core.file.rendered" {
+	if TemplateModule(name) {
 		for _, e := range ents {
 			if e.key == "template" {
 				p.templateFile(u, file, e.value)
 			}
 		}
 	}
+}
+
+// TemplateModule tells whether a module renders a template of the
+// scenario or destiny (its "template" param): its work carries the unit's
+// files and the template data, and its diff is withheld when that data
+// holds a secret.
+func TemplateModule(name string) bool {
+	return name == "core.file.rendered" || name == "core.systemd.unit"
 }
 
 // templateFile checks that a literal template path exists in the unit.

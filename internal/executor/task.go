@@ -164,7 +164,8 @@ func attemptOne(ctx context.Context, t *dsl.Task, act *expr.Activation, o Option
 	tainted := o.Taint.params(ctx, t, o.Env, params)
 	// A template renders on the soul: what its functions make of a secret
 	// in its data is unknown here, so its diff is withheld too.
-	rendered := t.Module == "core.file.rendered" && o.Taint.templateData(ctx, t, o.Env, act)
+	templated := dsl.TemplateModule(t.Module) && params["template"] != nil
+	rendered := templated && o.Taint.templateData(ctx, t, o.Env, act)
 	if tainted || rendered {
 		// Content derived from a secret: no hash or size of it (L9).
 		inner := o.Call
@@ -190,7 +191,7 @@ func attemptOne(ctx context.Context, t *dsl.Task, act *expr.Activation, o Option
 		}
 		call.Custom = Wire(m)
 	}
-	if t.Module == "core.file.rendered" {
+	if templated {
 		call.Files = o.Files
 		call.TemplateData = TemplateData(act)
 	}

@@ -45,7 +45,7 @@ func fileRendered(ctx context.Context, p map[string]any, env *module.Env) (domai
 // task vars the executor put there.
 func renderTemplate(env *module.Env, name string, vars map[string]any) ([]byte, error) {
 	if env.Files == nil {
-		return nil, fmt.Errorf("template %s: no bundle files are available to this task (core.file.rendered runs inside a scenario or destiny)", name)
+		return nil, fmt.Errorf("template %s: no bundle files are available to this task (templates render inside a scenario or destiny)", name)
 	}
 	clean := strings.TrimPrefix(name, "./")
 	if !fs.ValidPath(clean) {
