@@ -133,29 +133,22 @@ func (s *Store) PageRuns(ctx context.Context, rq store.RunQuery) (store.RunPage,
 // CountRuns counts the runs by status (statuses without runs are absent),
 // without reading them.
 func (s *Store) CountRuns(ctx context.Context) (map[string]int, error) {
-	rows, err := s.reader().query(ctx, `SELECT status, COUNT(*) FROM runs GROUP BY status`)
-	if err != nil {
-		return nil, s.wrap("counting runs", err)
-	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var st string
-		var n int
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, s.wrap("counting runs", err)
-		}
-		out[st] = n
-	}
-	return out, s.wrap("counting runs", rows.Err())
+	return s.countByStatus(ctx, "runs")
 }
 
 // CountIncarnations counts the incarnations by status (statuses without
 // incarnations are absent), without reading them.
 func (s *Store) CountIncarnations(ctx context.Context) (map[string]int, error) {
-	rows, err := s.reader().query(ctx, `SELECT status, COUNT(*) FROM incarnations GROUP BY status`)
+	return s.countByStatus(ctx, "incarnations")
+}
+
+// countByStatus counts the rows of table (a constant of this package) by
+// their status column.
+func (s *Store) countByStatus(ctx context.Context, table string) (map[string]int, error) {
+	what := "counting " + table
+	rows, err := s.reader().query(ctx, `SELECT status, COUNT(*) FROM `+table+` GROUP BY status`)
 	if err != nil {
-		return nil, s.wrap("counting incarnations", err)
+		return nil, s.wrap(what, err)
 	}
 	defer rows.Close()
 	out := map[string]int{}
@@ -163,11 +156,11 @@ func (s *Store) CountIncarnations(ctx context.Context) (map[string]int, error) {
 		var st string
 		var n int
 		if err := rows.Scan(&st, &n); err != nil {
-			return nil, s.wrap("counting incarnations", err)
+			return nil, s.wrap(what, err)
 		}
 		out[st] = n
 	}
-	return out, s.wrap("counting incarnations", rows.Err())
+	return out, s.wrap(what, rows.Err())
 }
 
 // IncarnationNames lists the names of at most limit (bounded by
