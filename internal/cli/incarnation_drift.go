@@ -130,7 +130,7 @@ func driftDetail(w io.Writer, d apitypes.Drift) error {
 		row(w, "Drift:", "never checked")
 		return nil
 	}
-	row(w, "Checked:", fmt.Sprintf("%s (%s, run %s, scenario %s)", stamp(rep.CheckedAt), ago(rep.CheckedAt), rep.RunID, rep.Scenario))
+	row(w, "Checked:", fmt.Sprintf("%s, run %s, scenario %s", stamp(rep.CheckedAt), rep.RunID, rep.Scenario))
 	verdict := "no"
 	if rep.Drifted {
 		verdict = fmt.Sprintf("yes (%d task(s) would change)", rep.Tasks)
@@ -154,7 +154,7 @@ func driftDetail(w io.Writer, d apitypes.Drift) error {
 			names = append(names, t.Task)
 			text := fmt.Sprintf("--- %s: %s", sid, t.Task)
 			if t.Diff != "" {
-				text += "\n" + strings.TrimRight(t.Diff, "\n")
+				text += "\n" + strings.Trim(t.Diff, "\n")
 			} else if t.Msg != "" {
 				text += "\n" + t.Msg
 			}
