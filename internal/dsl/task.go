@@ -136,6 +136,11 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 	if nn, ok := v["vars_files"]; ok {
 		t.VarsFiles = p.varsFiles(u, file, nn, "vars_files")
 	}
+	// The task's vars: are rendered before when: and params (and per
+	// item), so those see their types; where: was evaluated before them.
+	if nn, ok := v["vars"]; ok {
+		t.Vars = p.varsMap(u, file, nn, "vars", false)
+	}
 	if nn, ok := v["when"]; ok {
 		t.When = p.predicate(u, file, nn, "when", before)
 	}
@@ -156,9 +161,6 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 	}
 	if nn, ok := v["require"]; ok {
 		t.Require = p.requisites(u, file, nn, "require")
-	}
-	if nn, ok := v["vars"]; ok {
-		t.Vars = p.varsMap(u, file, nn, "vars", false)
 	}
 	if nn, ok := v["timeout"]; ok {
 		t.Timeout = p.duration(file, nn, "timeout", false)

@@ -37,9 +37,12 @@ type typeState struct {
 func (u *unit) scope(opts templateOpts) *expr.TypeScope {
 	ts := &u.types
 	sc := &expr.TypeScope{
-		Input:     ts.input,
-		Essence:   ts.essence,
-		Vars:      &expr.Shape{Fields: ts.vars, Open: true},
+		Input:   ts.input,
+		Essence: ts.essence,
+		// vars are closed: every var a task can read is declared in
+		// vars.yml, vars_files, or the vars: of the task or an enclosing
+		// block, so another name is a typo.
+		Vars:      &expr.Shape{Fields: ts.vars},
 		Registers: ts.regs,
 		Item:      ts.item,
 		Delegated: ts.delegated,

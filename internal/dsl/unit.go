@@ -44,6 +44,7 @@ func (p *parser) scenario(svc *Service, name, dir string, files map[string][]byt
 		return s
 	}
 	var tasksNode, inputNode *yaml.Node
+	var stateEntry *entry
 	for _, e := range ents {
 		switch e.key {
 		case "description":
@@ -53,7 +54,7 @@ func (p *parser) scenario(svc *Service, name, dir string, files map[string][]byt
 			inputNode = e.value
 			u.types.input = inputShape(s.Input)
 		case "state_changes":
-			s.StateChanges = p.stateChanges(u, file, e)
+			stateEntry = &e
 		case "vars_files":
 			s.VarsFiles = p.varsFiles(u, file, e.value, "vars_files")
 		case "tasks":
@@ -66,6 +67,12 @@ func (p *parser) scenario(svc *Service, name, dir string, files map[string][]byt
 		p.add(s.Pos, "tasks", fmt.Sprintf("scenario %s has no tasks: list", name))
 	} else {
 		s.Tasks = p.taskList(u, file, tasksNode, "tasks", "")
+	}
+	// state_changes is evaluated after every task: it sees the vars of
+	// vars.yml and vars_files and every register with its type, wherever
+	// the key stands in the file.
+	if stateEntry != nil {
+		s.StateChanges = p.stateChanges(u, file, *stateEntry)
 	}
 	p.checkDeferred(u)
 	p.checkInputs(u, inputNode)

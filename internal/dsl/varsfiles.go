@@ -156,7 +156,8 @@ func setVarsTypes(u *unit, data map[string]map[string]any) {
 		if inAll && !mixed[k] {
 			u.types.vars[k] = t
 		} else {
-			delete(u.types.vars, k)
+			// Some hosts get it, or with another type: known, untyped.
+			u.types.vars[k] = cel.DynType
 		}
 	}
 }

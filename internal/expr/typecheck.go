@@ -35,8 +35,8 @@ type TypeScope struct {
 	Input *Shape
 	// Essence are the keys of _default.yaml with their value types (open).
 	Essence *Shape
-	// Vars are vars.yml and the task vars in scope (open: vars_files and
-	// outer blocks may add more).
+	// Vars are the vars in scope: vars.yml, vars_files and the vars: of
+	// the task and its enclosing blocks (the DSL passes a closed shape).
 	Vars *Shape
 	// Registers are the register shapes of the earlier tasks; a register
 	// not listed is dyn (its existence is checked elsewhere).
@@ -79,19 +79,21 @@ func FactShape() *Shape {
 	}}
 }
 
-// factSubShapes are the nested fact objects of FactShape.
+// factSubShapes are the nested fact objects of FactShape. They are closed:
+// a soul reports exactly these fields (soul.CollectFacts), and custom
+// facts are top-level keys, so another field is a typo.
 func factSubShapes() []*Shape {
 	str := cel.StringType
 	return []*Shape{
-		{Name: "soulprint.self.os", Open: true, Fields: map[string]*cel.Type{
+		{Name: "soulprint.self.os", Fields: map[string]*cel.Type{
 			"family": str, "name": str, "version": str, "codename": str, "pretty_name": str, "arch": str, "distribution": str,
 		}},
-		{Name: "soulprint.self.network", Open: true, Fields: map[string]*cel.Type{
+		{Name: "soulprint.self.network", Fields: map[string]*cel.Type{
 			"primary_ip": str, "interfaces": cel.MapType(str, cel.ListType(str)),
 		}},
-		{Name: "soulprint.self.cpu", Open: true, Fields: map[string]*cel.Type{"count": cel.IntType, "model": str}},
-		{Name: "soulprint.self.memory", Open: true, Fields: map[string]*cel.Type{"total_mb": cel.IntType}},
-		{Name: "soulprint.self.mount", Open: true, Fields: map[string]*cel.Type{
+		{Name: "soulprint.self.cpu", Fields: map[string]*cel.Type{"count": cel.IntType, "model": str}},
+		{Name: "soulprint.self.memory", Fields: map[string]*cel.Type{"total_mb": cel.IntType}},
+		{Name: "soulprint.self.mount", Fields: map[string]*cel.Type{
 			"path": str, "device": str, "fstype": str, "options": cel.ListType(str),
 		}},
 	}
@@ -394,6 +396,8 @@ var (
 	undeclaredRefRE  = regexp.MustCompile(`^undeclared reference to '([^']*)'`)
 	objTypeRE        = regexp.MustCompile(`soulstack\.([A-Za-z0-9_.]+)`)
 	overloadRE       = regexp.MustCompile(`^found no matching overload for '([^']*)' applied to '\((.*)\)'`)
+	// memberOverloadRE is the same for a receiver call: 'int.()'.
+	memberOverloadRE = regexp.MustCompile(`^found no matching overload for '([^']*)' applied to '(.+)\.\((.*)\)'`)
 )
 
 // opName renders a CEL function or operator name for messages.
@@ -432,6 +436,12 @@ func (p *provider) typeError(iss *cel.Issues, sc *TypeScope) error {
 		msg = NoDelegationMsg
 	} else if m := undeclaredRefRE.FindStringSubmatch(msg); m != nil && (m[1] == "item" || m[1] == "loop_index") && sc.Item == nil {
 		msg = fmt.Sprintf("%s is only set inside a task with loop: (it is the current element; loop_index its position)", m[1])
+	} else if m := memberOverloadRE.FindStringSubmatch(msg); m != nil {
+		args := m[2]
+		if m[3] != "" {
+			args += ", " + m[3]
+		}
+		msg = fmt.Sprintf("%s cannot take (%s): the values have types it does not accept; convert one with int(), double() or string()", opName(m[1]), args)
 	} else if m := overloadRE.FindStringSubmatch(msg); m != nil {
 		msg = fmt.Sprintf("%s cannot take (%s): the values have types it does not accept; convert one with int(), double() or string()", opName(m[1]), m[2])
 	}
