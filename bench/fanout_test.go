@@ -51,6 +51,17 @@ func BenchmarkFanOut(b *testing.B) {
 	}
 	e.registerService("ping", pingService)
 	soulBinary(b)
+	raiseFileLimit(b, uint64(n)+4096)
+	// The souls arrive as a fleet does: each from its own address (the
+	// keeper limits failed hellos per source, audit finding L1), at most
+	// $SOULSTACK_BENCH_HANDSHAKES saying hello at once.
+	e.swarm = swarmOpts{
+		handshakes: envInt(b, "SOULSTACK_BENCH_HANDSHAKES", 256),
+		within:     time.Duration(envInt(b, "SOULSTACK_BENCH_CONNECT_SECONDS", 300)) * time.Second,
+	}
+	if swarms == 1 {
+		e.swarm.sourceNet = "127.1.0.0/16"
+	}
 
 	heap0, stack0 := liveBytes()
 	debug.FreeOSMemory() // the baseline must not hold an earlier -count run's garbage

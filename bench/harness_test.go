@@ -74,6 +74,7 @@ type env struct {
 	c     *apiclient.Client
 	token string // the first Archon's (admin) token
 	logs  *testutil.Buffer
+	swarm swarmOpts // how startSwarm's souls arrive
 }
 
 // startKeeper initializes and serves a keeper on loopback in a fresh data
@@ -285,11 +286,53 @@ func (e *env) startSwarm(n int, prefix string, covens ...string) *testutil.Proce
 // startSwarmAt is startSwarm connecting to the keeper at addr.
 func (e *env) startSwarmAt(addr string, n int, prefix string, covens ...string) *testutil.Process {
 	e.tb.Helper()
-	p := testutil.StartProcess(e.tb, "soul swarm", soulBinary(e.tb), "swarm", "--keeper", "https://"+addr,
+	args := []string{"swarm", "--keeper", "https://" + addr,
 		"--join-token", e.joinToken(covens...), "--count", strconv.Itoa(n), "--sid-prefix", prefix,
-		"--data-dir", filepath.Join(e.dir, "swarm-"+prefix), "--reconnect-min", "100ms", "--reconnect-max", "2s")
-	e.waitConnected(prefix+"-", n, p, 5*time.Minute)
+		"--data-dir", filepath.Join(e.dir, "swarm-"+prefix), "--reconnect-min", "100ms", "--reconnect-max", "2s"}
+	within := 5 * time.Minute
+	if e.swarm.sourceNet != "" {
+		args = append(args, "--source-net", e.swarm.sourceNet)
+	}
+	if e.swarm.handshakes > 0 {
+		args = append(args, "--max-handshakes", strconv.Itoa(e.swarm.handshakes))
+	}
+	if e.swarm.within > 0 {
+		within = e.swarm.within
+	}
+	p := testutil.StartProcess(e.tb, "soul swarm", soulBinary(e.tb), args...)
+	e.waitConnected(prefix+"-", n, p, within)
 	return p
+}
+
+// swarmOpts are how the next swarms arrive (the zero value: every soul
+// from 127.0.0.1, all at once, 5 minutes to connect).
+type swarmOpts struct {
+	sourceNet  string        // --source-net: each soul its own source address
+	handshakes int           // --max-handshakes: hellos in flight at once
+	within     time.Duration // how long all may take to connect
+}
+
+// raiseFileLimit raises this process's open-file limit (inherited by the
+// swarm it starts) to at least n when it can: 50,000 souls are 50,000
+// connections on each side.
+func raiseFileLimit(tb testing.TB, n uint64) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		tb.Fatal(err)
+	}
+	if lim.Cur >= n {
+		return
+	}
+	want := syscall.Rlimit{Cur: n, Max: max(n, lim.Max)}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
+		want = syscall.Rlimit{Cur: lim.Max, Max: lim.Max} // not root: the hard limit is as far as it goes
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if want.Cur < n {
+		tb.Logf("open files limited to %d (want %d): run as root or raise the hard limit", want.Cur, n)
+	}
 }
 
 // waitConnected waits until n souls whose SIDs start with prefix are

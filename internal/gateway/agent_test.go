@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -152,5 +153,37 @@ func TestFanOutAndDuplicateTask(t *testing.T) {
 	wg.Wait()
 	if first.Failed || !second.Failed || !strings.Contains(second.Msg, "already running") {
 		t.Fatalf("first = %+v, second = %+v", first, second)
+	}
+}
+
+// A swarm's souls dial from their own source addresses (the keeper sees
+// each as its own peer, as it sees a fleet's hosts) and say hello only
+// when a handshake slot is free; the slot comes back after the welcome.
+func TestAgentSourceAddressAndHandshakeSlots(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{})
+	token := k.joinToken(t)
+	slots := make(chan struct{}, 1)
+	slots <- struct{}{} // taken: nobody may say hello yet
+	for i, sid := range []string{"src-a", "src-b"} {
+		runAgent(t, soul.Config{
+			KeeperURL: k.url, SID: sid, DataDir: filepath.Join(dir, sid), JoinToken: token,
+			LocalAddr: netip.AddrFrom4([4]byte{127, 0, 0, byte(2 + i)}), Handshakes: slots,
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	if k.gw.Connected("src-a") || k.gw.Connected("src-b") {
+		t.Fatal("a soul said hello while every handshake slot was taken")
+	}
+	<-slots
+	k.waitConnected(t, "src-a", "src-b")
+	// The keeper counts a soul connected just before the soul reads its
+	// welcome and gives the slot back.
+	testutil.WaitFor(t, 5*time.Second, func() bool { return len(slots) == 0 }, "the handshake slot given back")
+	logs := k.logs.String()
+	for _, want := range []string{"sid=src-a peer=127.0.0.2:", "sid=src-b peer=127.0.0.3:"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("keeper logs lack %q", want)
+		}
 	}
 }

@@ -62,12 +62,15 @@ func (m *Manager) AfterRun(ctx context.Context, incarnation, runID string, wait 
 	if !any {
 		return nil
 	}
-	connected := m.cfg.Connected()
+	connected := map[string]bool{}
+	for _, sid := range m.cfg.Connected() {
+		connected[sid] = true
+	}
 	w := &afterRun{want: map[string]bool{}, got: map[string][]health.Outcome{}, allDone: make(chan struct{})}
 	req, _ := json.Marshal(health.Assignment{RunID: runID, Incarnation: incarnation})
 	var missing []HostHealth
 	for _, sid := range inc.Members {
-		if !slices.Contains(connected, sid) {
+		if !connected[sid] {
 			missing = append(missing, HostHealth{SID: sid, Missing: "not connected to this keeper"})
 			continue
 		}

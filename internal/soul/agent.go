@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -81,6 +83,16 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the reconnect delay (exponential,
 	// with jitter); 0 means the defaults.
 	MinBackoff, MaxBackoff time.Duration
+	// LocalAddr, when valid, is the source address the soul dials from
+	// (a swarm gives each virtual soul its own loopback address, as a
+	// fleet has one per host); the zero value lets the system choose.
+	LocalAddr netip.Addr
+	// Handshakes, when set, bounds the handshakes in flight among the
+	// agents sharing it (a swarm): a slot is taken before dialling and
+	// given back once the keeper answered the hello (or the attempt
+	// failed), so a burst of souls arrives at the rate the keeper admits
+	// them instead of timing out together.
+	Handshakes chan struct{}
 }
 
 // ErrRefused is returned (wrapped) by Run when the keeper refused the soul
@@ -191,7 +203,12 @@ func NewAgent(cfg Config) (*Agent, error) {
 	a.newHealth()
 	protos := new(http.Protocols)
 	protos.SetHTTP2(true)
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if cfg.LocalAddr.IsValid() {
+		dialer.LocalAddr = &net.TCPAddr{IP: cfg.LocalAddr.AsSlice()}
+	}
 	a.httpTr = &http.Transport{
+		DialContext:         dialer.DialContext,
 		TLSClientConfig:     a.trust.tls,
 		ForceAttemptHTTP2:   true,
 		Protocols:           protos,

@@ -69,9 +69,19 @@ func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
 		_ = stream.CloseResponse()
 	}()
 
+	if a.cfg.Handshakes != nil {
+		select {
+		case a.cfg.Handshakes <- struct{}{}:
+		case <-sctx.Done():
+			return false, sctx.Err()
+		}
+	}
 	hs := time.AfterFunc(handshakeTimeout, cancel)
 	welcome, err := a.handshake(c)
 	hs.Stop()
+	if a.cfg.Handshakes != nil {
+		<-a.cfg.Handshakes
+	}
 	if err != nil {
 		return false, err
 	}

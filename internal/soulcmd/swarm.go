@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,8 @@ func newSwarmCmd() *cobra.Command {
 		count  int
 		prefix string
 		ramp   time.Duration
+		srcNet string
+		slots  int
 	)
 	c := &cobra.Command{
 		Use:   "swarm",
@@ -59,6 +62,14 @@ func newSwarmCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			sources, err := swarmSources(srcNet, count)
+			if err != nil {
+				return cmdutil.Usage(err)
+			}
+			var handshakes chan struct{}
+			if slots > 0 {
+				handshakes = make(chan struct{}, slots)
+			}
 			agents := make([]*soul.Agent, count)
 			for i := range agents {
 				sid := fmt.Sprintf("%s-%0*d", prefix, width, i+1)
@@ -70,6 +81,10 @@ func newSwarmCmd() *cobra.Command {
 				cfg := shared
 				cfg.SID, cfg.DataDir, cfg.Root = sid, dir, root
 				cfg.Logger = log
+				cfg.Handshakes = handshakes
+				if sources != nil {
+					cfg.LocalAddr = sources[i]
+				}
 				cfg.Facts = func() (map[string]any, error) {
 					f := maps.Clone(base)
 					f["sid"] = sid
@@ -87,6 +102,8 @@ func newSwarmCmd() *cobra.Command {
 	c.Flags().IntVar(&count, "count", 10, "number of souls")
 	c.Flags().StringVar(&prefix, "sid-prefix", "", "SID prefix (default: the short host name)")
 	c.Flags().DurationVar(&ramp, "ramp", 0, "spread the souls' first connections over this long")
+	c.Flags().StringVar(&srcNet, "source-net", "", "give each soul its own source address from this prefix, e.g. 127.1.0.0/16 (as hosts of a fleet have; the keeper limits failed hellos per source address)")
+	c.Flags().IntVar(&slots, "max-handshakes", 0, "at most this many souls say hello at once (0: no bound); the others wait their turn")
 	if f := c.Flags().Lookup("log-level"); f != nil {
 		f.DefValue = "warn"
 		_ = f.Value.Set("warn")
@@ -128,4 +145,25 @@ func runSwarm(ctx context.Context, agents []*soul.Agent, ramp time.Duration) err
 		return cmdutil.Failed(fmt.Errorf("%d of %d souls stopped: %w", len(refused), len(agents), errors.Join(refused...)))
 	}
 	return nil
+}
+
+// swarmSources returns count distinct source addresses from the prefix
+// cidr, skipping its first (network) address; nil when cidr is empty.
+func swarmSources(cidr string, count int) ([]netip.Addr, error) {
+	if cidr == "" {
+		return nil, nil
+	}
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return nil, fmt.Errorf("--source-net: %w", err)
+	}
+	p = p.Masked()
+	out := make([]netip.Addr, 0, count)
+	for a := p.Addr().Next(); a.IsValid() && p.Contains(a) && len(out) < count; a = a.Next() {
+		out = append(out, a)
+	}
+	if len(out) < count {
+		return nil, fmt.Errorf("--source-net %s holds %d addresses, fewer than --count %d", cidr, len(out), count)
+	}
+	return out, nil
 }
