@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Soul Stack's SPEC §15 benchmarks (see bench/README.md) and keeps
 # their output, with the machine, date, Go version and commit, under
-# bench/results/<date>/ (or $RESULTS).
+# bench/results/<date>/ (or $RESULTS), as <name>.txt or, with $RUN_TAG set,
+# <name>-$RUN_TAG.txt (to keep repeated runs of one benchmark apart).
 #
 #   bench/run.sh [fanout|fanout10k|fanout50k|idle|checker|versus|ui|resultbytes|growth|concurrency|concurrency-pg|health|lab|realistic|all]...
 #
@@ -20,7 +21,7 @@ header() {
 }
 
 bench() { # name, then go test arguments
-	local name=$1
+	local name=$1${RUN_TAG:+-$RUN_TAG}
 	shift
 	echo "== $name → $out/$name.txt"
 	{
