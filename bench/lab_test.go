@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,8 +55,9 @@ const (
 // BenchmarkVersusAnsibleLab is the honest form of SPEC §15's comparison:
 // the same operations as BenchmarkVersusAnsible, on real hosts — a lab of
 // $SOULSTACK_BENCH_LAB_HOSTS (default 20) Debian hosts in network
-// namespaces, each with its own root filesystem, a real `soul run` and
-// sshd — done by Soul Stack (keeper in this process on the lab bridge) and
+// namespaces, each with its own root filesystem, systemd 252 as PID 1
+// ($SOULSTACK_BENCH_LAB_FLAVOUR=sysv: tini and init scripts), a real `soul
+// run` and sshd (the host's ssh.service on systemd hosts) — done by Soul Stack (keeper in this process on the lab bridge) and
 // by Ansible (ansible and ansible-playbook of the machine, over SSH as
 // root), on all hosts and on the first $SOULSTACK_BENCH_LAB_SMALL (default
 // 5). Ansible runs twice: with its defaults (forks 5, implicit fact
@@ -63,6 +65,11 @@ const (
 // as shipped) and tuned (forks = hosts, no fact gathering, pipelining,
 // python3 named). One op is one round of every operation by each; the
 // first round (cold SSH connections for Ansible) is kept in the logs.
+// Next to each wall time it logs the controller's CPU time and peak RSS:
+// the keeper's from this process (getrusage; peak RSS reset before each
+// operation, and the process holds the harness too, so an upper bound),
+// Ansible's from wait4's rusage of the ansible/ansible-playbook process and
+// its forks (detached ssh ControlPersist masters are not counted).
 //
 // It needs root and is skipped unless $SOULSTACK_BENCH_LAB is set: building
 // the lab (first time: downloading the packages) takes minutes. Without
@@ -76,9 +83,13 @@ func BenchmarkVersusAnsibleLab(b *testing.B) {
 	}
 	n := envInt(b, "SOULSTACK_BENCH_LAB_HOSTS", 20)
 	small := min(n, envInt(b, "SOULSTACK_BENCH_LAB_SMALL", 5))
+	flavour := os.Getenv("SOULSTACK_BENCH_LAB_FLAVOUR")
+	if flavour == "" {
+		flavour = lab.FlavourSystemd
+	}
 	ctx := context.Background()
 	start := time.Now()
-	l, err := lab.New(ctx, lab.Config{Name: labName, Hosts: n, Packages: labPackages, Flavour: lab.FlavourSysV})
+	l, err := lab.New(ctx, lab.Config{Name: labName, Hosts: n, Packages: labPackages, Flavour: flavour})
 	if err != nil {
 		b.Fatalf("building the lab: %v", err)
 	}
@@ -87,7 +98,7 @@ func BenchmarkVersusAnsibleLab(b *testing.B) {
 			b.Errorf("closing the lab: %v", err)
 		}
 	})
-	b.Logf("lab of %d hosts up in %s (%+v)", n, time.Since(start).Round(time.Millisecond), l.Stats())
+	b.Logf("lab of %d %s hosts up in %s (%+v)", n, flavour, time.Since(start).Round(time.Millisecond), l.Stats())
 
 	dir := b.TempDir()
 	key := filepath.Join(dir, "id_ed25519")
@@ -99,7 +110,7 @@ func BenchmarkVersusAnsibleLab(b *testing.B) {
 		b.Fatal(err)
 	}
 	start = time.Now()
-	prepareHosts(b, l, pub, filepath.Join(dir, "logs"))
+	prepareHosts(b, l, flavour, pub, filepath.Join(dir, "logs"))
 	b.Logf("sshd and python3 installed and started in %d hosts in %s", n, time.Since(start).Round(time.Millisecond))
 
 	gw := l.GatewayIP()
@@ -121,42 +132,76 @@ func BenchmarkVersusAnsibleLab(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("hosts=%d", size), func(b *testing.B) {
 			ss := map[string]timings{}
+			su := map[string][]ctlUse{}
 			var ad, at map[string][]time.Duration
+			var au, tu map[string][]ctlUse
 			if an != nil {
 				ad, at = map[string][]time.Duration{}, map[string][]time.Duration{}
+				au, tu = map[string][]ctlUse{}, map[string][]ctlUse{}
 			}
 			round := 0
 			for b.Loop() {
 				round++
-				rs, err := e.versusRound(ctx, fmt.Sprintf("lab%d-%d", size, round), covens, round, size)
+				b.Logf("round %d: load average %s", round, loadAvg())
+				rs, us, err := e.versusRound(ctx, fmt.Sprintf("lab%d-%d", size, round), covens, round, size)
 				if err != nil {
 					b.Fatal(err)
 				}
 				for op, rt := range rs {
 					ss[op] = append(ss[op], rt)
+					su[op] = append(su[op], us[op])
 				}
 				if an == nil {
 					continue
 				}
-				for op, d := range an.round(b, size, round, false) {
-					ad[op] = append(ad[op], d)
+				for op, r := range an.round(b, size, round, false) {
+					ad[op] = append(ad[op], r.wall)
+					au[op] = append(au[op], r.use)
 				}
-				for op, d := range an.round(b, size, round, true) {
-					at[op] = append(at[op], d)
+				for op, r := range an.round(b, size, round, true) {
+					at[op] = append(at[op], r.wall)
+					tu[op] = append(tu[op], r.use)
 				}
 			}
+			b.Logf("load average at the end: %s", loadAvg())
 			reportVersus(b, ss)
 			for _, op := range versusOps {
 				soul := ms(ss[op].median(func(t runTiming) time.Duration { return t.Total }))
+				sc, sp := useSummary(su[op])
+				b.ReportMetric(ms(sc), op+"-cpu-ms")
+				b.ReportMetric(mib(sp), op+"-peak-MiB")
 				if an != nil {
-					b.Logf("%s: soul stack %.0f ms; ansible defaults %v; ansible tuned %v", op, soul, roundAll(ad[op]), roundAll(at[op]))
-					b.ReportMetric(ms(median(ad[op][min(1, len(ad[op])-1):])), op+"-ansible-ms")
-					b.ReportMetric(ms(median(at[op][min(1, len(at[op])-1):])), op+"-ansible-tuned-ms")
-					b.ReportMetric(ms(median(ad[op][min(1, len(ad[op])-1):]))/soul, op+"-x-ansible-measured")
+					// Ansible's medians leave out round 1 (cold SSH connections).
+					warm := func(xs []time.Duration) []time.Duration { return xs[min(1, len(xs)-1):] }
+					ac, ap := useSummary(au[op][min(1, len(au[op])-1):])
+					tc, tp := useSummary(tu[op][min(1, len(tu[op])-1):])
+					b.Logf("%s: soul stack %.0f ms (controller CPU %.3f s, peak RSS %.0f MiB); ansible defaults %v (CPU %.2f s, peak %.0f MiB); ansible tuned %v (CPU %.2f s, peak %.0f MiB)",
+						op, soul, sc.Seconds(), mib(sp), roundAll(ad[op]), ac.Seconds(), mib(ap), roundAll(at[op]), tc.Seconds(), mib(tp))
+					b.ReportMetric(ms(median(warm(ad[op]))), op+"-ansible-ms")
+					b.ReportMetric(ms(median(warm(at[op]))), op+"-ansible-tuned-ms")
+					b.ReportMetric(ms(median(warm(ad[op])))/soul, op+"-x-ansible-measured")
+					b.ReportMetric(ms(median(warm(at[op])))/soul, op+"-x-ansible-tuned")
+					b.ReportMetric(ms(ac), op+"-ansible-cpu-ms")
+					b.ReportMetric(ms(tc), op+"-ansible-tuned-cpu-ms")
+					b.ReportMetric(mib(ap), op+"-ansible-peak-MiB")
+					b.ReportMetric(mib(tp), op+"-ansible-tuned-peak-MiB")
 				}
 			}
 		})
 	}
+}
+
+// useSummary is the median CPU time and the largest peak RSS of us.
+func useSummary(us []ctlUse) (cpu time.Duration, peak int64) {
+	var cpus []time.Duration
+	for _, u := range us {
+		cpus = append(cpus, u.CPU)
+		peak = max(peak, u.Peak)
+	}
+	if len(cpus) == 0 {
+		return 0, 0
+	}
+	return median(cpus), peak
 }
 
 func roundAll(ds []time.Duration) []time.Duration {
@@ -168,8 +213,9 @@ func roundAll(ds []time.Duration) []time.Duration {
 }
 
 // prepareHosts installs sshd and python3 in every host (from the lab's
-// offline repository), authorizes pub for root and starts sshd.
-func prepareHosts(b *testing.B, l *lab.Lab, pub []byte, logDir string) {
+// offline repository), authorizes pub for root and starts sshd: on systemd
+// hosts as the host's own ssh.service, on sysv hosts as a process.
+func prepareHosts(b *testing.B, l *lab.Lab, flavour string, pub []byte, logDir string) {
 	ctx := context.Background()
 	var (
 		wg   sync.WaitGroup
@@ -188,6 +234,12 @@ func prepareHosts(b *testing.B, l *lab.Lab, pub []byte, logDir string) {
 				}
 				if err := h.WriteFile("/root/.ssh/authorized_keys", pub, 0o600); err != nil {
 					return err
+				}
+				if flavour == lab.FlavourSystemd {
+					if _, stderr, err := h.Exec(ctx, "systemctl enable -q --now ssh"); err != nil {
+						return fmt.Errorf("%s: starting ssh.service: %v: %s", h.Name(), err, stderr)
+					}
+					return nil
 				}
 				p, err := h.Start(ctx, []string{"/usr/sbin/sshd", "-D", "-e"}, filepath.Join(logDir, "sshd-"+h.Name()+".log"))
 				if err != nil {
@@ -291,9 +343,15 @@ func newAnsible(b *testing.B, l *lab.Lab, dir, key string) *ansible {
 
 var changedRE = regexp.MustCompile(`changed=(\d+)`)
 
+// ansibleOp is one Ansible operation's wall time and controller use.
+type ansibleOp struct {
+	wall time.Duration
+	use  ctlUse
+}
+
 // run runs an Ansible program in the ansible directory and returns its
-// wall time and the sum of changed= of its recap.
-func (a *ansible) run(b *testing.B, tuned bool, size int, prog string, args ...string) (time.Duration, int) {
+// wall time and controller use and the sum of changed= of its recap.
+func (a *ansible) run(b *testing.B, tuned bool, size int, prog string, args ...string) (ansibleOp, int) {
 	cmd := exec.Command(prog, args...)
 	cmd.Dir = a.dir
 	cmd.Env = append(os.Environ(), "ANSIBLE_CONFIG="+filepath.Join(a.dir, "ansible.cfg"), "ANSIBLE_NOCOLOR=1")
@@ -312,12 +370,22 @@ func (a *ansible) run(b *testing.B, tuned bool, size int, prog string, args ...s
 		c, _ := strconv.Atoi(m[1])
 		changed += c
 	}
-	return d, changed
+	return ansibleOp{wall: d, use: childUse(cmd)}, changed
+}
+
+// childUse is a finished command's CPU time and peak RSS from wait4's
+// rusage (it and the descendants it waited for).
+func childUse(cmd *exec.Cmd) ctlUse {
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return ctlUse{}
+	}
+	return ctlUse{CPU: time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime)), Peak: ru.Maxrss << 10}
 }
 
 // round runs the four operations once with Ansible on the first size
 // hosts, checking the changes each reports.
-func (a *ansible) round(b *testing.B, size, round int, tuned bool) map[string]time.Duration {
+func (a *ansible) round(b *testing.B, size, round int, tuned bool) map[string]ansibleOp {
 	target := strings.Join(a.hosts[:size], ":")
 	mode := "defaults"
 	if tuned {
@@ -327,7 +395,7 @@ func (a *ansible) round(b *testing.B, size, round int, tuned bool) map[string]ti
 	vars := func(release string) []string {
 		return []string{"-i", "inventory", "-e", "target=" + target, "-e", "site_dir=" + siteDir, "-e", "release=" + release}
 	}
-	out := map[string]time.Duration{}
+	out := map[string]ansibleOp{}
 	var changed int
 	out["command"], _ = a.run(b, tuned, size, "ansible", target, "-i", "inventory", "-m", "command", "-a", "uptime")
 	if out["create"], changed = a.run(b, tuned, size, "ansible-playbook", append(vars("1.0"), "create.yml")...); changed != 3*size {
@@ -338,6 +406,10 @@ func (a *ansible) round(b *testing.B, size, round int, tuned bool) map[string]ti
 	}
 	out["rollout"], _ = a.run(b, tuned, size, "ansible-playbook", append(vars(fmt.Sprintf("2.%d", round)), "rollout.yml")...)
 	b.Logf("ansible %s round %d on %d hosts: command %s, create %s, noop %s, rollout %s", mode, round, size,
-		out["command"].Round(time.Millisecond), out["create"].Round(time.Millisecond), out["noop"].Round(time.Millisecond), out["rollout"].Round(time.Millisecond))
+		out["command"], out["create"], out["noop"], out["rollout"])
 	return out
+}
+
+func (o ansibleOp) String() string {
+	return fmt.Sprintf("%s (CPU %.2f s, peak %.0f MiB)", o.wall.Round(time.Millisecond), o.use.CPU.Seconds(), mib(o.use.Peak))
 }

@@ -405,10 +405,7 @@ func (a *realisticAnsible) play(b *testing.B) (time.Duration, int, ctlUse) {
 	if err != nil {
 		b.Fatalf("ansible-playbook: %v\n%s", err, tail(string(out), 3000))
 	}
-	var u ctlUse
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		u = ctlUse{CPU: time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime)), Peak: ru.Maxrss << 10}
-	}
+	u := childUse(cmd)
 	changed := 0
 	for _, m := range changedRE.FindAllStringSubmatch(string(out), -1) {
 		c, _ := strconv.Atoi(m[1])

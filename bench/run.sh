@@ -1,57 +1,84 @@
 #!/usr/bin/env bash
 # Runs Soul Stack's SPEC §15 benchmarks (see bench/README.md) and keeps
-# their output, with the machine, date, Go version and commit, under
-# bench/results/<date>/ (or $RESULTS), as <name>.txt or, with $RUN_TAG set,
-# <name>-$RUN_TAG.txt (to keep repeated runs of one benchmark apart).
+# their output, with the machine, date, Go version, commit and load, under
+# bench/results/<date>/ (or $RESULTS), as <file>.txt or, with $RUN_TAG set,
+# <file>-$RUN_TAG.txt (to keep repeated runs of one benchmark apart).
 #
-#   bench/run.sh [fanout|fanout10k|fanout50k|idle|checker|versus|ui|resultbytes|growth|concurrency|concurrency-pg|health|lab|realistic|all]...
+#   bench/run.sh [--help|--list] [NAME]...
 #
-# Default: all but lab (lab needs root and builds a lab of 20 Debian hosts;
-# it also compares against Ansible when ansible-playbook is installed:
-# apt-get install ansible). The numbers are noisy on a shared machine: each
-# benchmark repeats (-count) and reports medians.
+# Default: all (every benchmark that needs neither root nor a lab; lab and
+# realistic need root and build lab hosts, fanout50k takes a long time).
+# The numbers are noisy on a shared machine: the benchmarks repeat (-count,
+# -benchtime) and report medians.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${RESULTS:-bench/results/$(date -u +%Y-%m-%d)}
-mkdir -p "$out"
+
+# name|file|environment|go test arguments|what
+benchmarks=(
+	"fanout|fanout-1000|SOULSTACK_BENCH_SOULS=1000|-bench ^BenchmarkFanOut\$ -benchtime 10x -count 3|one-task run over 1,000 souls (§1)"
+	"fanout10k|fanout-10000|SOULSTACK_BENCH_SOULS=10000|-bench ^BenchmarkFanOut\$ -benchtime 5x -count 3|one-task run over 10,000 souls (§1)"
+	"fanout50k|fanout-50000|SOULSTACK_BENCH_SOULS=50000 SOULSTACK_BENCH_SWARMS=2|-bench ^BenchmarkFanOut\$ -benchtime 3x|one-task run over 50,000 souls (issue 23 item 2)"
+	"fanoutfew|fanout-few-10000|SOULSTACK_BENCH_SOULS=10000 SOULSTACK_BENCH_MEMBERS=3|-bench ^BenchmarkFanOutFew\$ -benchtime 10x|a 3-member incarnation among 10,000 souls (§1)"
+	"idle|idle||-bench ^BenchmarkSoulIdle\$ -benchtime 3x|soul idle RSS and CPU (§2)"
+	"checker|checker||-bench ^BenchmarkChecker\$ -benchtime 1x -count 2|100 concurrent procedure tasks and schedule ticks (§3)"
+	"versus|versus||-bench ^BenchmarkVersusAnsible\$ -benchtime 10x|the four operations on swarm souls, 5/20/100 hosts (§4)"
+	"lab|lab|SOULSTACK_BENCH_LAB=1|-bench ^BenchmarkVersusAnsibleLab\$ -benchtime 5x|the four operations vs a real Ansible on 20 systemd lab hosts (root; apt-get install ansible-core)"
+	"realistic|realistic|SOULSTACK_BENCH_LAB=1|-bench ^BenchmarkRealisticLab\$ -benchtime 1x|realistic create vs Ansible vs the dpkg floor on systemd lab hosts (root)"
+	"onboard|onboard||-bench ^BenchmarkOnboarding\$ -benchtime 3x|1,000 new souls onboarded (§5)"
+	"resultbytes|result-bytes|SOULSTACK_BENCH_SOULS=1000|-bench ^BenchmarkResultBytes\$ -benchtime 10x|bytes per stored result (§6)"
+	"growth|growth|SOULSTACK_BENCH_RUNS=100000|-bench ^BenchmarkGrowth\$ -benchtime 1x|history, run show, dashboard at 100,000 runs; runs.keep (§6)"
+	"concurrency|concurrency-sqlite||-bench ^BenchmarkConcurrency\$ -benchtime 5x|100 incarnations x 10 souls at once, SQLite (§6)"
+	"concurrency-pg|concurrency-postgres|SOULSTACK_BENCH_POSTGRES=1|-bench ^BenchmarkConcurrency\$ -benchtime 5x|the same on PostgreSQL (\$SOULSTACK_TEST_DATABASE_URL) (§6)"
+	"ui|ui||-bench ^BenchmarkUIPages\$ -benchtime 20x -count 3|web UI pages over 10,000 souls"
+	"health|health||-bench ^BenchmarkHealthChecks\$ -benchtime 1x -count 1|1,000 souls x 5 health checks every 10 s"
+)
+all=(fanout fanout10k idle checker versus onboard resultbytes growth concurrency ui health)
+
+usage() {
+	echo "usage: bench/run.sh [--help|--list] [NAME]...  (default: all = ${all[*]})"
+	echo
+	for b in "${benchmarks[@]}"; do
+		IFS='|' read -r name file envs args what <<<"$b"
+		printf '  %-15s %s\n' "$name" "$what"
+	done
+	echo "  all             ${all[*]}"
+	echo
+	echo "Output: $out/<file>[-\$RUN_TAG].txt; knobs: bench/README.md."
+}
 
 header() {
 	echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 	echo "# $(go version); $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
-bench() { # name, then go test arguments
-	local name=$1${RUN_TAG:+-$RUN_TAG}
-	shift
-	echo "== $name → $out/$name.txt"
-	{
-		header
-		go test ./bench/ -run '^$' -timeout 3h "$@" 2>&1
-	} | tee "$out/$name.txt"
-}
-
 run() {
-	case $1 in
-	fanout) SOULSTACK_BENCH_SOULS=1000 bench fanout-1000 -bench '^BenchmarkFanOut$' -benchtime 10x -count 3 -v ;;
-	fanout10k) SOULSTACK_BENCH_SOULS=10000 bench fanout-10000 -bench '^BenchmarkFanOut$' -benchtime 5x -count 3 -v ;;
-	fanout50k) SOULSTACK_BENCH_SOULS=50000 SOULSTACK_BENCH_SWARMS=2 bench fanout-50000 -bench '^BenchmarkFanOut$' -benchtime 3x -v ;;
-	idle) bench idle -bench '^BenchmarkSoulIdle$' -benchtime 3x -v ;;
-	checker) bench checker -bench '^BenchmarkChecker$' -benchtime 1x -count 2 -v ;;
-	versus) bench versus -bench '^BenchmarkVersusAnsible$' -benchtime 10x -v ;;
-	ui) bench ui -bench '^BenchmarkUIPages$' -benchtime 20x -count 3 -v ;;
-	resultbytes) SOULSTACK_BENCH_SOULS=1000 bench result-bytes -bench '^BenchmarkResultBytes$' -benchtime 10x -v ;;
-	growth) SOULSTACK_BENCH_RUNS=100000 bench growth -bench '^BenchmarkGrowth$' -benchtime 1x -v ;;
-	concurrency) bench concurrency-sqlite -bench '^BenchmarkConcurrency$' -benchtime 5x -v ;;
-	concurrency-pg) SOULSTACK_BENCH_POSTGRES=1 bench concurrency-postgres -bench '^BenchmarkConcurrency$' -benchtime 5x -v ;;
-	health) bench health -bench '^BenchmarkHealthChecks$' -benchtime 1x -count 1 -v ;;
-	realistic) SOULSTACK_BENCH_LAB=1 bench realistic -bench '^BenchmarkRealisticLab$' -benchtime 1x -v ;;
-	lab) SOULSTACK_BENCH_LAB=1 bench lab -bench '^BenchmarkVersusAnsibleLab$' -benchtime 5x -v ;;
-	all) for b in fanout fanout10k idle checker versus ui resultbytes growth concurrency health; do run "$b"; done ;;
-	*)
-		echo "unknown benchmark $1 (fanout fanout10k fanout50k idle checker versus ui resultbytes growth concurrency concurrency-pg health lab realistic all)" >&2
-		exit 2
-		;;
-	esac
+	if [ "$1" = all ]; then
+		for b in "${all[@]}"; do run "$b"; done
+		return
+	fi
+	for b in "${benchmarks[@]}"; do
+		IFS='|' read -r name file envs args what <<<"$b"
+		[ "$name" = "$1" ] || continue
+		file=$file${RUN_TAG:+-$RUN_TAG}
+		mkdir -p "$out"
+		echo "== $name → $out/$file.txt"
+		# shellcheck disable=SC2086 # envs and args are word lists
+		{
+			header
+			env $envs go test ./bench/ -run '^$' -timeout 3h $args -v 2>&1
+		} | tee "$out/$file.txt"
+		return 0
+	done
+	echo "unknown benchmark $1" >&2
+	usage >&2
+	exit 2
 }
 
+case ${1:-} in
+-h | --help | help | -l | --list | list)
+	usage
+	exit 0
+	;;
+esac
 for b in "${@:-all}"; do run "$b"; done

@@ -50,7 +50,7 @@ func BenchmarkVersusAnsible(b *testing.B) {
 			round := 0
 			for b.Loop() {
 				round++
-				rs, err := e.versusRound(ctx, fmt.Sprintf("web-%d", round), []string{"web"}, round, n)
+				rs, _, err := e.versusRound(ctx, fmt.Sprintf("web-%d", round), []string{"web"}, round, n)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -64,33 +64,45 @@ func BenchmarkVersusAnsible(b *testing.B) {
 }
 
 // versusRound runs the four operations once on a new incarnation over the
-// hosts souls carrying covens, checking that each did what it claims.
-func (e *env) versusRound(ctx context.Context, inc string, covens []string, round, hosts int) (map[string]runTiming, error) {
-	out := map[string]runTiming{}
+// hosts souls carrying covens, checking that each did what it claims, and
+// returns each one's timing and this process's (the keeper's) CPU time and
+// peak RSS during it.
+func (e *env) versusRound(ctx context.Context, inc string, covens []string, round, hosts int) (map[string]runTiming, map[string]ctlUse, error) {
+	out, use := map[string]runTiming{}, map[string]ctlUse{}
 	essence := map[string]any{"site_dir": "/srv/" + inc}
 	var err error
-	if out["create"], err = e.createIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: inc, Service: "web", Covens: covens, Essence: essence}); err != nil {
-		return nil, fmt.Errorf("create: %w", err)
+	op := func(name string, f func() (runTiming, error)) error {
+		var rt runTiming
+		use[name] = measureSelf(e.tb, func() { rt, err = f() })
+		out[name] = rt
+		return err
+	}
+	if err := op("create", func() (runTiming, error) {
+		return e.createIncarnation(ctx, apitypes.CreateIncarnationRequest{Name: inc, Service: "web", Covens: covens, Essence: essence})
+	}); err != nil {
+		return nil, nil, fmt.Errorf("create: %w", err)
 	}
 	if err := e.expectChanged(ctx, inc, 3*hosts); err != nil {
-		return nil, fmt.Errorf("create: %w", err)
+		return nil, nil, fmt.Errorf("create: %w", err)
 	}
-	if out["noop"], err = e.runScenario(ctx, inc, "create", nil); err != nil {
-		return nil, fmt.Errorf("no-op re-run: %w", err)
+	if err := op("noop", func() (runTiming, error) { return e.runScenario(ctx, inc, "create", nil) }); err != nil {
+		return nil, nil, fmt.Errorf("no-op re-run: %w", err)
 	}
 	if err := e.expectChanged(ctx, inc, 0); err != nil {
-		return nil, fmt.Errorf("no-op re-run: %w", err)
+		return nil, nil, fmt.Errorf("no-op re-run: %w", err)
 	}
-	if out["command"], err = e.runScenario(ctx, inc, "command", nil); err != nil {
-		return nil, fmt.Errorf("command: %w", err)
+	if err := op("command", func() (runTiming, error) { return e.runScenario(ctx, inc, "command", nil) }); err != nil {
+		return nil, nil, fmt.Errorf("command: %w", err)
 	}
-	if out["rollout"], err = e.runScenario(ctx, inc, "rollout", map[string]any{"release": fmt.Sprintf("2.%d", round)}); err != nil {
-		return nil, fmt.Errorf("rollout: %w", err)
+	if err := op("rollout", func() (runTiming, error) {
+		return e.runScenario(ctx, inc, "rollout", map[string]any{"release": fmt.Sprintf("2.%d", round)})
+	}); err != nil {
+		return nil, nil, fmt.Errorf("rollout: %w", err)
 	}
 	if err := e.expectWaves(ctx, inc, (hosts+1)/2); err != nil {
-		return nil, fmt.Errorf("rollout: %w", err)
+		return nil, nil, fmt.Errorf("rollout: %w", err)
 	}
-	return out, nil
+	return out, use, nil
 }
 
 // expectChanged checks the latest run of inc (without blocks) reported
