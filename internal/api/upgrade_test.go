@@ -31,6 +31,22 @@ func TestUpgradeChecksTheFuture(t *testing.T) {
 	e.waitRun(acc.ApplyID)
 	old := e.incarnationRecord("w")
 
+	// The new commit is validated, every scenario of it: one with an
+	// unknown module is refused (with the file), with or without a
+	// migration, and nothing changes.
+	broken := maps.Clone(webService)
+	broken["scenario/retire/main.yml"] = "tasks:\n  - name: retire\n    module: core.no.such\n"
+	repo.Commit(broken, "broken scenario")
+	for _, req := range []string{`{"ref":"master"}`, `{"ref":"master","migrate":"create"}`} {
+		st, body := e.do("POST", "/v1/incarnations/w/upgrade", e.tokens[auth.RoleAdmin], req)
+		if st < 400 || st >= 500 || !strings.Contains(string(body), "scenario/retire/main.yml") || !strings.Contains(string(body), "core.no.such") {
+			t.Errorf("upgrade %s to a commit with an invalid scenario: %d %s", req, st, body)
+		}
+	}
+	if inc := e.incarnationRecord("w"); inc.Commit != old.Commit || inc.ActiveRun != "" {
+		t.Fatalf("an upgrade to an invalid commit changed the incarnation: %+v", inc)
+	}
+
 	v2 := maps.Clone(webService)
 	v2["service.yml"] = `name: web
 state_schema:
@@ -53,6 +69,7 @@ state_changes:
   sets: {schema: "two"}
 tasks: []
 `
+	v2["scenario/retire/main.yml"] = "tasks: []\n" // the broken one, fixed
 	c2 := repo.Commit(v2, "v2")
 
 	// The committed state {banner} lacks schema: refused, nothing changes.

@@ -144,6 +144,8 @@ func (h *Host) startInit(ctx context.Context) (*initProc, error) {
 	if systemd {
 		if h.cgroup == "" {
 			err = errors.New("no cgroup2 hierarchy on this machine")
+		} else if err = raiseInotifyInstances(inotifyInstancesPath); err != nil {
+			err = fmt.Errorf("systemd host: %w", err)
 		} else if cgroup, err = prepareHostCgroup(h.cgroup); err == nil {
 			defer cgroup.Close()
 			attr.UseCgroupFD, attr.CgroupFD = true, int(cgroup.Fd())
@@ -187,6 +189,9 @@ func (h *Host) startInit(ctx context.Context) (*initProc, error) {
 	fail := func(err error) (*initProc, error) {
 		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL) // --kill-child takes PID 1 along
 		<-init.done
+		if ps := cmd.ProcessState; ps != nil {
+			err = fmt.Errorf("%w (init: %s)", err, ps)
+		}
 		if log, rerr := os.ReadFile(logPath); rerr == nil {
 			err = fmt.Errorf("%w%s", err, tail(string(log)))
 		}

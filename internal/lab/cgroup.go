@@ -164,3 +164,36 @@ func removeCgroupTree(dir string) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// inotifyInstancesPath holds the kernel's limit of inotify instances per
+// user, machine-wide.
+const inotifyInstancesPath = "/proc/sys/fs/inotify/max_user_instances"
+
+// minInotifyInstances is what a machine running systemd hosts needs at
+// least. systemd as PID 1 holds several inotify instances (about seven
+// per idle host, measured), every host's systemd runs as the machine's
+// root, and the kernel's default limit is 128: past about 18 systemd
+// hosts on the machine — all labs together — the next systemd cannot
+// create its manager and exits with status 255 at once ("systemd exited
+// before it was ready").
+const minInotifyInstances = 8192
+
+// raiseInotifyInstances raises the limit in path (inotifyInstancesPath)
+// to minInotifyInstances when it is lower; a higher limit is left alone.
+func raiseInotifyInstances(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading the inotify instance limit: %w", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return fmt.Errorf("inotify instance limit in %s: %w", path, err)
+	}
+	if n >= minInotifyInstances {
+		return nil
+	}
+	if err := os.WriteFile(path, []byte(strconv.Itoa(minInotifyInstances)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("raising the inotify instance limit from %d to %d (systemd hosts need it): %w", n, minInotifyInstances, err)
+	}
+	return nil
+}

@@ -26,7 +26,12 @@
 //     stopped) the lab cuts the power rather than wait for its global
 //     sync. A host whose systemd asks to reboot is booted again by the
 //     process that booted it. KillAll (a power cut) writes cgroup.kill.
-//     Every boot has its own /proc/sys/kernel/random/boot_id.
+//     Every boot has its own /proc/sys/kernel/random/boot_id. The one
+//     machine setting the lab changes: before a systemd host boots it
+//     raises fs.inotify.max_user_instances to 8192 when it is lower (each
+//     host's systemd holds about seven inotify instances as the machine's
+//     root; the kernel's default of 128 stops the next systemd host past
+//     about 18 on the machine, all labs together).
 //   - sysv hosts have no systemd. Services use the SysV /etc/init.d path.
 //     Their base ships a runlevel stub that answers "N 2", so invoke-rc.d
 //     behaves as on a sysvinit host in runlevel 2: a package's postinst

@@ -127,6 +127,7 @@ func TestOperateOverTime(t *testing.T) {
 	runSteps(t, []step{
 		{"serial rollout fails on host 3, resumed after the fix", c.testOpsResume},
 		{"hand edit shows as drift (soulctl, metrics, UI) until create", c.testOpsDrift},
+		{"drift of a host whose soul is down is unknown", c.testOpsDriftHostDown},
 		{"upgrade refused by the new schema, then done with a migration", func(t *testing.T) { c.testOpsUpgrade(t, repo) }},
 	}, nil)
 	t.Logf("the whole issue 17 run took %v", since(start))
@@ -371,6 +372,42 @@ func (c *cluster) testOpsDrift(t *testing.T) {
 	page = c.uiPage(t, "/ui/incarnations/"+opsInc)
 	if strings.Contains(page, "st-drifted") || strings.Contains(page, "edited by hand") {
 		t.Errorf("the UI's incarnation page still shows the drift after create")
+	}
+}
+
+// testOpsDriftHostDown (issue 17's faults): the soul of host 5 is stopped;
+// a drift check reports that host unknown — neither drifted nor clean —
+// and the others clean; once the soul is back the next check is clean.
+func (c *cluster) testOpsDriftHostDown(t *testing.T) {
+	down := c.sids()[4]
+	c.sh(t, down, "systemctl stop "+soulUnit)
+	c.waitSouls(t, store.SoulDisconnected, down)
+	out := c.soulctl(t, "incarnation", "drift", opsInc, "--wait")
+	d, err := c.api.GetDrift(t.Context(), opsInc)
+	if err != nil || d.Report == nil {
+		t.Fatalf("drift: %+v %v", d, err)
+	}
+	for _, sid := range c.sids() {
+		h := d.Report.Hosts[sid]
+		want := store.DriftClean
+		if sid == down {
+			want = store.DriftUnknown
+		}
+		if h.Status != want {
+			t.Errorf("%s: %+v, want %s", sid, h, want)
+		}
+	}
+	if !strings.Contains(out, down) || !strings.Contains(out, "unknown") {
+		t.Errorf("soulctl incarnation drift does not show %s unknown:\n%s", down, out)
+	}
+	if inc := c.opsIncarnation(t); inc.Status != store.IncarnationReady {
+		t.Errorf("after the drift check with a host down: %s", inc.Status)
+	}
+	c.startSoul(t, down, false)
+	c.waitSouls(t, store.SoulConnected, down)
+	c.soulctl(t, "incarnation", "drift", opsInc, "--wait")
+	if d, err := c.api.GetDrift(t.Context(), opsInc); err != nil || d.Report == nil || d.Report.Hosts[down].Status != store.DriftClean {
+		t.Errorf("drift of %s once its soul is back: %+v %v", down, d.Report, err)
 	}
 }
 
