@@ -87,8 +87,8 @@ steps:
 // minute ("* * * * *"). It reports task throughput, task durations, and
 // each scheduled tick's lateness (the tick task's creation, and its start,
 // after the minute it belongs to) and the ticks missed. The load starts
-// after the schedule's first tick (a new schedule is picked up within the
-// scheduler's 30 s reload), so the window covers only steady-state ticks.
+// after the schedule's first tick, so the window covers only steady-state
+// ticks.
 // One op is one whole window: use -benchtime 1x.
 func BenchmarkChecker(b *testing.B) {
 	concurrency := envInt(b, "SOULSTACK_BENCH_CHECKER_TASKS", 100)

@@ -49,7 +49,11 @@ type SchedulerConfig struct {
 	// leader). 0 = 1 minute.
 	Grace time.Duration
 	// Reload is the longest the Scheduler sleeps before re-reading the
-	// schedules (new ones, deletions, leadership). 0 = 30 s.
+	// schedules (new ones, deletions, leadership). It bounds how late the
+	// first tick of a schedule created just before it may start: a
+	// schedule can be created through any keeper, so the leader cannot
+	// be told of it other than by looking. Reading the schedules is one
+	// small query, run only on the leader. 0 = 1 s.
 	Reload time.Duration
 	Logger *slog.Logger // nil = the Checker's
 	// Wake, when it receives, makes the Scheduler check at once: the keeper
@@ -84,7 +88,7 @@ func NewScheduler(c *Checker, cfg SchedulerConfig) *Scheduler {
 		s.grace = time.Minute
 	}
 	if s.reload <= 0 {
-		s.reload = 30 * time.Second
+		s.reload = time.Second
 	}
 	if s.log == nil {
 		s.log = c.log

@@ -277,3 +277,36 @@ func TestSchedulerStartsAtOnceOnLeadership(t *testing.T) {
 		t.Errorf("tick task created at %s, want 12:01:00", got)
 	}
 }
+
+// TestSchedulerNewScheduleKeepsItsFirstTick: a schedule created while the
+// leader's scheduler sleeps (through this keeper or another one on the
+// same database) is picked up within a second, so its first tick runs at
+// its time, not when the scheduler happens to look again (it once slept
+// 30 s and ran the tick up to 30 s late).
+func TestSchedulerNewScheduleKeepsItsFirstTick(t *testing.T) {
+	clock := checkertest.NewFakeClock(t0.Add(15*time.Second), false) // 12:00:45
+	e := newEnv(t, Config{Clock: clock})
+	e.put("hello", helloProc)
+	logs := &testutil.Buffer{}
+	s := NewScheduler(e.c, SchedulerConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := clock.BlockUntil(ctx, 1); err != nil { // checked at 12:00:45: no schedules
+		t.Fatal(err)
+	}
+	clock.Advance(5 * time.Second) // 12:00:50
+	sc, err := e.c.AddSchedule(ctx, "hello", map[string]any{"who": "cron"}, "* * * * *", e.owner())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(10 * time.Second) // 12:01:00, the schedule's first tick
+	testutil.WaitFor(t, 10*time.Second, func() bool { return len(scheduledTasks(t, e.store, sc.ID)) == 1 }, "the 12:01 tick to run\n%s", logs)
+	if got, want := scheduledTasks(t, e.store, sc.ID)[0].CreatedAt, t0.Add(30*time.Second); !got.Equal(want) {
+		t.Errorf("first tick's task created at %s, want %s", got, want)
+	}
+}

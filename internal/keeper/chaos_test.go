@@ -20,6 +20,7 @@ import (
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/catalog/catalogtest"
+	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/keeper"
 	"github.com/soulstack/soulstack/internal/store"
@@ -45,10 +46,22 @@ var chaosService = map[string]string{
 `,
 }
 
-const tickProc = `steps:
+// lingerProc logs, then waits about 20 s (a condition that never holds,
+// one attempt a second) and ends SUCCESS: the schedule's ticks and the
+// tasks launched through each keeper are in flight when keepers die.
+const lingerProc = `steps:
   tick:
     action:
       log: "tick"
+  linger:
+    conditions:
+      - const: 1
+        expect:
+          - {filter: "@", op: "==", value: 2}
+        attempts: {max: 20, interval: 1}
+        on-error:
+          - error-type: AttemptsLimitReached
+            handler: _exit
 `
 
 // chaos is three real keeper processes on one PostgreSQL database, souls
@@ -69,13 +82,17 @@ type chaos struct {
 }
 
 // TestChaosKeepersKilled is SPEC §10.4 under fire: three keepers, six
-// souls spread over them, runs started through every keeper and a
-// schedule of every minute. The leader is SIGKILLed, then the keeper that
-// took over. Each time leadership moves and the dead keeper is cleaned up
-// within 10 s (failover times printed); in the end every run has ended,
-// every incarnation is ready or error_locked, no soul is connected to a
-// dead keeper (they reconnected to the survivor), the schedule's ticks ran
-// once each at their time, and the survivor runs the next tick.
+// souls spread over them, runs and Checker tasks started through every
+// keeper and a schedule of every minute. Once the schedule's first tick
+// runs on the leader, the leader is SIGKILLed, then the keeper that took
+// over. Each time leadership moves and the dead keeper is cleaned up
+// within 10 s (failover times printed): its runs aborted, its Checker
+// tasks (the tick in flight among them) failed, its souls no longer
+// connected to it. In the end every run has ended, every incarnation is
+// ready or error_locked, every Checker task has ended, no soul is
+// connected to a dead keeper (they reconnected to the survivor), the
+// killed leader's tick was never run again, and the survivor runs the
+// next tick on time.
 func TestChaosKeepersKilled(t *testing.T) {
 	c := startChaos(t, 3, 6)
 	ctx := c.ctx
@@ -84,7 +101,7 @@ func TestChaosKeepersKilled(t *testing.T) {
 	if _, err := c.clients[0].RegisterService(ctx, apitypes.RegisterServiceRequest{Name: "chaos", Git: repo.Dir, Ref: "master"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.clients[0].PutProcedure(ctx, "tick", tickProc); err != nil {
+	if _, err := c.clients[0].PutProcedure(ctx, "tick", lingerProc); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := c.clients[0].CreateSchedule(ctx, apitypes.CreateScheduleRequest{Procedure: "tick", Cron: "* * * * *"})
@@ -92,15 +109,36 @@ func TestChaosKeepersKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
+	// The first tick, in flight on the leader when it is killed.
+	var firstTick store.CheckerTask
+	testutil.WaitFor(t, 75*time.Second, func() bool {
+		ts := c.scheduled(sc.ID)
+		if len(ts) == 0 {
+			return false
+		}
+		firstTick = ts[len(ts)-1]
+		return firstTick.Status == checker.StatusRunning
+	}, "the schedule's first tick to run")
+	t.Logf("first tick: task %s on %s, waited %s", firstTick.ID, firstTick.KeeperID, time.Since(began).Round(time.Second))
+
 	var runs []string
+	lingering := map[string]string{} // task id -> keeper id
 	alive := []int{0, 1, 2}
 	for round := 1; round <= 2; round++ {
-		// A run in flight through every living keeper.
+		// A run and a Checker task in flight through every living keeper.
 		for _, i := range alive {
 			runs = append(runs, c.startRun(i, fmt.Sprintf("chaos-r%d-k%d", round, i+1)))
+			ex, err := c.clients[i].ExecuteProcedure(ctx, "tick", nil)
+			if err != nil {
+				t.Fatalf("launching a task through %s: %v", c.ids[i], err)
+			}
+			lingering[ex.Tasks[0].ID] = c.ids[i]
 		}
 		time.Sleep(time.Second)
 		lead := c.leader(alive)
+		if round == 1 && firstTick.KeeperID != c.ids[lead] {
+			t.Errorf("the first tick ran on %s, but %s leads", firstTick.KeeperID, c.ids[lead])
+		}
 		c.procs[lead].Signal(syscall.SIGKILL)
 		killed := time.Now()
 		c.procs[lead].Wait(10 * time.Second)
@@ -154,6 +192,22 @@ func TestChaosKeepersKilled(t *testing.T) {
 		}
 		return n == len(c.souls)
 	}, "every soul connected to the survivor %s", c.ids[survivor])
+	// The dead keepers' Checker tasks failed, naming the death; the
+	// survivor's ran to their end.
+	lingering[firstTick.ID] = firstTick.KeeperID
+	for id, kid := range lingering {
+		var task store.CheckerTask
+		testutil.WaitFor(t, 40*time.Second, func() bool {
+			task, err = c.st.GetCheckerTask(ctx, id)
+			return err == nil && checkerTerminal(task.Status)
+		}, "task %s (on %s) to end", id, kid)
+		switch {
+		case kid == c.ids[survivor] && task.Status != checker.StatusSuccess:
+			t.Errorf("task %s on the survivor %s: %s (%s), want SUCCESS", id, kid, task.Status, task.RunError)
+		case kid != c.ids[survivor] && (task.Status != checker.StatusFailure || !strings.Contains(task.RunError, kid+" died")):
+			t.Errorf("task %s on the dead %s: %s (%s), want FAILURE naming its death", id, kid, task.Status, task.RunError)
+		}
+	}
 
 	// The survivor runs the next tick on time; no tick ever ran twice.
 	testutil.WaitFor(t, 65*time.Second, func() bool {
@@ -175,7 +229,20 @@ func TestChaosKeepersKilled(t *testing.T) {
 			t.Errorf("tick %s started %s late (task %s on %s)", tick, late, task.ID, task.KeeperID)
 		}
 	}
-	t.Logf("%d runs ended, %d ticks ran once each; the test took %s", len(runs), len(seen), time.Since(began).Round(time.Second))
+	if len(seen) < 2 {
+		t.Errorf("%d ticks ran, want the killed leader's and the survivor's", len(seen))
+	}
+	t.Logf("%d runs and %d Checker tasks ended, %d ticks ran once each; the test took %s after the keepers started",
+		len(runs), len(lingering), len(seen), time.Since(began).Round(time.Second))
+}
+
+// checkerTerminal reports whether a Checker task status is final.
+func checkerTerminal(status string) bool {
+	switch status {
+	case checker.StatusSuccess, checker.StatusFailure, checker.StatusCancelled, checker.StatusTimeout:
+		return true
+	}
+	return false
 }
 
 func startChaos(t *testing.T, keepers, souls int) *chaos {
@@ -309,6 +376,15 @@ func (c *chaos) waitCleaned(i int, killed time.Time) {
 		for _, r := range runs {
 			if r.KeeperID == id && !terminal(r.Status) {
 				what = append(what, "run "+r.ID+" "+r.Status)
+			}
+		}
+		tasks, err := c.st.ListCheckerTasks(c.ctx, "", 0)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		for _, task := range tasks {
+			if task.KeeperID == id && !checkerTerminal(task.Status) {
+				what = append(what, "checker task "+task.ID+" "+task.Status)
 			}
 		}
 		souls, err := c.st.ListSouls(c.ctx, store.SoulFilter{Status: store.SoulConnected})
