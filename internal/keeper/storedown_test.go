@@ -2,10 +2,13 @@ package keeper_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +24,8 @@ import (
 // through a proxy, then cuts the proxy (a dead database server): every API
 // call answers 503 unavailable — never 500 — /readyz fails, the UI says
 // the store is unavailable and the keeper stops leading within seconds.
+// No route of the API (every one its OpenAPI document lists) and no page
+// of the UI answers 500; /metrics is served with soulstack_store_up 0.
 // With the database back, the keeper is ready and leads again and answers
 // as before.
 func TestStoreDownAnswers503(t *testing.T) {
@@ -81,6 +86,18 @@ func TestStoreDownAnswers503(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 
+	// Every other route of the API (from its OpenAPI document, so a new
+	// route is covered as soon as it is documented) and every page of the
+	// UI: with the store down none may answer 500.
+	status, doc := do("GET", "/v1/openapi.json", "")
+	if status != http.StatusOK {
+		t.Fatalf("GET /v1/openapi.json: %d", status)
+	}
+	everyRoute := documentedRoutes(t, doc)
+	for _, page := range uiPages {
+		everyRoute = append(everyRoute, apiRoute{method: "GET", path: page})
+	}
+
 	testutil.WaitFor(t, 10*time.Second, k.IsLeader, "keeper-1 to lead")
 	proxy.setDown(true)
 	cut := time.Now()
@@ -89,6 +106,22 @@ func TestStoreDownAnswers503(t *testing.T) {
 		if status != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"unavailable"`) {
 			t.Errorf("%s %s with the store down: %d %s, want 503 unavailable", r.method, r.path, status, body)
 		}
+	}
+	answers := map[int]int{}
+	for _, r := range everyRoute {
+		status, body := do(r.method, r.path, r.body)
+		answers[status]++
+		switch {
+		case status >= 500 && status != http.StatusServiceUnavailable:
+			t.Errorf("%s %s with the store down: %d %.200s, want 503 (or an answer that needs no store)", r.method, r.path, status, body)
+		case !r.public && status != http.StatusServiceUnavailable:
+			t.Errorf("%s %s (authenticated) with the store down: %d %.200s, want 503", r.method, r.path, status, body)
+		}
+	}
+	t.Logf("%d routes with the store down, answers by status: %v", len(everyRoute), answers)
+	// The metrics are still served, saying the store is down.
+	if status, body := do("GET", "/metrics", ""); status != http.StatusOK || !strings.Contains(body, "\nsoulstack_store_up 0\n") {
+		t.Errorf("/metrics with the store down: %d, want 200 with soulstack_store_up 0", status)
 	}
 	if status, body := do("GET", "/readyz", ""); status != http.StatusServiceUnavailable {
 		t.Errorf("/readyz with the store down: %d %s", status, body)
@@ -111,4 +144,54 @@ func TestStoreDownAnswers503(t *testing.T) {
 			t.Errorf("%s %s with the store back: %d %s", r.method, r.path, status, body)
 		}
 	}
+}
+
+// uiPages are the web UI's pages, each asked for with the store down.
+var uiPages = []string{
+	"/ui/", "/ui/souls", "/ui/souls/web-1", "/ui/services", "/ui/services/web", "/ui/incarnations",
+	"/ui/incarnations/web", "/ui/incarnations/new", "/ui/incarnations/web/start", "/ui/runs", "/ui/runs/0123456789",
+	"/ui/runs/0123456789/hosts/web-1", "/ui/runs/0123456789/failed", "/ui/runs/0123456789/live",
+	"/ui/procedures", "/ui/procedures/p", "/ui/tasks", "/ui/tasks/t", "/ui/tasks/t/live", "/ui/join-tokens",
+}
+
+// apiRoute is one documented method and path, its parameters filled in.
+type apiRoute struct {
+	method, path, body string
+	public             bool // needs no token
+}
+
+// documentedRoutes lists every operation of the OpenAPI document doc, its
+// path parameters filled with a plausible name and a JSON object as body.
+func documentedRoutes(t *testing.T, doc string) []apiRoute {
+	t.Helper()
+	var spec struct {
+		Paths map[string]map[string]struct {
+			Security *[]any `json:"security"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(doc), &spec); err != nil {
+		t.Fatalf("the OpenAPI document: %v", err)
+	}
+	param := regexp.MustCompile(`\{[^}]+\}`)
+	var out []apiRoute
+	for path, ops := range spec.Paths {
+		for method, op := range ops {
+			method = strings.ToUpper(method)
+			switch method {
+			case "GET", "POST", "PUT", "PATCH", "DELETE":
+			default:
+				continue
+			}
+			r := apiRoute{method: method, path: param.ReplaceAllString(path, "web"), public: op.Security != nil && len(*op.Security) == 0}
+			if method != "GET" && method != "DELETE" {
+				r.body = "{}"
+			}
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b apiRoute) int { return strings.Compare(a.path+" "+a.method, b.path+" "+b.method) })
+	if len(out) < 50 {
+		t.Fatalf("the OpenAPI document lists %d operations; expected the whole API", len(out))
+	}
+	return out
 }
