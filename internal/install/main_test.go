@@ -12,16 +12,32 @@ import (
 )
 
 // bins are keeper, soul and soulctl built as `make dist` builds them
-// (CGO_ENABLED=0, the version of scripts/version.sh) by TestMain.
+// (CGO_ENABLED=0, the version of scripts/version.sh) by TestMain;
+// builtVersion and builtCommit are what scripts/version.sh said then.
 var (
-	bins    map[string]string
-	binDir  string
-	repoDir string
+	bins                      map[string]string
+	binDir                    string
+	repoDir                   string
+	builtVersion, builtCommit string
 )
 
 func TestMain(m *testing.M) {
 	var cleanup func()
 	var err error
+	repoDir, _ = filepath.Abs(filepath.Join("..", ".."))
+	for _, arg := range []struct {
+		dst *string
+		arg []string
+	}{{&builtVersion, []string{"scripts/version.sh"}}, {&builtCommit, []string{"scripts/version.sh", "commit"}}} {
+		cmd := exec.Command("sh", arg.arg...)
+		cmd.Dir = repoDir
+		out, err := cmd.Output()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "scripts/version.sh:", err)
+			os.Exit(1)
+		}
+		*arg.dst = strings.TrimSpace(string(out))
+	}
 	binDir, bins, cleanup, err = testutil.BuildStaticBinaries(
 		"github.com/soulstack/soulstack/cmd/keeper", "github.com/soulstack/soulstack/cmd/soul", "github.com/soulstack/soulstack/cmd/soulctl",
 		// mkpackage runs as its own process: compressing the packages inside
@@ -31,7 +47,6 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	repoDir, _ = filepath.Abs(filepath.Join("..", ".."))
 	code := m.Run()
 	cleanup()
 	os.Exit(code)

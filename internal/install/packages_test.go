@@ -7,36 +7,46 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/soulstack/soulstack/internal/install"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
-// The .deb packages carry the static binaries, the units (the soul's with
-// KillMode=process and Restart=always), the default configs as conffiles
-// that an upgrade never overwrites, the maintainer scripts and the
-// license; the .rpm says the same through rpm -qip/-qlp.
+// `make package`, the README's command, builds the .deb and .rpm of the
+// keeper, the soul and soulctl; the .deb packages carry the static
+// binaries, the units (the soul's with KillMode=process and
+// Restart=always), the default configs as conffiles that an upgrade never
+// overwrites, the maintainer scripts and the license; each .rpm says the
+// same through rpm -qip/-qlp.
 func TestPackages(t *testing.T) {
-	for _, tool := range []string{"dpkg-deb", "rpm"} {
+	for _, tool := range []string{"make", "dpkg-deb", "rpm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is needed (scripts/test-deps.sh installs it)", tool)
 		}
 	}
-	out := t.TempDir()
-	ver := run(t, repoDir, "sh", "scripts/version.sh")
-	// Every .deb, and the soul's .rpm (the keeper's is the same code path
-	// and would only add compression time).
-	// The layout of make dist: <dist>/linux-<arch>/{keeper,soul,soulctl}.
-	if err := os.Symlink(binDir, filepath.Join(out, "linux-"+runtime.GOARCH)); err != nil {
+	blocks, err := testutil.ReadmeCommands(filepath.Join(repoDir, "README.md"), "<!-- install-check: begin", "<!-- install-check: end -->")
+	if err != nil {
 		t.Fatal(err)
 	}
-	mkpackage := func(args ...string) []string {
-		return strings.Fields(run(t, repoDir, bins["mkpackage"], append([]string{"-version", ver, "-dist", out,
-			"-arch", runtime.GOARCH, "-license", filepath.Join(repoDir, "LICENSE")}, args...)...))
+	cmd := testutil.FindCommands(blocks, "make package")
+	if len(cmd) != 1 || cmd[0] != "make package" {
+		t.Fatalf("README's package block: %q, want make package", cmd)
 	}
-	paths := mkpackage("-format", "deb")
-	paths = append(paths, mkpackage("-format", "rpm", "-packages", install.PkgSoul)...)
-	if len(paths) != 4 {
-		t.Fatalf("built %v, want 3 .deb and 1 .rpm", paths)
+	// Into a temporary dist/, for this machine's architecture only (the
+	// other's binaries are built the same way, by the same command).
+	out := t.TempDir()
+	start := time.Now()
+	run(t, repoDir, "sh", "-c", cmd[0]+" DIST="+out+" ARCHES="+runtime.GOARCH)
+	t.Logf("%s in %v", cmd[0], time.Since(start).Round(time.Millisecond))
+	ver := run(t, repoDir, "sh", "scripts/version.sh")
+	var paths []string
+	for _, ext := range []string{"deb", "rpm"} {
+		m, _ := filepath.Glob(filepath.Join(out, "*."+ext))
+		paths = append(paths, m...)
+	}
+	if len(paths) != 6 {
+		t.Fatalf("make package built %v, want 3 .deb and 3 .rpm", paths)
 	}
 	debs := map[string]string{}
 	for _, p := range paths {
@@ -118,29 +128,51 @@ func TestPackages(t *testing.T) {
 		t.Errorf("keeper preinst:\n%s", pre)
 	}
 
-	// The rpm: metadata and file list.
+	// Each rpm: metadata, file list, config files, scripts.
+	rpms := map[string][]string{
+		install.PkgSoul:    {"/usr/bin/soul", "/etc/soulstack/soul.env", "/usr/lib/systemd/system/soulstack-soul.service"},
+		install.PkgKeeper:  {"/usr/bin/keeper", "/etc/soulstack/keeper.yaml", "/usr/lib/systemd/system/soulstack-keeper.service", "/usr/lib/soulstack/soul-linux-" + runtime.GOARCH},
+		install.PkgSoulctl: {"/usr/bin/soulctl"},
+	}
 	for _, p := range paths {
-		if !strings.HasSuffix(p, ".rpm") || !strings.Contains(filepath.Base(p), install.PkgSoul) {
+		if !strings.HasSuffix(p, ".rpm") {
 			continue
 		}
 		info := run(t, "", "rpm", "-qip", p)
-		for _, s := range []string{"Name        : soulstack-soul", "License     : Apache-2.0"} {
-			if !strings.Contains(info, s) {
-				t.Errorf("rpm -qip lacks %q:\n%s", s, info)
+		name := ""
+		for _, l := range strings.Split(info, "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "Name" {
+				name = strings.TrimSpace(v)
 			}
+		}
+		want, ok := rpms[name]
+		if !ok {
+			t.Errorf("%s: rpm -qip names %q:\n%s", p, name, info)
+			continue
+		}
+		delete(rpms, name)
+		if !strings.Contains(info, "License     : Apache-2.0") || !strings.Contains(info, "Architecture: "+map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH]) {
+			t.Errorf("rpm -qip %s:\n%s", name, info)
 		}
 		files := run(t, "", "rpm", "-qlp", p)
-		for _, f := range []string{"/usr/bin/soul", "/etc/soulstack/soul.env", "/usr/lib/systemd/system/soulstack-soul.service"} {
+		for _, f := range want {
 			if !strings.Contains(files, f) {
-				t.Errorf("rpm -qlp lacks %s:\n%s", f, files)
+				t.Errorf("rpm -qlp %s lacks %s:\n%s", name, f, files)
 			}
 		}
-		if cfg := run(t, "", "rpm", "-qcp", p); !strings.Contains(cfg, "/etc/soulstack/soul.env") {
-			t.Errorf("rpm config files: %q", cfg)
+		if name == install.PkgSoulctl {
+			continue
 		}
-		if scripts := run(t, "", "rpm", "-qp", "--scripts", p); !strings.Contains(scripts, "the soul is not started") {
-			t.Errorf("rpm scripts:\n%s", scripts)
+		if cfg := run(t, "", "rpm", "-qcp", p); !strings.Contains(cfg, want[1]) {
+			t.Errorf("rpm config files of %s: %q", name, cfg)
 		}
+		scripts := run(t, "", "rpm", "-qp", "--scripts", p)
+		if name == install.PkgSoul && !strings.Contains(scripts, "the soul is not started") || name == install.PkgKeeper && !strings.Contains(scripts, "useradd --system") {
+			t.Errorf("rpm scripts of %s:\n%s", name, scripts)
+		}
+	}
+	if len(rpms) > 0 {
+		t.Errorf("no rpm of %v", rpms)
 	}
 }
 

@@ -1,6 +1,7 @@
 package install_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/apitypes"
+	"github.com/soulstack/soulstack/internal/cli"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/install"
 	"github.com/soulstack/soulstack/internal/keeper"
@@ -134,7 +136,8 @@ func TestInstallScript(t *testing.T) {
 	if _, err := exec.LookPath("shellcheck"); err == nil {
 		run(t, "", "shellcheck", "-s", "sh", script)
 	}
-	jt, err := k.client.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"web"}, TTL: apitypes.Duration(time.Hour)})
+	// One use: the soul started at the end uses it up.
+	jt, err := k.client.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"web"}, TTL: apitypes.Duration(time.Hour), MaxUses: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,11 +162,32 @@ func TestInstallScript(t *testing.T) {
 	if err := k.client.RevokeJoinToken(ctx, revoked.ID); err != nil {
 		t.Fatal(err)
 	}
+	expired, err := k.client.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"web"}, TTL: apitypes.Duration(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(expired.ExpiresAt) + 100*time.Millisecond)
 	foreign := jt.Token[:strings.LastIndex(jt.Token, ".")+1] + strings.Repeat("ab", 32)
-	for tok, why := range map[string]string{revoked.Token: "unknown, expired, revoked or used up", foreign: "for another keeper", "SSJ1.x y": "malformed"} {
+	for tok, why := range map[string]string{revoked.Token: "unknown, expired, revoked or used up", expired.Token: "unknown, expired, revoked or used up",
+		foreign: "for another keeper", "SSJ1.x y": "malformed"} {
 		if out, err := shScript(script, "--root", bad, "--init", "systemd", "--join-token", tok); err == nil || !strings.Contains(out, why) || !strings.Contains(out, "nothing installed") {
 			t.Fatalf("token %q: %v\n%s", tok, err, out)
 		}
+	}
+	assertEmptyTree(t, bad)
+
+	// A host without curl, and a host of an architecture the Keeper has no
+	// soul binary for: one line each, nothing installed.
+	noCurl := toolDir(t, map[string]string{"uname": "", "id": ""})
+	if out, err := shScriptPath(noCurl, script, "--root", bad, "--init", "systemd", "--join-token", jt.Token); err == nil || strings.TrimSpace(out) != "install.sh: curl is needed to download the soul" {
+		t.Fatalf("without curl: %v\n%s", err, out)
+	}
+	otherMachine := map[string]string{"amd64": "aarch64", "arm64": "x86_64"}[runtime.GOARCH]
+	foreignArch := toolDir(t, map[string]string{"id": "", "curl": "", "sha256sum": "",
+		"uname": "#!/bin/sh\ncase $1 in -m) echo " + otherMachine + " ;; *) echo Linux ;; esac\n"})
+	if out, err := shScriptPath(foreignArch, script, "--root", bad, "--init", "systemd", "--join-token", jt.Token); err == nil ||
+		!strings.Contains(out, "has no soul binary for linux/"+other) || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Fatalf("no binary for %s: %v\n%s", other, err, out)
 	}
 	assertEmptyTree(t, bad)
 
@@ -224,6 +248,60 @@ func TestInstallScript(t *testing.T) {
 	if want := run(t, "", bins["soul"], "--version"); !strings.Contains(want, s.Version) || s.Version == "" {
 		t.Fatalf("keeper shows version %q, the soul says %q", s.Version, want)
 	}
+	// soulctl souls list shows it in the VERSION column.
+	var list, errb bytes.Buffer
+	g := &cli.Globals{Getenv: func(string) string { return "" }}
+	if code := g.Run(ctx, []string{"--keeper", k.url, "--token", k.token, "--fingerprint", k.fingerprint, "souls", "list"}, &list, &errb); code != 0 {
+		t.Fatalf("soulctl souls list: exit %d: %s", code, errb.String())
+	}
+	if lines := strings.Split(list.String(), "\n"); len(lines) < 2 || !strings.Contains(lines[0], "VERSION") ||
+		!strings.HasPrefix(lines[1], "fresh-host ") || !strings.Contains(lines[1], " "+s.Version+" ") {
+		t.Fatalf("soulctl souls list, want fresh-host with version %s:\n%s", s.Version, list.String())
+	}
+
+	// The token's one use is gone: another host is refused before it is
+	// touched.
+	if out, err := shScript(script, "--root", bad, "--init", "systemd", "--join-token", jt.Token); err == nil ||
+		!strings.Contains(out, "unknown, expired, revoked or used up") || !strings.Contains(out, "nothing installed") {
+		t.Fatalf("used-up token: %v\n%s", err, out)
+	}
+	assertEmptyTree(t, bad)
+}
+
+// toolDir makes a directory for $PATH holding only tools: a name mapped
+// to "" links the machine's tool, otherwise the text is a script.
+func toolDir(t *testing.T, tools map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, script := range tools {
+		p := filepath.Join(dir, name)
+		if script != "" {
+			if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		real, err := exec.LookPath(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(real, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// shScriptPath runs an install.sh with sh and $PATH set to path.
+func shScriptPath(path, script string, args ...string) (string, error) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(sh, append([]string{script}, args...)...)
+	cmd.Env = append(os.Environ(), "PATH="+path)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // shScript runs an install.sh with sh and returns its combined output.

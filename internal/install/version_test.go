@@ -12,8 +12,8 @@ import (
 )
 
 // scripts/version.sh follows the release tag: the tag itself on the
-// tagged commit, tag-N-gSHA after it, -dirty with changes, and "untagged"
-// without a tag.
+// tagged commit (and a soul built there says so in --version),
+// tag-N-gSHA after it, -dirty with changes, and "untagged" without a tag.
 func TestVersionScriptFollowsTag(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatal("git is needed (scripts/test-deps.sh installs it)")
@@ -44,6 +44,18 @@ func TestVersionScriptFollowsTag(t *testing.T) {
 	if v := ver(); v != "v1.2.3" {
 		t.Fatalf("tagged commit: version %q, want v1.2.3", v)
 	}
+	// A soul built from the tagged commit as make dist builds it (static,
+	// -trimpath, that tree's ldflags) says the tag.
+	tagged := git("rev-parse", "HEAD")
+	soul := filepath.Join(t.TempDir(), "soul")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w "+run(t, dir, "sh", script, "ldflags"), "-o", soul, "./cmd/soul")
+	build.Dir, build.Env = repoDir, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the soul: %v\n%s", err, out)
+	}
+	if out, want := run(t, "", soul, "--version"), "soul v1.2.3 (commit "+tagged[:12]+", "; !strings.HasPrefix(out, want) {
+		t.Fatalf("soul built at tag v1.2.3: --version = %q, want it to start with %q", out, want)
+	}
 	if err := os.WriteFile(script, append(b, '\n'), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +82,7 @@ func TestVersionScriptFollowsTag(t *testing.T) {
 // scripts/version.sh says for this checkout (the binaries are built with
 // its ldflags, as make build and make dist build them).
 func TestBinariesReportVersion(t *testing.T) {
-	want := run(t, repoDir, "sh", "scripts/version.sh")
-	commit := run(t, repoDir, "sh", "scripts/version.sh", "commit")
+	want, commit := builtVersion, builtCommit
 	for _, name := range []string{"keeper", "soul", "soulctl"} {
 		out := run(t, "", bins[name], "--version")
 		prefix := name + " " + want + " (commit " + commit[:min(12, len(commit))]

@@ -16,13 +16,15 @@ import (
 // cleanup removes the directory. On error nothing is left behind. The go
 // command's output goes to stderr.
 func BuildBinaries(pkgs ...string) (dir string, paths map[string]string, cleanup func(), err error) {
-	return build(nil, pkgs)
+	return build(nil, nil, pkgs)
 }
 
 // BuildStaticBinaries is BuildBinaries with cgo disabled: the binaries run
-// in another root file system (the lab's hosts) as well.
+// in another root file system (the lab's hosts) as well. They are built
+// with -trimpath as `make dist` builds them, so a test running make dist
+// finds the packages compiled in the build cache.
 func BuildStaticBinaries(pkgs ...string) (dir string, paths map[string]string, cleanup func(), err error) {
-	return build([]string{"CGO_ENABLED=0"}, pkgs)
+	return build([]string{"CGO_ENABLED=0"}, []string{"-trimpath"}, pkgs)
 }
 
 // versionLdflags is the -X flags of scripts/version.sh, so test binaries
@@ -41,13 +43,13 @@ func versionLdflags() string {
 	return strings.TrimSpace(string(out))
 }
 
-func build(env, pkgs []string) (string, map[string]string, func(), error) {
+func build(env, flags, pkgs []string) (string, map[string]string, func(), error) {
 	dir, err := os.MkdirTemp("", "soulstack-test-bin-")
 	if err != nil {
 		return "", nil, nil, err
 	}
 	cleanup := func() { os.RemoveAll(dir) }
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, flags...)
 	if ld := versionLdflags(); ld != "" {
 		args = append(args, "-ldflags", ld)
 	}

@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -164,5 +166,36 @@ func TestBuildBinaries(t *testing.T) {
 	}
 	if _, _, _, err := testutil.BuildBinaries("./testdata/none"); err == nil {
 		t.Error("building a missing package succeeded")
+	}
+}
+
+// ReadmeCommands takes the sh blocks between the markers only, drops
+// comments and blank lines, joins continued lines, and refuses a missing
+// marker or an unclosed block.
+func TestReadmeCommands(t *testing.T) {
+	md := "```sh\nbefore\n```\n<!-- b -->\ntext\n   ```sh\n   # a comment\n   one --x \\\n     --y\n\n   two # trailing\n   ```\n```go\nnot sh\n```\n```sh\nthree\n```\n<!-- e -->\n```sh\nafter\n```\n"
+	p := filepath.Join(t.TempDir(), "README.md")
+	if err := os.WriteFile(p, []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := testutil.ReadmeCommands(p, "<!-- b", "<!-- e -->")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"one --x --y", "two # trailing"}, {"three"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if b := testutil.FindCommands(got, "thr"); !reflect.DeepEqual(b, []string{"three"}) {
+		t.Fatalf("FindCommands = %q", b)
+	}
+	if _, err := testutil.ReadmeCommands(p, "<!-- nope", "<!-- e -->"); err == nil {
+		t.Fatal("a missing marker passed")
+	}
+	if err := os.WriteFile(p, []byte("<!-- b -->\n```sh\nopen\n<!-- e -->\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testutil.ReadmeCommands(p, "<!-- b", "<!-- e -->"); err == nil {
+		t.Fatal("an unclosed block passed")
 	}
 }

@@ -3,7 +3,6 @@ package install
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -35,15 +34,15 @@ type env struct {
 	fpr    string // for soulctl
 }
 
-// newEnv boots the lab (curl and openssh-server installable from the lab's repository, for
-// install.sh) and starts a real Keeper serving the soul binary; both end
+// newEnv boots the lab (curl and openssh-server installable from the
+// lab's repository, for install.sh and bootstrap) and starts a real Keeper serving the soul binary; both end
 // with the test.
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
-	cfg := lab.Config{Name: labName, Hosts: 3, Flavour: lab.FlavourSystemd, Packages: []string{"curl", "openssh-server"}}
+	cfg := lab.Config{Name: labName, Hosts: 4, Flavour: lab.FlavourSystemd, Packages: []string{"curl", "openssh-server"}}
 	l, err := lab.New(ctx, cfg)
 	// Another `go test` of this package on the machine may hold the name.
 	for errors.Is(err, lab.ErrLocked) && ctx.Err() == nil {
@@ -58,7 +57,7 @@ func newEnv(t *testing.T) *env {
 			t.Errorf("closing the lab: %v", err)
 		}
 	})
-	t.Logf("3 systemd hosts up in %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("%d systemd hosts up in %v", cfg.Hosts, time.Since(start).Round(time.Millisecond))
 
 	// The Keeper serves the soul binary for install.sh from soulDir.
 	soulDir := t.TempDir()
@@ -114,6 +113,35 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
+// readme returns the commands of one sh block of the README's install
+// section, the block whose first command starts with prefix, with the
+// README's placeholders replaced by this lab's Keeper, pin and token (and
+// the machine's architecture).
+func (e *env) readme(t *testing.T, prefix, token string, more ...string) []string {
+	t.Helper()
+	blocks, err := testutil.ReadmeCommands(filepath.Join(repoDir, "README.md"), readmeBegin, readmeEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := testutil.FindCommands(blocks, prefix)
+	if cmds == nil {
+		t.Fatalf("README's install section has no sh block starting with %q", prefix)
+	}
+	r := strings.NewReplacer(append([]string{"'sha256//<pin>'", "'" + e.pin + "'", "https://keeper.example.com:8080", e.url,
+		"<token>", token, "_amd64.deb", "_" + runtime.GOARCH + ".deb"}, more...)...)
+	out := make([]string, len(cmds))
+	for i, c := range cmds {
+		out[i] = r.Replace(c)
+	}
+	return out
+}
+
+// The markers around the README's install section.
+const (
+	readmeBegin = "<!-- install-check: begin"
+	readmeEnd   = "<!-- install-check: end -->"
+)
+
 // joinToken creates a one-hour join token for coven "installed".
 func (e *env) joinToken(t *testing.T) string {
 	t.Helper()
@@ -163,13 +191,15 @@ func journal(h *lab.Host) string {
 	return out
 }
 
-// TestInstall boots one three-host systemd lab and proves, on real dpkg,
-// apt and systemd: the .deb path on the first host (install without a
-// Keeper configured starts nothing; with soul.env the unit's soul joins and
-// connects; apt-get remove stops it and removes the binary, keeping its
-// data; purge removes the data and the config) and the install.sh path
-// (curl | sh with a join token) on the second, fresh host, and soulctl
-// souls bootstrap --ssh on the third, which runs only sshd.
+// TestInstall boots one four-host systemd lab and proves, on real dpkg,
+// apt and systemd, with the commands of the README's install section: the
+// .deb path on the first host (install without a Keeper configured starts
+// nothing; with soul.env the unit's soul joins and connects; apt-get
+// remove stops it and removes the binary, keeping its data; purge removes
+// the data and the config) and the install.sh path (curl | sh with a join
+// token) on the second, fresh host, soulctl souls bootstrap --ssh on the
+// third and fourth, which run only sshd, and the keeper's .deb on the
+// first.
 func TestInstall(t *testing.T) {
 	requireRoot(t)
 	start := time.Now()
@@ -180,14 +210,20 @@ func TestInstall(t *testing.T) {
 
 	t.Run("deb", func(t *testing.T) {
 		h := hosts[0]
-		if err := h.CopyIn(deb, "/root/soulstack-soul.deb"); err != nil {
+		if err := h.CopyIn(deb, "/root/"+filepath.Base(deb)); err != nil {
 			t.Fatal(err)
+		}
+		// The README's commands: dpkg -i, the Keeper and token into
+		// soul.env, systemctl enable --now.
+		cmds := e.readme(t, "dpkg -i soulstack-soul_", e.joinToken(t))
+		if len(cmds) != 3 {
+			t.Fatalf("README's soul package block: %q, want dpkg -i, the config, systemctl", cmds)
 		}
 		// Installed with no Keeper configured: nothing starts, and dpkg
 		// says why.
-		out, ok := try(h, "dpkg -i /root/soulstack-soul.deb")
+		out, ok := try(h, "cd /root && "+cmds[0])
 		if !ok || !strings.Contains(out, "no Keeper configured") {
-			t.Fatalf("dpkg -i (ok=%v):\n%s", ok, out)
+			t.Fatalf("%s (ok=%v):\n%s", cmds[0], ok, out)
 		}
 		if st, _ := try(h, "systemctl is-active soulstack-soul"); st != "inactive" {
 			t.Fatalf("soulstack-soul is %q after dpkg -i without a Keeper, want inactive", st)
@@ -197,11 +233,11 @@ func TestInstall(t *testing.T) {
 		}
 
 		// Configured as the README says, then started by systemd.
-		cfg := fmt.Sprintf("SOULSTACK_KEEPER=%s\nSOUL_JOIN_TOKEN=%s\n", e.url, e.joinToken(t))
-		if err := h.WriteFile("/etc/soulstack/soul.env", []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
+		sh(t, h, cmds[1])
+		if got := sh(t, h, "grep -c '^SOULSTACK_KEEPER="+e.url+"$' /etc/soulstack/soul.env; stat -c %a /etc/soulstack/soul.env"); got != "1\n600" {
+			t.Fatalf("soul.env after %s: %q", cmds[1], got)
 		}
-		sh(t, h, "systemctl start soulstack-soul")
+		sh(t, h, cmds[2])
 		s := e.waitStatus(t, h.Name(), store.SoulConnected)
 		if len(s.Covens) != 1 || s.Covens[0] != "installed" {
 			t.Errorf("soul covens %v, want [installed] from the join token", s.Covens)
@@ -213,6 +249,20 @@ func TestInstall(t *testing.T) {
 		if exe := sh(t, h, "readlink /proc/"+pid+"/exe"); exe != "/usr/bin/soul" {
 			t.Fatalf("the unit's main process runs %q, want /usr/bin/soul", exe)
 		}
+
+		// Installed again (an upgrade's path): the edited soul.env is kept
+		// and the running soul restarted, connected again.
+		envBefore := sh(t, h, "sha256sum /etc/soulstack/soul.env")
+		sh(t, h, "cd /root && DEBIAN_FRONTEND=noninteractive "+cmds[0]+" </dev/null")
+		if after := sh(t, h, "sha256sum /etc/soulstack/soul.env"); after != envBefore {
+			t.Errorf("dpkg -i again changed the edited soul.env:\n%s", sh(t, h, "cat /etc/soulstack/soul.env"))
+		}
+		testutil.WaitFor(t, 30*time.Second, func() bool {
+			p, _ := try(h, "systemctl show -p MainPID --value soulstack-soul")
+			return p != pid && p != "0" && p != ""
+		}, "the soul restarted by dpkg -i (MainPID was %s)", pid)
+		pid = sh(t, h, "systemctl show -p MainPID --value soulstack-soul")
+		e.waitStatus(t, h.Name(), store.SoulConnected)
 
 		// apt-get remove: the soul stops, the binary and unit go, the key
 		// and pinned Keeper stay (a reinstall reconnects as the same soul).
@@ -244,10 +294,13 @@ func TestInstall(t *testing.T) {
 		}
 		sh(t, h, "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q curl >/dev/null")
 		// The README's command, as the host's root runs it.
-		cmd := fmt.Sprintf("curl -fsSL --pinnedpubkey '%s' -k %s/install.sh | sh -s -- --join-token %s", e.pin, e.url, e.joinToken(t))
-		out, ok := try(h, cmd)
+		cmds := e.readme(t, "curl ", e.joinToken(t))
+		if len(cmds) != 1 || !strings.Contains(cmds[0], e.pin) || !strings.Contains(cmds[0], e.url+"/install.sh") {
+			t.Fatalf("README's curl | sh block: %q", cmds)
+		}
+		out, ok := try(h, cmds[0])
 		if !ok {
-			t.Fatalf("%s:\n%s", cmd, out)
+			t.Fatalf("%s:\n%s", cmds[0], out)
 		}
 		e.waitStatus(t, h.Name(), store.SoulConnected)
 		if st := sh(t, h, "systemctl is-active soulstack-soul; systemctl is-enabled soulstack-soul"); st != "active\nenabled" {
@@ -255,7 +308,7 @@ func TestInstall(t *testing.T) {
 		}
 	})
 
-	t.Run("bootstrap", func(t *testing.T) { testBootstrap(t, e, hosts[2]) })
+	t.Run("bootstrap", func(t *testing.T) { testBootstrap(t, e, hosts[2], hosts[3]) })
 	// The first host, its soul purged, takes the keeper package.
-	t.Run("keeper-deb", func(t *testing.T) { testKeeperDeb(t, hosts[0]) })
+	t.Run("keeper-deb", func(t *testing.T) { testKeeperDeb(t, e, hosts[0]) })
 }

@@ -1,6 +1,7 @@
 package install
 
 import (
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,15 +19,24 @@ const maxExposure = 2.0
 // initializes the Keeper as the README says, starts the hardened unit and
 // proves it serves (listens on :8080 and stays active) and that its
 // sandbox scores at most maxExposure in systemd-analyze security.
-func testKeeperDeb(t *testing.T, h *lab.Host) {
+func testKeeperDeb(t *testing.T, e *env, h *lab.Host) {
 	start := time.Now()
 	deb := buildDeb(t, "soulstack-keeper")
 	t.Logf("soulstack-keeper .deb built in %v", time.Since(start).Round(time.Millisecond))
-	if err := h.CopyIn(deb, "/root/soulstack-keeper.deb"); err != nil {
+	if err := h.CopyIn(deb, "/root/"+filepath.Base(deb)); err != nil {
 		t.Fatal(err)
 	}
-	sh(t, h, "dpkg -i /root/soulstack-keeper.deb >/dev/null 2>&1")
-	sh(t, h, "runuser -u soulstack -- keeper init --config /etc/soulstack/keeper.yaml >/root/admin.token && systemctl enable -q --now soulstack-keeper")
+	// The README's commands: dpkg -i, keeper init, systemctl enable --now.
+	cmds := e.readme(t, "dpkg -i soulstack-keeper_", "")
+	if len(cmds) != 3 {
+		t.Fatalf("README's keeper package block: %q, want dpkg -i, keeper init, systemctl", cmds)
+	}
+	for _, c := range cmds {
+		sh(t, h, "cd /root && "+c)
+	}
+	if tok := sh(t, h, "cat /root/admin.token"); strings.Count(tok, ".") != 2 {
+		t.Fatalf("keeper init printed %q, want the first Archon's token", tok)
+	}
 	testutil.WaitFor(t, 30*time.Second, func() bool {
 		out, _ := try(h, "ss -Hltn 'sport = :8080'")
 		return out != ""
