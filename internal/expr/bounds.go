@@ -131,7 +131,11 @@ var ourOverloads = []string{
 // element) of its output, on top of the inputs CEL already charged.
 func costOptions() cel.ProgramOption {
 	var opts []interpreter.CostTrackerOption
-	for _, id := range ourOverloads {
+	charged := append(append([]string(nil), ourOverloads...), extChargedOverloads...)
+	for id := range extGuarded {
+		charged = append(charged, id)
+	}
+	for _, id := range charged {
 		opts = append(opts, interpreter.OverloadCostTracker(id, func(_ []ref.Val, result ref.Val) *uint64 {
 			c := uint64(1 + valSize(result, MaxResultBytes*4))
 			return &c

@@ -36,7 +36,7 @@ func (l lib) CompileOptions() []cel.EnvOption {
 			return types.String(f(string(s)))
 		})
 	}
-	return append(mapFunctions(),
+	return append(append(mapFunctions(), extStringsGuards()...),
 		cel.Function("contains",
 			cel.Overload("contains_dyn_dyn", []*cel.Type{dyn, dyn}, boolean, cel.BinaryBinding(containsImpl)),
 			cel.MemberOverload("list_contains_dyn", []*cel.Type{listDyn, dyn}, boolean, cel.BinaryBinding(containsImpl)),

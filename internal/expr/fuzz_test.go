@@ -20,6 +20,8 @@ func FuzzTypeCheckAndEval(f *testing.F) {
 		`join(essence.l, essence.s)`, `shquote(input.s)`, `essence.m.map(k, k)`, `b64enc(b64enc(input.s))`,
 		`soulprint.where("self.sid == 'a'")`, `default(input.x, 1)`, `run.check_mode`, `incarnation.nam`,
 		`from_json(to_json({'a': [1, 2.5, true, null]}))`, `split(input.s, "")`, `"x" in input`,
+		`input.s.replace("", input.s)`, `essence.l.join(input.s)`, `"%s-%d".format([input.s, input.n])`,
+		`strings.quote(strings.quote(input.s))`, `input.s.split("").map(x, x + x).join()`,
 	} {
 		f.Add(s)
 	}
