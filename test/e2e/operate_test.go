@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -226,7 +227,7 @@ func (c *cluster) testOpsResume(t *testing.T) {
 
 	c.sh(t, victim, "rm -r /etc/systemd/system/"+opsUnit+".d && systemctl daemon-reload && systemctl reset-failed "+opsUnit)
 	start := time.Now()
-	out = c.soulctl(t, "run", "resume", failed.ID, "--reason", "e2e: removed the broken drop-in on "+victim, "--wait", "-o", "json")
+	out = c.soulctl(t, "run", "resume", failed.ID, "--reason", "e2e: removed the broken drop-in on "+victim, "--watch")
 	runs, err := c.api.ListRuns(ctx, opsInc, 1)
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("runs: %v %v", runs, err)
@@ -256,6 +257,16 @@ func (c *cluster) testOpsResume(t *testing.T) {
 			t.Errorf("%s: the config was not written by the resume", sid)
 		}
 	}
+	// The read-only probe ran again everywhere (live data), not carried.
+	probe := task(r, "Read the deployed config")
+	if got := hostsOf(probe, ran); !slices.Equal(got, sids) {
+		t.Errorf("the probe ran again on %v, want %v", got, sids)
+	}
+	for _, h := range probe.Hosts {
+		if h.Data["carried_from"] != nil {
+			t.Errorf("the probe on %s was carried, not run again", h.SID)
+		}
+	}
 	restart := task(r, opsRestart)
 	for _, h := range restart.Hosts {
 		carried := h.Data["carried_from"] == failed.ID
@@ -281,6 +292,12 @@ func (c *cluster) testOpsResume(t *testing.T) {
 	}
 	if page := c.uiPage(t, "/ui/runs/"+r.ID); !strings.Contains(page, `id="resumed-from"`) || !strings.Contains(page, failed.ID) {
 		t.Errorf("the UI's run page does not link the resumed run %s", failed.ID)
+	}
+	if page := c.uiPage(t, "/ui/incarnations/"+opsInc); !strings.Contains(page, `resumes <a href="/ui/runs/`+failed.ID+`">`) {
+		t.Errorf("the history on the UI's incarnation page does not link %s to %s", r.ID, failed.ID)
+	}
+	if out := c.soulctl(t, "incarnation", "history", opsInc); !strings.Contains(out, "(resumes "+failed.ID+")") {
+		t.Errorf("soulctl incarnation history does not link the runs:\n%s", out)
 	}
 }
 
@@ -353,6 +370,10 @@ func (c *cluster) testOpsDrift(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("the UI's incarnation page lacks %q", want)
 		}
+	}
+
+	if dash := c.uiPage(t, "/ui/"); !strings.Contains(dash, `id="drifted"`) || !strings.Contains(dash, `<a href="/ui/incarnations/`+opsInc+`#drift">`) {
+		t.Errorf("the UI's dashboard does not list %s as drifted", opsInc)
 	}
 
 	requireOutcome(t, c.opsRun(t, "create", map[string]any{"version": "v2"}), store.RunSucceeded)
