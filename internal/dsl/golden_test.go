@@ -95,10 +95,16 @@ func TestGolden(t *testing.T) {
 				}
 				fsys[f.name] = &fstest.MapFile{Data: f.data}
 			}
-			_, problems := LoadFS(fsys)
+			svc, problems := LoadFS(fsys)
 			var got strings.Builder
 			for _, p := range problems {
 				got.WriteString(p.String() + "\n")
+			}
+			// Warnings (advice that does not fail validation) follow.
+			if svc != nil {
+				for _, w := range svc.Warnings {
+					got.WriteString("warning: " + w.String() + "\n")
+				}
 			}
 			if *update {
 				var files []archiveFile
