@@ -12,11 +12,12 @@ import (
 	"github.com/soulstack/soulstack/internal/textutil"
 )
 
-// checkCovens refuses a run whose scenario names in on: or delegate: a coven that
-// nothing knows — no soul in the registry carries it, no unexpired,
-// unrevoked join token grants it, and the incarnation was not created with
-// it (SPEC §6 decision): a typo until proven otherwise. A known coven with
-// no member in this incarnation is fine: that step targets no host.
+// checkCovens refuses a run whose scenario names in on: or delegate: a
+// coven that nothing knows — no soul in the registry carries it, no
+// unexpired, unrevoked join token grants it, no cloud profile makes souls
+// with it, and the incarnation was not created with it (SPEC §6 decision):
+// a typo until proven otherwise. A known coven with no member in this
+// incarnation is fine: that step targets no host.
 func (e *Engine) checkCovens(ctx context.Context, sc *dsl.Scenario, incCovens []string) error {
 	type use struct {
 		coven string
@@ -56,7 +57,7 @@ func (e *Engine) checkCovens(ctx context.Context, sc *dsl.Scenario, incCovens []
 		if slices.Contains(known, u.coven) {
 			continue
 		}
-		problems = append(problems, fmt.Sprintf("unknown coven %q in %s%s: no soul, join token or incarnation carries it", u.coven, u.pos, textutil.Suggest(u.coven, known)))
+		problems = append(problems, fmt.Sprintf("unknown coven %q in %s%s: no soul, unexpired join token, cloud profile or incarnation carries it", u.coven, u.pos, textutil.Suggest(u.coven, known)))
 	}
 	if len(problems) == 0 {
 		return nil

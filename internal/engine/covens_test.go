@@ -109,3 +109,49 @@ func wantNotes(t *testing.T, w *world, id string, want []store.RunNote) {
 		t.Errorf("run notes = %+v, want %+v", got, want)
 	}
 }
+
+// TestCovenKnownOnlyToACloudProfile (SPEC §6 decision): a coven only a
+// cloud profile carries is known (its souls are yet to be created), while
+// one only an expired join token granted is not: that run is refused.
+func TestCovenKnownOnlyToACloudProfile(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/deploy/main.yml": `
+tasks:
+  - name: cloud hosts
+    module: core.test.ping
+    on: [cloud-web]
+  - name: everyone
+    module: core.test.ping
+`})
+	t.Run("cloud profile", func(t *testing.T) {
+		w := newWorld(t, svc, "deploy", `
+hosts: [{sid: a, covens: [prod]}]
+expect:
+  outcome: succeeded
+  tasks:
+    - {task: cloud hosts, ran: []}
+    - {task: everyone, ran: [a]}
+`)
+		if err := w.Store.PutCloudProvider(w.ctx, store.CloudProvider{Name: "p", Kind: "local", Config: map[string]any{}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Store.PutCloudProfile(w.ctx, store.CloudProfile{Name: "web", Provider: "p", Spec: map[string]any{}, Covens: []string{"cloud-web"}}); err != nil {
+			t.Fatal(err)
+		}
+		w.run()
+	})
+	t.Run("expired join token", func(t *testing.T) {
+		w := newWorld(t, svc, "deploy", `
+hosts: [{sid: a, covens: [prod]}]
+expect: {outcome: succeeded}
+`)
+		past := time.Now().Add(-2 * time.Hour)
+		if err := w.Store.CreateJoinToken(w.ctx, store.JoinToken{ID: "t1", SecretHash: []byte("h"), Covens: []string{"cloud-web"}, ExpiresAt: past.Add(time.Hour), CreatedAt: past}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := w.Start(w.ctx)
+		var de *domain.Error
+		if !errorsAs(err, &de) || de.Code != domain.CodeUnprocessable || !strings.Contains(err.Error(), `unknown coven "cloud-web" in scenario/deploy/main.yml:4:10`) {
+			t.Fatalf("start: err = %v, want a 422 naming cloud-web and its line", err)
+		}
+	})
+}
