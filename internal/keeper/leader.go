@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -19,9 +20,11 @@ import (
 // On PostgreSQL the leader is the keeper whose dedicated connection holds
 // a session advisory lock. A killed leader's connection closes with its
 // process, so the lock is free at once and a survivor (trying every
-// leaderPoll) leads within a second. A leader cut off from the database
-// notices at its next ping (every leaderPoll, timing out after
-// leaderPingTimeout) and stops leading; the server drops the cut-off
+// leaderPoll) leads within a second. A leader whose session the database
+// ends (a restart, pg_terminate_backend) stops leading at once: between
+// pings it waits on the connection, which sees the close. A leader cut
+// off from the database notices at its next ping (every leaderPoll,
+// timing out after leaderPingTimeout) and stops leading; the server drops the cut-off
 // session only after its TCP keepalive gives up (leaderKeepalive: idle 3 s
 // + 3 probes 1 s apart), later than that, so the old leader stops before a
 // new one can start. Tick claims in the store make a double schedule run
@@ -191,7 +194,25 @@ func (l *leader) holdLock(ctx context.Context, conn *pgx.Conn) {
 			l.set(false)
 			return
 		}
-		if !sleepCtx(ctx, leaderPoll) {
+		if !l.is.Load() {
+			if !sleepCtx(ctx, leaderPoll) {
+				return
+			}
+			continue
+		}
+		// Leading: wait on the connection itself until the next ping, so a
+		// session the database ends (a restart, pg_terminate_backend, a
+		// proxy dropping it) ends leadership at once, when the lock is
+		// free for another keeper — not at the next ping.
+		wctx, cancel := context.WithTimeout(ctx, leaderPoll)
+		err = conn.PgConn().WaitForNotification(wctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			l.set(false)
+			return
+		case err != nil && !errors.Is(err, context.DeadlineExceeded):
+			l.log.Warn("leader: the lock's connection ended; not leading until it is back", "err", err)
 			l.set(false)
 			return
 		}
