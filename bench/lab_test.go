@@ -63,7 +63,8 @@ const (
 // 5). Ansible runs twice: with its defaults (forks 5, implicit fact
 // gathering, interpreter discovery, no pipelining; SSH ControlPersist 60 s
 // as shipped) and tuned (forks = hosts, no fact gathering, pipelining,
-// python3 named). One op is one round of every operation by each; the
+// python3 named; $SOULSTACK_BENCH_LAB_ANSIBLE_DEFAULTS=0 leaves the
+// defaults out, which halves a round's time). One op is one round of every operation by each; the
 // first round (cold SSH connections for Ansible) is kept in the logs.
 // Next to each wall time it logs the controller's CPU time and peak RSS:
 // the keeper's from this process (getrusage; peak RSS reset before each
@@ -83,6 +84,7 @@ func BenchmarkVersusAnsibleLab(b *testing.B) {
 	}
 	n := envInt(b, "SOULSTACK_BENCH_LAB_HOSTS", 20)
 	small := min(n, envInt(b, "SOULSTACK_BENCH_LAB_SMALL", 5))
+	withDefaults := os.Getenv("SOULSTACK_BENCH_LAB_ANSIBLE_DEFAULTS") != "0"
 	flavour := os.Getenv("SOULSTACK_BENCH_LAB_FLAVOUR")
 	if flavour == "" {
 		flavour = lab.FlavourSystemd
@@ -154,9 +156,11 @@ func BenchmarkVersusAnsibleLab(b *testing.B) {
 				if an == nil {
 					continue
 				}
-				for op, r := range an.round(b, size, round, false) {
-					ad[op] = append(ad[op], r.wall)
-					au[op] = append(au[op], r.use)
+				if withDefaults {
+					for op, r := range an.round(b, size, round, false) {
+						ad[op] = append(ad[op], r.wall)
+						au[op] = append(au[op], r.use)
+					}
 				}
 				for op, r := range an.round(b, size, round, true) {
 					at[op] = append(at[op], r.wall)
@@ -173,17 +177,20 @@ func BenchmarkVersusAnsibleLab(b *testing.B) {
 				if an != nil {
 					// Ansible's medians leave out round 1 (cold SSH connections).
 					warm := func(xs []time.Duration) []time.Duration { return xs[min(1, len(xs)-1):] }
-					ac, ap := useSummary(au[op][min(1, len(au[op])-1):])
 					tc, tp := useSummary(tu[op][min(1, len(tu[op])-1):])
-					b.Logf("%s: soul stack %.0f ms (controller CPU %.3f s, peak RSS %.0f MiB); ansible defaults %v (CPU %.2f s, peak %.0f MiB); ansible tuned %v (CPU %.2f s, peak %.0f MiB)",
-						op, soul, sc.Seconds(), mib(sp), roundAll(ad[op]), ac.Seconds(), mib(ap), roundAll(at[op]), tc.Seconds(), mib(tp))
-					b.ReportMetric(ms(median(warm(ad[op]))), op+"-ansible-ms")
+					b.Logf("%s: soul stack %.0f ms (controller CPU %.3f s, peak RSS %.0f MiB); ansible tuned %v (CPU %.2f s, peak %.0f MiB)",
+						op, soul, sc.Seconds(), mib(sp), roundAll(at[op]), tc.Seconds(), mib(tp))
+					if withDefaults {
+						ac, ap := useSummary(au[op][min(1, len(au[op])-1):])
+						b.Logf("%s: ansible defaults %v (CPU %.2f s, peak %.0f MiB)", op, roundAll(ad[op]), ac.Seconds(), mib(ap))
+						b.ReportMetric(ms(median(warm(ad[op]))), op+"-ansible-ms")
+						b.ReportMetric(ms(median(warm(ad[op])))/soul, op+"-x-ansible-measured")
+						b.ReportMetric(ms(ac), op+"-ansible-cpu-ms")
+						b.ReportMetric(mib(ap), op+"-ansible-peak-MiB")
+					}
 					b.ReportMetric(ms(median(warm(at[op]))), op+"-ansible-tuned-ms")
-					b.ReportMetric(ms(median(warm(ad[op])))/soul, op+"-x-ansible-measured")
 					b.ReportMetric(ms(median(warm(at[op])))/soul, op+"-x-ansible-tuned")
-					b.ReportMetric(ms(ac), op+"-ansible-cpu-ms")
 					b.ReportMetric(ms(tc), op+"-ansible-tuned-cpu-ms")
-					b.ReportMetric(mib(ap), op+"-ansible-peak-MiB")
 					b.ReportMetric(mib(tp), op+"-ansible-tuned-peak-MiB")
 				}
 			}

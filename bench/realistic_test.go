@@ -91,6 +91,7 @@ func BenchmarkRealisticLab(b *testing.B) {
 	}
 	n := envInt(b, "SOULSTACK_BENCH_REALISTIC_HOSTS", 5)
 	noops := envInt(b, "SOULSTACK_BENCH_REALISTIC_NOOPS", 3)
+	floorLast := os.Getenv("SOULSTACK_BENCH_REALISTIC_FLOOR_LAST") == "1"
 	ctx := context.Background()
 	start := time.Now()
 	l, err := lab.New(ctx, lab.Config{Name: realisticLab, Hosts: 3 * n, Packages: realisticPackages, Flavour: lab.FlavourSystemd})
@@ -138,28 +139,37 @@ func BenchmarkRealisticLab(b *testing.B) {
 	}
 
 	for b.Loop() {
-		// The floor first — the script by hand, all hosts at once — then
-		// Soul Stack right after it (the closest in time, so the machine's
-		// load is alike), then Ansible.
-		b.Logf("load average before the floor: %s", loadAvg())
-		script := fmt.Sprintf(realisticFloor, renderFor(files["scenario/create/templates/nginx.conf.tmpl"]),
-			renderFor(files["scenario/create/templates/haproxy.cfg.tmpl"]))
-		t0 := time.Now()
-		onHosts(b, floor, len(floor), func(h *lab.Host) error {
-			// bash, not Exec's sh: the wait loop uses /dev/tcp.
-			cmd, err := h.Command(ctx, "/bin/bash", "-c", strings.ReplaceAll(script, "@SID@", h.Name()))
-			if err != nil {
-				return err
-			}
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("%s: floor script: %v: %s", h.Name(), err, tail(string(out), 2000))
-			}
-			b.Logf("  floor %s: %s", h.Name(), strings.Join(strings.Fields(string(out)), " "))
-			return nil
-		})
-		fl := time.Since(t0)
-		b.Logf("floor (shell script per host, all in parallel): %s", fl.Round(time.Millisecond))
+		// The floor — the script by hand, all hosts at once — runs right
+		// before Soul Stack (right after it with
+		// $SOULSTACK_BENCH_REALISTIC_FLOOR_LAST=1, to see what the order
+		// does): the closest in time, so the machine's load is alike.
+		// Ansible comes last.
+		runFloor := func() time.Duration {
+			b.Logf("load average before the floor: %s", loadAvg())
+			script := fmt.Sprintf(realisticFloor, renderFor(files["scenario/create/templates/nginx.conf.tmpl"]),
+				renderFor(files["scenario/create/templates/haproxy.cfg.tmpl"]))
+			t0 := time.Now()
+			onHosts(b, floor, len(floor), func(h *lab.Host) error {
+				// bash, not Exec's sh: the wait loop uses /dev/tcp.
+				cmd, err := h.Command(ctx, "/bin/bash", "-c", strings.ReplaceAll(script, "@SID@", h.Name()))
+				if err != nil {
+					return err
+				}
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					return fmt.Errorf("%s: floor script: %v: %s", h.Name(), err, tail(string(out), 2000))
+				}
+				b.Logf("  floor %s: %s", h.Name(), strings.Join(strings.Fields(string(out)), " "))
+				return nil
+			})
+			d := time.Since(t0)
+			b.Logf("floor (shell script per host, all in parallel): %s", d.Round(time.Millisecond))
+			return d
+		}
+		var fl time.Duration
+		if !floorLast {
+			fl = runFloor()
+		}
 
 		// Soul Stack.
 		b.Logf("load average before Soul Stack: %s", loadAvg())
@@ -187,6 +197,10 @@ func BenchmarkRealisticLab(b *testing.B) {
 			}
 			soulNoop = append(soulNoop, rt.Total)
 			b.Logf("soul stack no-op %d: %s; %s", i+1, rt.Total.Round(time.Millisecond), m)
+		}
+
+		if floorLast {
+			fl = runFloor()
 		}
 
 		// Ansible, tuned.

@@ -24,6 +24,7 @@ benchmarks=(
 	"checker|checker||-bench ^BenchmarkChecker\$ -benchtime 1x -count 2|100 concurrent procedure tasks and schedule ticks (§3)"
 	"versus|versus||-bench ^BenchmarkVersusAnsible\$ -benchtime 10x|the four operations on swarm souls, 5/20/100 hosts (§4)"
 	"lab|lab|SOULSTACK_BENCH_LAB=1|-bench ^BenchmarkVersusAnsibleLab\$ -benchtime 5x|the four operations vs a real Ansible on 20 systemd lab hosts (root; apt-get install ansible-core)"
+	"lab20|lab-20-tuned|SOULSTACK_BENCH_LAB=1 SOULSTACK_BENCH_LAB_SMALL=20 SOULSTACK_BENCH_LAB_ANSIBLE_DEFAULTS=0|-bench ^BenchmarkVersusAnsibleLab\$ -benchtime 3x|the same, 20 hosts and tuned Ansible only, 3 rounds (a third of lab's time)"
 	"realistic|realistic|SOULSTACK_BENCH_LAB=1|-bench ^BenchmarkRealisticLab\$ -benchtime 1x|realistic create vs Ansible vs the dpkg floor on systemd lab hosts (root)"
 	"onboard|onboard||-bench ^BenchmarkOnboarding\$ -benchtime 3x|1,000 new souls onboarded (§5)"
 	"resultbytes|result-bytes|SOULSTACK_BENCH_SOULS=1000|-bench ^BenchmarkResultBytes\$ -benchtime 10x|bytes per stored result (§6)"
