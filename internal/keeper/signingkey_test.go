@@ -96,6 +96,7 @@ func TestM6ServeMigratesTheSigningKey(t *testing.T) {
 	if fi, err := os.Stat(cfg.SigningKeyFile()); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("migrated key file: %v, %v", fi, err)
 	}
+	seedNotInSQLiteFiles(t, cfg, keyFileSeed(t, cfg))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +116,24 @@ func TestM6ServeMigratesTheSigningKey(t *testing.T) {
 	if err != nil || who.Role != "admin" || !who.ExpiresAt.Equal(res.Token.ExpiresAt) {
 		t.Fatalf("the old token after migration: %+v, %v", who, err)
 	}
+}
+
+// keyFileSeed returns the seed of the Ed25519 key in cfg's key file.
+func keyFileSeed(t *testing.T, cfg config.Keeper) []byte {
+	t.Helper()
+	b, err := os.ReadFile(cfg.SigningKeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatalf("%s: no PEM block", cfg.SigningKeyFile())
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.(ed25519.PrivateKey).Seed()
 }
 
 // TestM6KeeperNeedsTheKeyFile: a keeper on a database whose key was moved

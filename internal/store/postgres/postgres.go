@@ -109,6 +109,7 @@ var dialect = sqlstore.Dialect{
 			return err
 		}, nil
 	},
+	ScrubbedDelete: scrubbedDelete,
 }
 
 // classify maps pgx errors to sqlstore classes by SQLSTATE, or by the

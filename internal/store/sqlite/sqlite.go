@@ -197,4 +197,5 @@ var dialect = sqlstore.Dialect{
 		name       TEXT NOT NULL,
 		applied_at TEXT NOT NULL
 	)`,
+	ScrubbedDelete: scrubbedDelete,
 }

@@ -250,9 +250,16 @@ func (s *Store) PutSetting(ctx context.Context, key string, value []byte) error 
 }
 
 // DeleteSetting removes the value stored under key; removing a missing
-// key is a no-op.
+// key is a no-op. Where the dialect can, the value's bytes are scrubbed
+// from the database files too (Dialect.ScrubbedDelete).
 func (s *Store) DeleteSetting(ctx context.Context, key string) error {
-	_, err := s.write(ctx, `DELETE FROM settings WHERE name = ?`, key)
+	const del = `DELETE FROM settings WHERE name = ?`
+	var err error
+	if s.d.ScrubbedDelete != nil {
+		_, err = s.d.ScrubbedDelete(ctx, s.w, "settings", s.rebind(del), key)
+	} else {
+		_, err = s.write(ctx, del, key)
+	}
 	return s.wrap("deleting setting "+key, err)
 }
 

@@ -65,6 +65,14 @@ type Dialect struct {
 	// LockMigrations, when set, serializes migrations across processes on
 	// conn and returns the function that releases the lock.
 	LockMigrations func(ctx context.Context, conn *sql.Conn) (unlock func(context.Context) error, err error)
+	// ScrubbedDelete, when set, runs query (a DELETE from table, already
+	// in the dialect's placeholders) so that the deleted values do not
+	// linger in the database's files — in the free space of a page, a
+	// write-ahead log not yet checkpointed, dead tuples — and returns how
+	// many rows it deleted. DeleteSetting uses it: the only setting ever
+	// deleted is the signing key an older version kept in the database
+	// (audit M6), and a copy of the file must not give it away.
+	ScrubbedDelete func(ctx context.Context, db *sql.DB, table, query string, args ...any) (int64, error)
 }
 
 // Store implements store.Store on database/sql.
