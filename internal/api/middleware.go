@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/cloud"
 )
@@ -26,6 +27,17 @@ func (s *Server) authenticated(need auth.Role, h HandlerFunc) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
+		caller := p
+		p, via, err := s.delegate(r.Context(), p, r.Header.Get(apitypes.HeaderOnBehalfOf))
+		if err != nil {
+			// Refused before anything ran; audited under the caller when
+			// it would have changed something.
+			s.writeError(w, r, err)
+			if mutating(r.Method) {
+				s.audit(r, caller, &reqState{extra: map[string]any{"on_behalf_of": r.Header.Get(apitypes.HeaderOnBehalfOf)}}, http.StatusForbidden, nil)
+			}
+			return
+		}
 		ctx := auth.WithPrincipal(r.Context(), p)
 		st, ok := ctx.Value(reqStateKey{}).(*reqState)
 		if !ok {
@@ -33,6 +45,12 @@ func (s *Server) authenticated(need auth.Role, h HandlerFunc) http.Handler {
 			ctx = context.WithValue(ctx, reqStateKey{}, st)
 		}
 		st.archon = p.ArchonID
+		if via != "" {
+			if st.extra == nil {
+				st.extra = map[string]any{}
+			}
+			st.extra["via"] = via
+		}
 		r = r.WithContext(ctx)
 
 		var body []byte

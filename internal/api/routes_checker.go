@@ -99,12 +99,12 @@ func (s *Server) deleteProcedure(w http.ResponseWriter, r *http.Request, _ auth.
 	return nil
 }
 
-func (s *Server) executeProcedure(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+func (s *Server) executeProcedure(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	var req apitypes.ExecuteRequest
 	if err := decodeOptional(r, &req); err != nil {
 		return err
 	}
-	tasks, err := s.cfg.Checker.Execute(r.Context(), checker.ExecRequest{Procedure: r.PathValue("name"), Vars: req.Vars})
+	tasks, err := s.cfg.Checker.Execute(r.Context(), checker.ExecRequest{Procedure: r.PathValue("name"), Vars: req.Vars, OnBehalfOf: s.actsFor(r.Context(), p)})
 	if err != nil {
 		return err
 	}

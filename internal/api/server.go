@@ -76,6 +76,10 @@ type Config struct {
 	// TLSPin is "sha256//<base64>" of the served certificate's public key,
 	// told by GET /v1/version for `curl --pinnedpubkey`; "" tells none.
 	TLSPin string
+	// CheckerArchon is the name of the Archon whose tokens the Checker
+	// calls the API with; only they may act on behalf of another Archon
+	// (apitypes.HeaderOnBehalfOf). "" lets no one.
+	CheckerArchon string
 	// KeeperID is this keeper's id (GET /v1/keepers marks it self).
 	KeeperID string
 	// Leader returns the id of the keeper that leads; nil: none is shown.

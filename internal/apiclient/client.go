@@ -185,6 +185,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	setOnBehalfOf(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, &domain.Error{Code: domain.CodeUnavailable, Message: fmt.Sprintf("keeper %s unreachable", c.base.Host), Err: err}

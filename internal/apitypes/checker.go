@@ -24,3 +24,11 @@ type CreateScheduleRequest struct {
 	Vars      map[string]any `json:"vars,omitempty"`
 	Cron      string         `json:"cron"`
 }
+
+// HeaderOnBehalfOf names the Archon a Checker task acts for (the owner of
+// the schedule that started it, or the Archon who executed the
+// procedure). The Keeper honours it only on requests made with its
+// Checker's own token: the call is authorized for, and audited under,
+// that Archon (with "via" naming the Checker), and refused when that
+// Archon is disabled or gone (audit M4).
+const HeaderOnBehalfOf = "Soulstack-On-Behalf-Of"

@@ -335,6 +335,10 @@ type ExecRequest struct {
 	Vars       map[string]any
 	ScheduleID string // set by the Scheduler
 	ParentID   string // set for sub-procedures launched by a task
+	// OnBehalfOf is the Archon the tasks act for: the schedule's owner,
+	// or who executed the procedure. Empty: the Archon the launching task
+	// acts for, if Execute is called from one (a sub-procedure).
+	OnBehalfOf string
 }
 
 // Execute validates the launch and starts one task per fan-out element. It
@@ -354,9 +358,13 @@ func (c *Checker) Execute(ctx context.Context, req ExecRequest) ([]store.Checker
 	if err := c.checkSecretRefs(ctx, proc); err != nil {
 		return nil, err
 	}
+	onBehalf := req.OnBehalfOf
+	if onBehalf == "" {
+		onBehalf = OnBehalfOf(ctx)
+	}
 	if proc.Config.RunOnVIP && !c.isLeader() {
 		if c.forward != nil && req.ScheduleID == "" {
-			return c.forward(ctx, proc.Name, req.Vars)
+			return c.forward(withOnBehalfOf(ctx, onBehalf), proc.Name, req.Vars)
 		}
 		return nil, domain.Errorf(domain.CodeUnavailable,
 			"procedure %s runs only on the leader keeper (config.run-on-vip) and this keeper is not the leader", proc.Name)
@@ -380,7 +388,7 @@ func (c *Checker) Execute(ctx context.Context, req ExecRequest) ([]store.Checker
 		if err := c.store.CreateCheckerTask(ctx, stored); err != nil {
 			return tasks, fmt.Errorf("creating task of %s: %w", proc.Name, err)
 		}
-		if err := c.start(proc, t); err != nil {
+		if err := c.start(proc, t, onBehalf); err != nil {
 			now := c.clock.Now()
 			stored.Status, stored.RunError, stored.FinishedAt = StatusFailure, err.Error(), &now
 			if uerr := c.store.UpdateCheckerTask(context.WithoutCancel(ctx), stored); uerr != nil {
@@ -393,14 +401,15 @@ func (c *Checker) Execute(ctx context.Context, req ExecRequest) ([]store.Checker
 	return tasks, nil
 }
 
-// start runs task t of proc in a goroutine the Checker owns.
-func (c *Checker) start(proc *Procedure, t store.CheckerTask) error {
+// start runs task t of proc in a goroutine the Checker owns, acting for
+// the Archon onBehalf (see OnBehalfOf).
+func (c *Checker) start(proc *Procedure, t store.CheckerTask, onBehalf string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return domain.Errorf(domain.CodeUnavailable, "the checker is shutting down")
 	}
-	ctx, cancel := context.WithCancelCause(c.ctx)
+	ctx, cancel := context.WithCancelCause(withOnBehalfOf(c.ctx, onBehalf))
 	h := &handle{parentID: t.ParentID, cancel: cancel, done: make(chan struct{})}
 	c.running[t.ID] = h
 	c.wg.Add(1)

@@ -231,7 +231,7 @@ func (s *Scheduler) tick(ctx context.Context, sc store.Schedule, spec cron.Sched
 		s.log.Info("checker scheduler: tick already claimed; not run again", "schedule", sc.ID, "procedure", sc.Procedure, "tick", latest)
 		return
 	}
-	tasks, err := s.c.Execute(ctx, ExecRequest{Procedure: sc.Procedure, Vars: sc.Vars, ScheduleID: sc.ID})
+	tasks, err := s.c.Execute(ctx, ExecRequest{Procedure: sc.Procedure, Vars: sc.Vars, ScheduleID: sc.ID, OnBehalfOf: sc.OwnerID})
 	ids := make([]string, len(tasks))
 	for i, t := range tasks {
 		ids[i] = t.ID

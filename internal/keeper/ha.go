@@ -12,6 +12,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/apiclient"
 	"github.com/soulstack/soulstack/internal/apitypes"
+	"github.com/soulstack/soulstack/internal/checker"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -209,7 +210,7 @@ func (k *Keeper) forwardExecute(ctx context.Context, name string, vars map[strin
 	if err != nil {
 		return nil, err
 	}
-	resp, err := cl.ExecuteProcedure(ctx, name, vars)
+	resp, err := cl.ExecuteProcedure(apiclient.WithOnBehalfOf(ctx, checker.OnBehalfOf(ctx)), name, vars)
 	if err != nil {
 		return nil, fmt.Errorf("forwarding run-on-vip procedure %s to the leader keeper %s: %w", name, id, err)
 	}

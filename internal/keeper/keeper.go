@@ -271,6 +271,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		TLSPin:           install.PublicKeyPin(k.tls),
 		Install:          newInstallServer(cfg.Keeper, k.tls, log),
 		KeeperID:         k.id,
+		CheckerArchon:    checkerArchon,
 		Leader:           k.leader.find,
 		Health:           k.health,
 		HealthStaleAfter: cfg.HealthStaleAfter.D(),

@@ -41,7 +41,9 @@ func (c *selfCommander) Run(ctx context.Context, argv []string) (any, error) {
 	if cl == nil {
 		return nil, domain.Errorf(domain.CodeUnavailable, "the keeper API is not serving yet")
 	}
-	return cli.Exec(ctx, cl, argv)
+	// The task's calls act for its owner (audit M4): the API authorizes
+	// and audits them under that Archon.
+	return cli.Exec(apiclient.WithOnBehalfOf(ctx, checker.OnBehalfOf(ctx)), cl, argv)
 }
 
 // register gives this keeper's Checker a fresh token of the checker
