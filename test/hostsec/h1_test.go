@@ -45,6 +45,16 @@ chown nobody:nogroup `+u+`/appdir`)
 			}
 		})
 	}
+	t.Run("rendered through app.conf -> sudoers", func(t *testing.T) {
+		dir := u + "/d/rendered"
+		if err := h.WriteFile(dir+"/templates/app.conf.tmpl", []byte("nobody ALL=(ALL) NOPASSWD: ALL\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := apply(t, h, dir, `  - {name: t, module: core.file.rendered, params: {path: `+u+`/appdir/app.conf, template: templates/app.conf.tmpl, owner: nobody}}`+"\n", false)
+		if !r.Failed || !strings.Contains(r.Msg, "path is a symlink") {
+			t.Fatalf("attack not refused: failed %v, msg %q", r.Failed, r.Msg)
+		}
+	})
 	if after := sh(t, h, statCmd); after != before {
 		t.Fatalf("root's files changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/fstest"
 
 	"github.com/soulstack/soulstack/internal/module"
 )
@@ -311,5 +312,42 @@ func TestH1SymlinkSwapRace(t *testing.T) {
 	t.Logf("300 tasks during the swap race: %d changed nobody's directory, %d refused or failed", wrote, refused)
 	before.untouched(t, l.sudoers)
 	dirBefore.untouched(t, etc)
+	rootOwned(t, l.sudoers, 0o440, "ORIGINAL ROOT-OWNED CONTENT\n")
+}
+
+// H1 for the modules that write content from the repository or edit in
+// place: core.file.rendered, core.file.copied and core.file.block through
+// nobody's app.conf -> sudoers refuse with "path is a symlink", through a
+// symlinked parent (conf.d -> root's etc-sim) as an unsafe path, and
+// sudoers keeps owner, mode and content.
+func TestH1RenderedCopiedBlockPlantedLinks(t *testing.T) {
+	l := newH1Lab(t)
+	asNobody(t, "ln -s "+l.sudoers+" "+filepath.Join(l.appdir, "app.conf")+" && ln -s "+filepath.Dir(l.sudoers)+" "+filepath.Join(l.appdir, "conf.d"))
+	before := snap(t, l.sudoers)
+	env := &module.Env{Files: fstest.MapFS{
+		"templates/app.conf.tmpl": {Data: []byte("nobody ALL=(ALL) NOPASSWD: ALL\n")},
+		"files/app.conf":          {Data: []byte("nobody ALL=(ALL) NOPASSWD: ALL\n")},
+	}}
+	for _, path := range []string{filepath.Join(l.appdir, "app.conf"), filepath.Join(l.appdir, "conf.d", filepath.Base(l.sudoers))} {
+		want := "path is a symlink"
+		if strings.Contains(path, "conf.d") {
+			want = "unsafe path"
+		}
+		for _, c := range []struct {
+			module string
+			params map[string]any
+		}{
+			{"core.file.rendered", map[string]any{"template": "templates/app.conf.tmpl", "owner": "nobody"}},
+			{"core.file.copied", map[string]any{"src": "app.conf", "owner": "nobody"}},
+			{"core.file.block", map[string]any{"block": "nobody ALL=(ALL) NOPASSWD: ALL"}},
+		} {
+			c.params["path"] = path
+			_, err := runErr(t, c.module, c.params, env)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s on %s: %v, want %q", c.module, path, err, want)
+			}
+		}
+	}
+	before.untouched(t, l.sudoers)
 	rootOwned(t, l.sudoers, 0o440, "ORIGINAL ROOT-OWNED CONTENT\n")
 }
