@@ -51,7 +51,7 @@ func BenchmarkFanOut(b *testing.B) {
 	}
 	e.registerService("ping", pingService)
 	soulBinary(b)
-	raiseFileLimit(b, uint64(n)+4096)
+	raiseFileLimit(b, 3*uint64(n)+4096) // the swarm: a connection and a task log per soul
 	// The souls arrive as a fleet does: each from its own address (the
 	// keeper limits failed hellos per source, audit finding L1), at most
 	// $SOULSTACK_BENCH_HANDSHAKES saying hello at once.

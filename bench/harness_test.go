@@ -299,6 +299,23 @@ func (e *env) startSwarmAt(addr string, n int, prefix string, covens ...string) 
 	if e.swarm.within > 0 {
 		within = e.swarm.within
 	}
+	// The swarm is the load, not what is measured: its garbage collector
+	// may be tuned to fit a large swarm in memory
+	// ($SOULSTACK_BENCH_SWARM_GOGC, $SOULSTACK_BENCH_SWARM_GOMEMLIMIT). The
+	// keeper's runtime read its own settings when this process started.
+	for _, kv := range [][2]string{{"GOGC", "SOULSTACK_BENCH_SWARM_GOGC"}, {"GOMEMLIMIT", "SOULSTACK_BENCH_SWARM_GOMEMLIMIT"}} {
+		if v := os.Getenv(kv[1]); v != "" {
+			old, had := os.LookupEnv(kv[0])
+			os.Setenv(kv[0], v)
+			defer func() {
+				if had {
+					os.Setenv(kv[0], old)
+				} else {
+					os.Unsetenv(kv[0])
+				}
+			}()
+		}
+	}
 	p := testutil.StartProcess(e.tb, "soul swarm", soulBinary(e.tb), args...)
 	e.waitConnected(prefix+"-", n, p, within)
 	return p
