@@ -26,7 +26,8 @@ import (
 // run has committed. Metrics are medians over the ops (ns/op is the mean);
 // the phases say where the time goes (see runTiming).
 // $SOULSTACK_BENCH_CPUPROFILE profiles the keeper side during the runs;
-// $SOULSTACK_BENCH_HEAPPROFILE writes its heap with the N souls connected.
+// $SOULSTACK_BENCH_HEAPPROFILE writes its heap with the N souls connected;
+// $SOULSTACK_BENCH_CONNECT_CPUPROFILE profiles it while they connect.
 //
 // It also measures the keeper's memory per connected soul: live Go heap plus
 // goroutine stacks of this process after GC, and its RSS, before (after
@@ -51,7 +52,13 @@ func BenchmarkFanOut(b *testing.B) {
 	}
 	e.registerService("ping", pingService)
 	soulBinary(b)
-	raiseFileLimit(b, 3*uint64(n)+4096) // the swarm: a connection and a task log per soul
+	// Each soul is one connection, an open file on both sides: one keeper
+	// process must be allowed n of them (plus its store, listener, API).
+	raiseFileLimit(b, uint64(n)+4096)
+	if lim := fileLimit(b); uint64(n)+200 > lim {
+		b.Fatalf("%d souls need %d open files in the keeper process, the limit is %d (the hard limit; raising it needs CAP_SYS_RESOURCE): at most %d souls fit",
+			n, n+200, lim, lim-200)
+	}
 	// The souls arrive as a fleet does: each from its own address (the
 	// keeper limits failed hellos per source, audit finding L1), at most
 	// $SOULSTACK_BENCH_HANDSHAKES saying hello at once.
@@ -70,6 +77,10 @@ func BenchmarkFanOut(b *testing.B) {
 		b.Fatal(err)
 	}
 	g0 := runtime.NumGoroutine()
+	var stopConnectProfile func()
+	if p := os.Getenv("SOULSTACK_BENCH_CONNECT_CPUPROFILE"); p != "" {
+		stopConnectProfile = startCPUProfile(b, p)
+	}
 	connectStart := time.Now()
 	var sw []*testutil.Process
 	if swarms == 1 {
@@ -83,6 +94,9 @@ func BenchmarkFanOut(b *testing.B) {
 		}
 	}
 	connect := time.Since(connectStart)
+	if stopConnectProfile != nil {
+		stopConnectProfile()
+	}
 	time.Sleep(2 * time.Second) // soulprint writes and handshakes settle
 	heap1, stack1 := liveBytes()
 	self1, _ := readProc(os.Getpid())

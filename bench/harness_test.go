@@ -352,6 +352,15 @@ func raiseFileLimit(tb testing.TB, n uint64) {
 	}
 }
 
+// fileLimit is this process's open-file limit.
+func fileLimit(tb testing.TB) uint64 {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		tb.Fatal(err)
+	}
+	return lim.Cur
+}
+
 // waitConnected waits until n souls whose SIDs start with prefix are
 // connected to the keeper, failing early when process p exited.
 func (e *env) waitConnected(prefix string, n int, p *testutil.Process, within time.Duration) {

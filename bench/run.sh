@@ -18,7 +18,8 @@ out=${RESULTS:-bench/results/$(date -u +%Y-%m-%d)}
 benchmarks=(
 	"fanout|fanout-1000|SOULSTACK_BENCH_SOULS=1000|-bench ^BenchmarkFanOut\$ -benchtime 10x -count 3|one-task run over 1,000 souls (§1)"
 	"fanout10k|fanout-10000|SOULSTACK_BENCH_SOULS=10000|-bench ^BenchmarkFanOut\$ -benchtime 5x -count 3|one-task run over 10,000 souls (§1)"
-	"fanout50k|fanout-50000|SOULSTACK_BENCH_SOULS=50000 SOULSTACK_BENCH_SWARMS=2|-bench ^BenchmarkFanOut\$ -benchtime 3x|one-task run over 50,000 souls (issue 23 item 2)"
+	"fanout50k|swarm-50k|SOULSTACK_BENCH_SOULS=50000 SOULSTACK_BENCH_CONNECT_SECONDS=540 SOULSTACK_BENCH_SWARM_GOGC=50 SOULSTACK_BENCH_HEAPPROFILE=results/swarm-50k-heap.pb.gz SOULSTACK_BENCH_CONNECT_CPUPROFILE=results/swarm-50k-connect-cpu.pb.gz SOULSTACK_BENCH_CPUPROFILE=results/swarm-50k-cpu.pb.gz|-bench ^BenchmarkFanOut\$ -benchtime 3x|one-task run over 50,000 souls, profiles in bench/results/ (issue 23 item 2; needs ulimit -n > 50,200)"
+	"swarm19k|swarm-50k-n19500|SOULSTACK_BENCH_SOULS=19500 SOULSTACK_BENCH_CONNECT_SECONDS=540 SOULSTACK_BENCH_SWARM_GOGC=50 SOULSTACK_BENCH_HEAPPROFILE=results/swarm-50k-n19500-heap.pb.gz SOULSTACK_BENCH_CONNECT_CPUPROFILE=results/swarm-50k-n19500-connect-cpu.pb.gz SOULSTACK_BENCH_CPUPROFILE=results/swarm-50k-n19500-cpu.pb.gz|-bench ^BenchmarkFanOut\$ -benchtime 3x|the same with 19,500 souls, the most an open-file limit of 20,000 allows"
 	"fanoutfew|fanout-few-10000|SOULSTACK_BENCH_SOULS=10000 SOULSTACK_BENCH_MEMBERS=3|-bench ^BenchmarkFanOutFew\$ -benchtime 10x|a 3-member incarnation among 10,000 souls (§1)"
 	"idle|idle||-bench ^BenchmarkSoulIdle\$ -benchtime 3x|soul idle RSS and CPU (§2)"
 	"checker|checker||-bench ^BenchmarkChecker\$ -benchtime 1x -count 2|100 concurrent procedure tasks and schedule ticks (§3)"
