@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,7 +80,8 @@ func BenchmarkFanOut(b *testing.B) {
 	g0 := runtime.NumGoroutine()
 	var stopConnectProfile func()
 	if p := os.Getenv("SOULSTACK_BENCH_CONNECT_CPUPROFILE"); p != "" {
-		stopConnectProfile = startCPUProfile(b, p)
+		stopConnectProfile = sync.OnceFunc(startCPUProfile(b, p))
+		b.Cleanup(stopConnectProfile) // also when the souls fail to connect
 	}
 	connectStart := time.Now()
 	var sw []*testutil.Process

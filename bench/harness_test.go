@@ -365,7 +365,11 @@ func fileLimit(tb testing.TB) uint64 {
 // connected to the keeper, failing early when process p exited.
 func (e *env) waitConnected(prefix string, n int, p *testutil.Process, within time.Duration) {
 	e.tb.Helper()
-	deadline := time.Now().Add(within)
+	start := time.Now()
+	deadline := start.Add(within)
+	self0, _ := readProc(os.Getpid())
+	peer0, _ := readProc(p.PID())
+	lastLog := start
 	for {
 		got := 0
 		for _, sid := range e.k.Gateway().ConnectedSIDs() {
@@ -375,6 +379,19 @@ func (e *env) waitConnected(prefix string, n int, p *testutil.Process, within ti
 		}
 		if got == n {
 			return
+		}
+		if n >= 5000 && time.Since(lastLog) >= 15*time.Second {
+			// Progress of a large swarm: how fast it connects, and who has
+			// the CPU (this process is the keeper).
+			lastLog = time.Now()
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			self, _ := readProc(os.Getpid())
+			peer, _ := readProc(p.PID())
+			secs := time.Since(start).Seconds()
+			e.tb.Logf("connecting: %5.0f s %6d connected; keeper CPU %.0f %% of a core, heap %d MiB, %d GCs (%.1f s paused), %d goroutines; swarm CPU %.0f %%, RSS %d MiB; load %s",
+				secs, got, float64(self.CPUTick-self0.CPUTick)/clockTick/secs*100, m.HeapInuse>>20, m.NumGC, float64(m.PauseTotalNs)/1e9,
+				runtime.NumGoroutine(), float64(peer.CPUTick-peer0.CPUTick)/clockTick/secs*100, peer.RSS>>20, loadAvg())
 		}
 		if p.Signal(syscall.Signal(0)) != nil {
 			e.tb.Fatalf("soul process exited with %d of %d souls connected", got, n)
@@ -476,3 +493,16 @@ func envInts(tb testing.TB, name string, def []int) []int {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// loadAvg is the machine's 1-minute load average.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}

@@ -564,6 +564,9 @@ type Store interface {
 	UpdateSoulprint(ctx context.Context, sid string, soulprint map[string]any, at time.Time) error
 	SetSoulCovens(ctx context.Context, sid string, covens []string) error
 	TouchSoul(ctx context.Context, sid string, at time.Time) error
+	// TouchSouls marks many souls seen (SID → when) in one transaction;
+	// SIDs not registered (deleted meanwhile) are skipped.
+	TouchSouls(ctx context.Context, seen map[string]time.Time) error
 	// SetSoulVersion sets the soul's version and nothing else (a hello
 	// must not rewrite what an Archon decided meanwhile).
 	SetSoulVersion(ctx context.Context, sid, version string) error

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -244,6 +246,22 @@ func (s *Store) SetSoulCovens(ctx context.Context, sid string, covens []string) 
 // TouchSoul marks the soul seen at at.
 func (s *Store) TouchSoul(ctx context.Context, sid string, at time.Time) error {
 	return s.updateSoul(ctx, "touching soul", sid, `UPDATE souls SET last_seen = ? WHERE sid = ?`, s.ts(at), sid)
+}
+
+// TouchSouls marks many souls seen in one transaction (a keeper's
+// housekeeping over its whole fleet), skipping unknown SIDs.
+func (s *Store) TouchSouls(ctx context.Context, seen map[string]time.Time) error {
+	if len(seen) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, fmt.Sprintf("touching %d souls", len(seen)), func(tx q) error {
+		for _, sid := range slices.Sorted(maps.Keys(seen)) { // one lock order across keepers
+			if _, err := tx.exec(ctx, `UPDATE souls SET last_seen = ? WHERE sid = ?`, s.ts(seen[sid]), sid); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // SetSoulVersion sets the soul's version.

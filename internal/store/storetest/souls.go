@@ -224,6 +224,14 @@ func testSoulStatus(t *testing.T, s store.Store) {
 		t.Fatalf("TouchSoul: LastSeen = %v", got.LastSeen)
 	}
 	wantNotFound(t, s.TouchSoul(ctx, "ghost", base))
+	// Many at once; an unknown SID is skipped, not an error.
+	must(t, s.TouchSouls(ctx, map[string]time.Time{"h1": at(4 * time.Hour), "ghost": base}))
+	got, err = s.GetSoul(ctx, "h1")
+	must(t, err)
+	if !got.LastSeen.Equal(at(4 * time.Hour)) {
+		t.Fatalf("TouchSouls: LastSeen = %v", got.LastSeen)
+	}
+	must(t, s.TouchSouls(ctx, nil))
 
 	// Keeper k1 restarts: only its connected souls (h1) become disconnected.
 	must(t, s.MarkKeeperSoulsDisconnected(ctx, "k1"))
