@@ -493,4 +493,3 @@ func envInts(tb testing.TB, name string, def []int) []int {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
