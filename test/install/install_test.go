@@ -21,8 +21,12 @@ import (
 	"github.com/soulstack/soulstack/internal/testutil"
 )
 
-// labName is fixed, so a crashed run's leftovers are removed by the next.
-const labName = "install"
+// The labs' names are fixed, so a crashed run's leftovers are removed by
+// the next.
+const (
+	labName     = "install"
+	sysvLabName = "install-sysv"
+)
 
 // env is a two-host systemd lab and a Keeper on its bridge address.
 type env struct {
@@ -37,12 +41,11 @@ type env struct {
 // newEnv boots the lab (curl and openssh-server installable from the
 // lab's repository, for install.sh and bootstrap) and starts a real Keeper serving the soul binary; both end
 // with the test.
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, cfg lab.Config) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
-	cfg := lab.Config{Name: labName, Hosts: 4, Flavour: lab.FlavourSystemd, Packages: []string{"curl", "openssh-server"}}
 	l, err := lab.New(ctx, cfg)
 	// Another `go test` of this package on the machine may hold the name.
 	for errors.Is(err, lab.ErrLocked) && ctx.Err() == nil {
@@ -57,7 +60,7 @@ func newEnv(t *testing.T) *env {
 			t.Errorf("closing the lab: %v", err)
 		}
 	})
-	t.Logf("%d systemd hosts up in %v", cfg.Hosts, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d %s hosts up in %v", cfg.Hosts, cfg.Flavour, time.Since(start).Round(time.Millisecond))
 
 	// The Keeper serves the soul binary for install.sh from soulDir.
 	soulDir := t.TempDir()
@@ -205,7 +208,7 @@ func TestInstall(t *testing.T) {
 	start := time.Now()
 	deb := buildDeb(t, "soulstack-soul")
 	t.Logf("soulstack-soul .deb built in %v", time.Since(start).Round(time.Millisecond))
-	e := newEnv(t)
+	e := newEnv(t, lab.Config{Name: labName, Hosts: 4, Flavour: lab.FlavourSystemd, Packages: []string{"curl", "openssh-server"}})
 	hosts := e.lab.Hosts()
 
 	t.Run("deb", func(t *testing.T) {
@@ -311,4 +314,31 @@ func TestInstall(t *testing.T) {
 	t.Run("bootstrap", func(t *testing.T) { testBootstrap(t, e, hosts[2], hosts[3]) })
 	// The first host, its soul purged, takes the keeper package.
 	t.Run("keeper-deb", func(t *testing.T) { testKeeperDeb(t, e, hosts[0]) })
+}
+
+// TestInstallSysV proves the README's curl | sh on a host without systemd
+// (tini as PID 1, services run by their init scripts): install.sh detects
+// it, installs /etc/init.d/soulstack-soul with its rc links and starts the
+// soul, which connects; the script's stop and start work as on such hosts.
+func TestInstallSysV(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t, lab.Config{Name: sysvLabName, Hosts: 1, Flavour: lab.FlavourSysV, Packages: []string{"curl"}})
+	h := e.lab.Hosts()[0]
+	sh(t, h, "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q curl >/dev/null")
+	cmds := e.readme(t, "curl ", e.joinToken(t))
+	if len(cmds) != 1 {
+		t.Fatalf("README's curl | sh block: %q", cmds)
+	}
+	out, ok := try(h, cmds[0])
+	if !ok || !strings.Contains(out, "soul installed and started (sysv)") {
+		t.Fatalf("%s:\n%s", cmds[0], out)
+	}
+	e.waitStatus(t, h.Name(), store.SoulConnected)
+	if out, _ := try(h, "test -x /etc/init.d/soulstack-soul && ls /etc/rc2.d | grep -c soulstack-soul; test -e /etc/systemd/system/soulstack-soul.service && echo unit"); out != "1" {
+		t.Errorf("after install.sh on a SysV host (want the init script and one rc2.d link, no unit):\n%s", out)
+	}
+	sh(t, h, "/etc/init.d/soulstack-soul stop")
+	e.waitStatus(t, h.Name(), store.SoulDisconnected)
+	sh(t, h, "/etc/init.d/soulstack-soul start")
+	e.waitStatus(t, h.Name(), store.SoulConnected)
 }
