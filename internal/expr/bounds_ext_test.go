@@ -119,3 +119,45 @@ func TestEveryFunctionIsCharged(t *testing.T) {
 		t.Fatalf("found only %d functions beyond the standard library", n)
 	}
 }
+
+// TestEvalTimeBound: a comprehension over a very large list stays within
+// the cost limit but, with cel-go's cost tracker, takes time quadratic in
+// its length (tens of seconds for 200,000 elements); evaluation is bounded
+// in time too (DefaultMaxEvalTime, 1 s here) and fails with a clear
+// message.
+func TestEvalTimeBound(t *testing.T) {
+	env, err := NewEnv(KindScenario, WithMaxEvalTime(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ForKind(KindScenario).maxEvalTime != DefaultMaxEvalTime {
+		t.Fatalf("the shared environments' time bound is %s", ForKind(KindScenario).maxEvalTime)
+	}
+	l := make([]any, 200_000)
+	for i := range l {
+		l[i] = int64(i)
+	}
+	act := &Activation{Essence: map[string]any{"l": l}}
+	p, err := env.Compile(`size(essence.l.map(x, 1)) > 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = p.EvalBool(context.Background(), act)
+	if err == nil || !errors.Is(err, ErrEvalTime) || !strings.Contains(err.Error(), "took too long (over 1s)") {
+		t.Fatalf("err = %v, want the time bound", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %s to fail", d)
+	}
+	// A small list is fine, and a cancelled run still says so.
+	ok, err := p.EvalBool(context.Background(), &Activation{Essence: map[string]any{"l": l[:100]}})
+	if err != nil || !ok {
+		t.Fatalf("small list: %v, %v", ok, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := p.EvalBool(ctx, act); err == nil || errors.Is(err, ErrEvalTime) {
+		t.Errorf("cancelled: err = %v, want the cancellation, not the time bound", err)
+	}
+}

@@ -20,9 +20,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
 )
 
@@ -50,16 +52,27 @@ const DefaultCostLimit uint64 = 1_000_000
 // the cost limit.
 var ErrCostLimit = errors.New("expression exceeded its evaluation cost limit")
 
+// DefaultMaxEvalTime bounds the time of one evaluation. The cost limit
+// alone does not bound it: cel-go's cost tracker makes a comprehension
+// quadratic in its list's length (200,000 elements: tens of seconds within
+// the limit).
+const DefaultMaxEvalTime = 5 * time.Second
+
+// ErrEvalTime is wrapped by evaluation errors of expressions that ran
+// longer than the Env's time bound.
+var ErrEvalTime = errors.New("expression evaluation took too long")
+
 // Env compiles and caches expressions of one Kind. It is safe for
 // concurrent use.
 type Env struct {
-	kind      Kind
-	costLimit uint64
-	cel       *cel.Env
-	programs  sync.Map // source → *compiled
-	templates sync.Map // source → *templateEntry
-	predCache sync.Map // where("…") predicate source → compiled program
-	cached    atomic.Int64
+	kind        Kind
+	costLimit   uint64
+	maxEvalTime time.Duration
+	cel         *cel.Env
+	programs    sync.Map // source → *compiled
+	templates   sync.Map // source → *templateEntry
+	predCache   sync.Map // where("…") predicate source → compiled program
+	cached      atomic.Int64
 	// predicates compiles the string arguments of where("…") with self.
 	predicates *cel.Env
 	// typed is the base of the static type checker (TypeCheck).
@@ -80,9 +93,13 @@ type Option func(*Env)
 // not given).
 func WithCostLimit(n uint64) Option { return func(e *Env) { e.costLimit = n } }
 
+// WithMaxEvalTime sets the per-evaluation time bound (DefaultMaxEvalTime
+// when not given).
+func WithMaxEvalTime(d time.Duration) Option { return func(e *Env) { e.maxEvalTime = d } }
+
 // NewEnv builds an environment of the given kind.
 func NewEnv(kind Kind, opts ...Option) (*Env, error) {
-	e := &Env{kind: kind, costLimit: DefaultCostLimit}
+	e := &Env{kind: kind, costLimit: DefaultCostLimit, maxEvalTime: DefaultMaxEvalTime}
 	for _, o := range opts {
 		o(e)
 	}
@@ -269,9 +286,9 @@ func issuesError(iss *cel.Issues, roots []string) error {
 // Eval evaluates the program for one activation and returns a plain Go
 // value (map[string]any, []any, string, int64, uint64, float64, bool, nil).
 func (p *Program) Eval(ctx context.Context, act *Activation) (any, error) {
-	out, _, err := p.prg.ContextEval(ctx, act.resolver())
+	out, err := p.eval(ctx, act)
 	if err != nil {
-		return nil, p.evalError(err)
+		return nil, err
 	}
 	v, err := toNative(out)
 	if err != nil {
@@ -285,15 +302,30 @@ func (p *Program) Eval(ctx context.Context, act *Activation) (any, error) {
 
 // EvalBool evaluates a predicate; a non-boolean result is an error.
 func (p *Program) EvalBool(ctx context.Context, act *Activation) (bool, error) {
-	out, _, err := p.prg.ContextEval(ctx, act.resolver())
+	out, err := p.eval(ctx, act)
 	if err != nil {
-		return false, p.evalError(err)
+		return false, err
 	}
 	b, ok := out.(types.Bool)
 	if !ok {
 		return false, fmt.Errorf("evaluating %q: must yield a boolean, got %s", p.Source, out.Type().TypeName())
 	}
 	return bool(b), nil
+}
+
+// eval runs the program within the Env's time bound (CEL checks for the
+// interrupt every 64 comprehension iterations).
+func (p *Program) eval(ctx context.Context, act *Activation) (ref.Val, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, p.env.maxEvalTime, ErrEvalTime)
+	defer cancel()
+	out, _, err := p.prg.ContextEval(ctx, act.resolver())
+	if err != nil {
+		if errors.Is(context.Cause(ctx), ErrEvalTime) {
+			return nil, fmt.Errorf("evaluating %q: %w (over %s); simplify the expression or the data it walks (a comprehension over a very large list)", p.Source, ErrEvalTime, p.env.maxEvalTime)
+		}
+		return nil, p.evalError(err)
+	}
+	return out, nil
 }
 
 func (p *Program) evalError(err error) error {
