@@ -137,6 +137,7 @@ func (h *Host) startInit(ctx context.Context) (*initProc, error) {
 	}
 	var notify *net.UnixConn
 	var cgroup *os.File
+	var limitNote string
 	notifyPath := "-"
 	// The host outlives a labctl that starts it, and a ^C meant for a test
 	// run must not take it down half-way.
@@ -144,9 +145,12 @@ func (h *Host) startInit(ctx context.Context) (*initProc, error) {
 	if systemd {
 		if h.cgroup == "" {
 			err = errors.New("no cgroup2 hierarchy on this machine")
-		} else if err = raiseInotifyInstances(inotifyInstancesPath); err != nil {
-			err = fmt.Errorf("systemd host: %w", err)
 		} else if cgroup, err = prepareHostCgroup(h.cgroup); err == nil {
+			// Not fatal: the limit may suffice; a boot that fails says why
+			// it may not have.
+			if lerr := raiseInotifyInstances(inotifyInstancesPath); lerr != nil {
+				limitNote = lerr.Error()
+			}
 			defer cgroup.Close()
 			attr.UseCgroupFD, attr.CgroupFD = true, int(cgroup.Fd())
 			notifyPath = h.lab.names.notifyPath(h.index)
@@ -191,6 +195,9 @@ func (h *Host) startInit(ctx context.Context) (*initProc, error) {
 		<-init.done
 		if ps := cmd.ProcessState; ps != nil {
 			err = fmt.Errorf("%w (init: %s)", err, ps)
+		}
+		if limitNote != "" {
+			err = fmt.Errorf("%w (%s)", err, limitNote)
 		}
 		if log, rerr := os.ReadFile(logPath); rerr == nil {
 			err = fmt.Errorf("%w%s", err, tail(string(log)))
