@@ -492,6 +492,14 @@ func (b *balancer) serve() {
 			continue
 		}
 		b.mu.Lock()
+		if b.down {
+			// Cut while this connection was being dialed: setDown did not
+			// see it, so it must not get through.
+			b.mu.Unlock()
+			c.Close()
+			up.Close()
+			continue
+		}
 		b.conns = append(b.conns, c, up)
 		b.mu.Unlock()
 		for _, pair := range [][2]net.Conn{{c, up}, {up, c}} {
