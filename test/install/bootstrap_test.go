@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/pem"
 	"net"
 	"os"
 	"os/exec"
@@ -148,4 +149,58 @@ func serveAgent(t *testing.T, key ed25519.PrivateKey, path string) string {
 		}
 	}()
 	return path
+}
+
+// testBootstrapSudo bootstraps a SysV host over SSH as a non-root user with
+// passwordless sudo (--sudo, --identity, --known-hosts): install.sh runs
+// through sudo -n, installs the init script and the soul connects.
+func testBootstrapSudo(t *testing.T, e *env, h *lab.Host) {
+	sh(t, h, "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssh-server sudo curl >/dev/null")
+	sh(t, h, "/etc/init.d/ssh status >/dev/null || /etc/init.d/ssh start >/dev/null")
+	sh(t, h, "useradd -m -s /bin/sh admin && install -d -m 700 -o admin -g admin /home/admin/.ssh && echo 'admin ALL=(ALL) NOPASSWD: ALL' >/etc/sudoers.d/admin && chmod 0440 /etc/sudoers.d/admin")
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, err := ssh.MarshalPrivateKey(priv, "soulstack test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	identity := filepath.Join(dir, "id_ed25519")
+	if err := os.WriteFile(identity, pem.EncodeToMemory(blk), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.WriteFile("/home/admin/.ssh/authorized_keys", ssh.MarshalAuthorizedKey(signer.PublicKey()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, h, "chown admin:admin /home/admin/.ssh/authorized_keys")
+	f := strings.Fields(sh(t, h, "cat /etc/ssh/ssh_host_ed25519_key.pub"))
+	if len(f) < 2 {
+		t.Fatalf("host key %q", f)
+	}
+	knownHosts := filepath.Join(dir, "known_hosts")
+	if err := os.WriteFile(knownHosts, []byte(h.IP()+" "+f[0]+" "+f[1]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "soulctl"), "--keeper", e.url, "--token", e.token, "--fingerprint", e.fpr,
+		"souls", "bootstrap", "--ssh", "admin@"+h.IP(), "--sudo", "--identity", identity, "--known-hosts", knownHosts, "--covens", "sysv")
+	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	if want := "admin@" + h.IP() + ":22: connected (sid " + h.Name() + ")"; err != nil || !strings.Contains(string(out), want) {
+		t.Fatalf("soulctl souls bootstrap --sudo: %v, want %q:\n%s", err, want, out)
+	}
+	s := e.waitStatus(t, h.Name(), store.SoulConnected)
+	if !slices.Equal(s.Covens, []string{"sysv"}) {
+		t.Errorf("covens %v, want [sysv]", s.Covens)
+	}
+	if got := sh(t, h, "stat -c '%U %a' /usr/local/bin/soul /etc/soulstack/soul.env; test -x /etc/init.d/soulstack-soul && echo init"); got != "root 755\nroot 600\ninit" {
+		t.Errorf("installed through sudo: %q", got)
+	}
 }

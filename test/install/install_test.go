@@ -320,9 +320,11 @@ func TestInstall(t *testing.T) {
 // (tini as PID 1, services run by their init scripts): install.sh detects
 // it, installs /etc/init.d/soulstack-soul with its rc links and starts the
 // soul, which connects; the script's stop and start work as on such hosts.
+// On a second SysV host, soulctl souls bootstrap --sudo logs in as a
+// non-root user and installs through sudo.
 func TestInstallSysV(t *testing.T) {
 	requireRoot(t)
-	e := newEnv(t, lab.Config{Name: sysvLabName, Hosts: 1, Flavour: lab.FlavourSysV, Packages: []string{"curl"}})
+	e := newEnv(t, lab.Config{Name: sysvLabName, Hosts: 2, Flavour: lab.FlavourSysV, Packages: []string{"curl", "openssh-server", "sudo"}})
 	h := e.lab.Hosts()[0]
 	sh(t, h, "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q curl >/dev/null")
 	cmds := e.readme(t, "curl ", e.joinToken(t))
@@ -341,4 +343,6 @@ func TestInstallSysV(t *testing.T) {
 	e.waitStatus(t, h.Name(), store.SoulDisconnected)
 	sh(t, h, "/etc/init.d/soulstack-soul start")
 	e.waitStatus(t, h.Name(), store.SoulConnected)
+
+	t.Run("bootstrap-sudo", func(t *testing.T) { testBootstrapSudo(t, e, e.lab.Hosts()[1]) })
 }
