@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -21,6 +22,7 @@ import (
 	"github.com/soulstack/soulstack/internal/dsl"
 	"github.com/soulstack/soulstack/internal/module/custom"
 	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/textutil"
 )
 
 // Test is one parsed test file.
@@ -173,6 +175,39 @@ var typeNames = strings.NewReplacer(
 
 var yamlLineRE = regexp.MustCompile(`^\s*line (\d+): (.*)$`)
 
+// specTypes are the structs a test file decodes into, by the names yaml.v3
+// gives them in its errors: their keys are the suggestions for a typo.
+var specTypes = map[string]reflect.Type{
+	"scenariotest.fileSpec":    reflect.TypeFor[fileSpec](),
+	"scenariotest.Host":        reflect.TypeFor[Host](),
+	"scenariotest.Incarnation": reflect.TypeFor[Incarnation](),
+	"scenariotest.Trigger":     reflect.TypeFor[Trigger](),
+	"scenariotest.Expect":      reflect.TypeFor[Expect](),
+	"scenariotest.TaskExpect":  reflect.TypeFor[TaskExpect](),
+	"scenariotest.stubSpec":    reflect.TypeFor[stubSpec](),
+	"scenariotest.resultSpec":  reflect.TypeFor[resultSpec](),
+}
+
+var unknownFieldRE = regexp.MustCompile(`field (\S+) not found in type (\S+)$`)
+
+// suggestKey is " (did you mean …?)" for an unknown-key error of yaml.v3,
+// or "".
+func suggestKey(msg string) string {
+	m := unknownFieldRE.FindStringSubmatch(msg)
+	if m == nil || specTypes[m[2]] == nil {
+		return ""
+	}
+	t := specTypes[m[2]]
+	var keys []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return textutil.Suggest(m[1], keys)
+}
+
 var validOutcomes = []string{store.RunSucceeded, store.RunFailed, store.RunCancelled}
 
 // Parse reads one test file of scenario sc of svc. file names it in
@@ -225,7 +260,7 @@ func yamlProblems(file string, err error) error {
 	if errors.As(err, &te) {
 		var ps Problems
 		for _, e := range te.Errors {
-			msg := typeNames.Replace(e)
+			msg := typeNames.Replace(e) + suggestKey(e)
 			line := 0
 			if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 				fmt.Sscan(m[1], &line)

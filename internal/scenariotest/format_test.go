@@ -44,6 +44,11 @@ func TestParseRejectsInvalidTests(t *testing.T) {
 hosts: [{sid: h1}]
 expectations: {outcome: succeeded}
 `, []string{"2: field expectations is not a key of the test file"}},
+		{"a typo of a key gets a suggestion", `
+hosts: [{sid: h1, covns: [a]}]
+stub: []
+expect: {outcome: succeeded, tasks: [{task: x, skiped: [h1]}]}
+`, []string{"1: field covns is not a key of hosts[] (did you mean covens?)", "2: field stub is not a key of the test file (did you mean stubs?)", "3: field skiped is not a key of expect.tasks[] (did you mean skipped?)"}},
 		{"unknown nested key with its line", `
 hosts:
   - sid: h1

@@ -189,6 +189,7 @@ func TestParseSpecProblems(t *testing.T) {
 		{"summary: s\ncheck_mode: yes please\n", "2:13: check_mode must be true or false"},
 		{"summary: s\noutput:\n  changed: {type: boolean}\n", "3:3: output field changed is a field every result has"},
 		{"summary: s\nmax_output: -1\n", "2:13: max_output must be a number of bytes"},
+		{"summary: s\noutput:\n  pages: {tpye: integer}\n", "3:11: output field pages: unknown key tpye (keys: type, description) (did you mean type?)"},
 		{"summary: [\n", "1:1: invalid YAML"},
 	}
 	for _, c := range cases {

@@ -316,7 +316,7 @@ func (sp *specParser) output(n *yaml.Node) map[string]module.Field {
 			case "description":
 				f.Description = sp.str(fv, key+".description")
 			default:
-				sp.add(fk, key+"."+fk.Value, "output field %s: unknown key %s (type, description)", k.Value, fk.Value)
+				sp.add(fk, key+"."+fk.Value, "output field %s: unknown key %s (keys: type, description)%s", k.Value, fk.Value, textutil.Suggest(fk.Value, []string{"type", "description"}))
 			}
 		}
 		if f.Type == "" {
