@@ -209,6 +209,10 @@ func ensureSSHDir(env *module.Env, dir string, uid, gid int) error {
 		return err
 	}
 	if exists {
+		if fi.Mode.Type() == fs.ModeSymlink {
+			// The user's own home: a link there is never followed (H1).
+			return fmt.Errorf("%s: path is a symlink; root does not write through a link in the user's home: remove it", dir)
+		}
 		if !fi.IsDir() {
 			return fmt.Errorf("%s exists and is not a directory (%s)", dir, fi.Mode.Type())
 		}
