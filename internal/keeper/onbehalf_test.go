@@ -43,34 +43,7 @@ const planter = `steps:
 // still-running task's calls are refused (403, audited with on_behalf_of).
 func TestM4CheckerCallsActForTheOwner(t *testing.T) {
 	ctx := context.Background()
-	cfg := config.Default()
-	cfg.DataDir = filepath.Join(t.TempDir(), "keeper")
-	cfg.ShutdownTimeout = config.Duration(5 * time.Second)
-	res, err := keeper.Init(ctx, keeper.InitOptions{Keeper: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := keeper.New(ctx, keeper.Config{Keeper: cfg, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- k.Serve(runCtx, ln) }()
-	defer func() {
-		stop()
-		<-served
-	}()
-	url := "http://" + ln.Addr().String()
-	admin, err := apiclient.New(url, res.Token.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, admin := serveFreshKeeper(t)
 	created, err := admin.CreateArchon(ctx, apitypes.CreateArchonRequest{Name: "olga", Role: "operator", TTL: apitypes.Duration(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
@@ -167,5 +140,93 @@ func TestM4CheckerCallsActForTheOwner(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Errorf("no refused call of the disabled olga's task in the audit log")
+	}
+}
+
+// serveFreshKeeper initializes and serves a keeper on loopback until the
+// test ends; it returns its URL and a client with the first admin's token.
+func serveFreshKeeper(t *testing.T) (string, *apiclient.Client) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(t.TempDir(), "keeper")
+	cfg.ShutdownTimeout = config.Duration(5 * time.Second)
+	res, err := keeper.Init(ctx, keeper.InitOptions{Keeper: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := keeper.New(ctx, keeper.Config{Keeper: cfg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		k.Close()
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- k.Serve(runCtx, ln) }()
+	t.Cleanup(func() {
+		stop()
+		<-served
+		k.Close()
+	})
+	url := "http://" + ln.Addr().String()
+	admin, err := apiclient.New(url, res.Token.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url, admin
+}
+
+// TestL8CheckerTasksCannotMintTokens: a procedure that runs `token create`
+// would put a token in its step log, which every viewer reads, and a
+// token minted with the Checker's (ten years) would outlive the operator
+// who wrote the procedure (audit L8 and M4): the command is refused in
+// procedures, whoever launched the task, and no token is minted.
+func TestL8CheckerTasksCannotMintTokens(t *testing.T) {
+	ctx := context.Background()
+	url, admin := serveFreshKeeper(t)
+	created, err := admin.CreateArchon(ctx, apitypes.CreateArchonRequest{Name: "olga", Role: "operator", TTL: apitypes.Duration(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	olga, err := apiclient.New(url, created.Token.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mint = "steps:\n  mint:\n    action:\n      apicall: \"token create --ttl 1h\"\n      log: minted\n"
+	if _, err := olga.PutProcedure(ctx, "mint", mint); err != nil {
+		t.Fatal(err)
+	}
+	before, err := admin.ListTokens(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*apiclient.Client{olga, admin} {
+		launched, err := c.ExecuteProcedure(ctx, "mint", nil)
+		if err != nil || len(launched.TaskIDs) != 1 {
+			t.Fatalf("execute: %+v, %v", launched, err)
+		}
+		var task apitypes.CheckerTask
+		testutil.WaitFor(t, 20*time.Second, func() bool {
+			task, err = admin.GetCheckerTask(ctx, launched.TaskIDs[0])
+			return err == nil && checker.IsTerminal(task.Status)
+		}, "the mint task to end")
+		var log strings.Builder
+		for _, l := range task.Log {
+			log.WriteString(l.Message + "\n")
+		}
+		if task.Status != checker.StatusFailure || !strings.Contains(log.String(), "token create is not available in procedures") || strings.Contains(log.String(), "eyJ") {
+			t.Errorf("the mint task: %s\n%s", task.Status, log.String())
+		}
+	}
+	after, err := admin.ListTokens(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Fatalf("%d tokens before the tasks, %d after", len(before), len(after))
 	}
 }
