@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/fstest"
@@ -282,14 +283,21 @@ func TestH1SymlinkSwapRace(t *testing.T) {
 	etc := filepath.Dir(l.sudoers)
 	cmd := exec.Command("/bin/sh", "-c", "while :; do rm -rf d; mkdir d; rm -rf d; ln -s "+etc+" d; done")
 	cmd.Dir = l.appdir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyID, Gid: nobodyID}}
+	// Its own process group: killing the group also stops the rm, mkdir
+	// or ln it is running, which would otherwise still create d while the
+	// temporary directory is being removed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyID, Gid: nobodyID}, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	var once sync.Once
+	stopSwapper := func() {
+		once.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(stopSwapper)
 	before := snap(t, l.sudoers)
 	dirBefore := snap(t, etc)
 	wrote, refused := 0, 0
@@ -307,8 +315,7 @@ func TestH1SymlinkSwapRace(t *testing.T) {
 			refused++
 		}
 	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	stopSwapper()
 	t.Logf("300 tasks during the swap race: %d changed nobody's directory, %d refused or failed", wrote, refused)
 	before.untouched(t, l.sudoers)
 	dirBefore.untouched(t, etc)
