@@ -29,6 +29,11 @@ type FakeClock struct {
 type timer struct {
 	at time.Time
 	ch chan time.Time
+	// sleeping: a Sleep is blocked on this timer and counted in sleepers.
+	// Firing it uncounts it at once, so a BlockUntil right after Advance
+	// waits for the woken goroutine to sleep again instead of seeing it
+	// still counted.
+	sleeping bool
 }
 
 // NewFakeClock returns a fake clock at start; auto selects auto mode.
@@ -73,11 +78,15 @@ func (c *FakeClock) Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	t := c.addTimerLocked(d)
+	t.sleeping = true
 	c.setSleepersLocked(c.sleepers + 1)
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		c.setSleepersLocked(c.sleepers - 1)
+		if t.sleeping {
+			t.sleeping = false
+			c.setSleepersLocked(c.sleepers - 1)
+		}
 		c.removeLocked(t)
 		c.mu.Unlock()
 	}()
@@ -106,6 +115,10 @@ func (c *FakeClock) advanceLocked(d time.Duration) {
 	for _, t := range c.timers {
 		if !t.at.After(c.now) {
 			t.ch <- t.at
+			if t.sleeping {
+				t.sleeping = false
+				c.setSleepersLocked(c.sleepers - 1)
+			}
 			continue
 		}
 		kept = append(kept, t)
@@ -129,7 +142,8 @@ func (c *FakeClock) setSleepersLocked(n int) {
 }
 
 // BlockUntil waits until at least n goroutines are blocked in Sleep (manual
-// mode), or ctx is done.
+// mode), or ctx is done. A Sleep whose deadline an Advance passed no
+// longer counts, even before its goroutine runs again.
 func (c *FakeClock) BlockUntil(ctx context.Context, n int) error {
 	for {
 		c.mu.Lock()
