@@ -557,3 +557,37 @@ expect:
     - {task: nowhere, ran: []}
 `).run()
 }
+
+// TestEmptyProbeInWhere: the seed's probe idiom when the probe ran on no
+// host (on: matched no member): its completeness check had no host to
+// fail on, so the where: that reads the probe's field is where a value is
+// needed — the run fails there, naming the probe and why it has no
+// result, and nothing is committed.
+func TestEmptyProbeInWhere(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/deploy/main.yml": `
+state_changes:
+  sets: {done: true}
+tasks:
+  - name: probe
+    module: core.exec.run
+    register: role
+    changed_when: false
+    on: [db]
+    failed_when: size(register.role) < incarnation.host_count
+    params: {command: role}
+  - name: replicas
+    module: core.test.ping
+    where: register.role.stdout == "replica"
+`})
+	newWorld(t, svc, "deploy", `
+hosts: [{sid: a, covens: [prod]}, {sid: b, covens: [prod]}, {sid: c, covens: [db]}]
+incarnation: {covens: [prod]}
+expect:
+  outcome: failed
+  error: 'where: could not be evaluated on a, b: evaluating "register.role.stdout == \"replica\"": register.role has no result: task "probe" ran on no host: on: [db] matched no member of this incarnation'
+  state: {}
+  tasks:
+    - {task: probe, ran: []}
+    - {task: replicas, failed: [a, b]}
+`).run()
+}
