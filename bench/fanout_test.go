@@ -7,13 +7,11 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apitypes"
-	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/testutil"
 )
 
@@ -39,18 +37,7 @@ func BenchmarkFanOut(b *testing.B) {
 	n := envInt(b, "SOULSTACK_BENCH_SOULS", 1000)
 	swarms := envInt(b, "SOULSTACK_BENCH_SWARMS", 1)
 	ctx := context.Background()
-	var e *env
-	if swarms == 1 {
-		e = startKeeper(b, nil)
-	} else {
-		// Each swarm connects to its own loopback address (127.0.0.i): one
-		// address pair has too few ephemeral ports for 50,000 souls.
-		e = startKeeperOn(b, fmt.Sprintf("127.0.0.1+%d:0", swarms), func(k *config.Keeper) {
-			for i := 2; i <= swarms; i++ {
-				k.TLS.Hosts = append(k.TLS.Hosts, fmt.Sprintf("127.0.0.%d", i))
-			}
-		})
-	}
+	e := startKeeper(b, nil)
 	e.registerService("ping", pingService)
 	soulBinary(b)
 	// Each soul is one connection, an open file on both sides: one keeper
@@ -67,9 +54,6 @@ func BenchmarkFanOut(b *testing.B) {
 		handshakes: envInt(b, "SOULSTACK_BENCH_HANDSHAKES", 256),
 		within:     time.Duration(envInt(b, "SOULSTACK_BENCH_CONNECT_SECONDS", 300)) * time.Second,
 	}
-	if swarms == 1 {
-		e.swarm.sourceNet = "127.1.0.0/16"
-	}
 
 	heap0, stack0 := liveBytes()
 	debug.FreeOSMemory() // the baseline must not hold an earlier -count run's garbage
@@ -84,16 +68,16 @@ func BenchmarkFanOut(b *testing.B) {
 		b.Cleanup(stopConnectProfile) // also when the souls fail to connect
 	}
 	connectStart := time.Now()
+	// $SOULSTACK_BENCH_SWARMS processes share the souls (a process may
+	// hold only so many open files); swarm i's souls dial from
+	// 127.<i+1>.0.0/16, each from its own address.
 	var sw []*testutil.Process
-	if swarms == 1 {
-		sw = append(sw, e.startSwarm(n, "fan", "fan"))
-	} else {
-		// One after the other: waitConnected fails the benchmark, which only
-		// its own goroutine may do.
-		_, port, _ := strings.Cut(e.addr, ":")
-		for i := range swarms {
-			sw = append(sw, e.startSwarmAt(fmt.Sprintf("127.0.0.%d:%s", i+1, port), n/swarms, fmt.Sprintf("fan%d", i), "fan"))
-		}
+	for i := range swarms {
+		e.swarm.sourceNet = fmt.Sprintf("127.%d.0.0/16", i+1)
+		sw = append(sw, e.launchSwarm(e.addr, n/swarms+min(1, max(0, n%swarms-i)), fmt.Sprintf("fan%d", i), "fan"))
+	}
+	for i, p := range sw {
+		e.waitConnected(fmt.Sprintf("fan%d-", i), n/swarms+min(1, max(0, n%swarms-i)), p, e.swarm.within)
 	}
 	connect := time.Since(connectStart)
 	if stopConnectProfile != nil {

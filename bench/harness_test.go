@@ -286,18 +286,26 @@ func (e *env) startSwarm(n int, prefix string, covens ...string) *testutil.Proce
 // startSwarmAt is startSwarm connecting to the keeper at addr.
 func (e *env) startSwarmAt(addr string, n int, prefix string, covens ...string) *testutil.Process {
 	e.tb.Helper()
+	p := e.launchSwarm(addr, n, prefix, covens...)
+	within := 5 * time.Minute
+	if e.swarm.within > 0 {
+		within = e.swarm.within
+	}
+	e.waitConnected(prefix+"-", n, p, within)
+	return p
+}
+
+// launchSwarm starts the swarm of startSwarmAt without waiting for it.
+func (e *env) launchSwarm(addr string, n int, prefix string, covens ...string) *testutil.Process {
+	e.tb.Helper()
 	args := []string{"swarm", "--keeper", "https://" + addr,
 		"--join-token", e.joinToken(covens...), "--count", strconv.Itoa(n), "--sid-prefix", prefix,
 		"--data-dir", filepath.Join(e.dir, "swarm-"+prefix), "--reconnect-min", "100ms", "--reconnect-max", "2s"}
-	within := 5 * time.Minute
 	if e.swarm.sourceNet != "" {
 		args = append(args, "--source-net", e.swarm.sourceNet)
 	}
 	if e.swarm.handshakes > 0 {
 		args = append(args, "--max-handshakes", strconv.Itoa(e.swarm.handshakes))
-	}
-	if e.swarm.within > 0 {
-		within = e.swarm.within
 	}
 	// The swarm is the load, not what is measured: its garbage collector
 	// may be tuned to fit a large swarm in memory
@@ -316,9 +324,7 @@ func (e *env) startSwarmAt(addr string, n int, prefix string, covens ...string) 
 			}()
 		}
 	}
-	p := testutil.StartProcess(e.tb, "soul swarm", soulBinary(e.tb), args...)
-	e.waitConnected(prefix+"-", n, p, within)
-	return p
+	return testutil.StartProcess(e.tb, "soul swarm", soulBinary(e.tb), args...)
 }
 
 // swarmOpts are how the next swarms arrive (the zero value: every soul
