@@ -96,7 +96,8 @@ func startSSHD(t *testing.T) *sshd {
 // soulctl souls bootstrap over a real sshd: an unknown host key is refused
 // unless --accept-new-host-keys (which records it), the installation puts
 // the Keeper's soul and a one-use join token on the host, a host with a
-// soul is skipped without --reinstall, and a changed host key is refused.
+// soul is skipped without --reinstall and replaced with it, and a changed
+// host key is refused.
 func TestBootstrapOverSSH(t *testing.T) {
 	s := startSSHD(t)
 	soulDir := t.TempDir()
@@ -163,6 +164,15 @@ func TestBootstrapOverSSH(t *testing.T) {
 	code, out, errs = soulctl()
 	if code != 0 || !strings.Contains(out, target+": skipped") || !strings.Contains(out, "--reinstall") {
 		t.Fatalf("second bootstrap: exit %d\n%s%s", code, out, errs)
+	}
+
+	// --reinstall replaces the soul: a new one-use token in soul.env.
+	code, out, errs = soulctl("--reinstall")
+	if code != 0 || !strings.Contains(out, target+": installed") {
+		t.Fatalf("bootstrap --reinstall: exit %d\n%s%s", code, out, errs)
+	}
+	if env2 := readFile(t, filepath.Join(root, "etc/soulstack/soul.env")); env2 == env || !strings.Contains(env2, "SOUL_JOIN_TOKEN=SSJ") {
+		t.Fatalf("soul.env after --reinstall (want a new token):\n%s", env2)
 	}
 
 	if err := os.WriteFile(known, []byte(s.knownOld), 0o600); err != nil {
