@@ -98,9 +98,10 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 		u.types.regs = regs
 	}()
 	var itemType *cel.Type
+	var itemShape *expr.Shape
 	if nn, ok := v["loop"]; ok {
-		u.types.item, u.types.noItem = nil, ""
-		t.Loop, itemType = p.loop(u, file, nn)
+		u.types.item, u.types.itemShape, u.types.noItem = nil, nil, ""
+		t.Loop, itemType, itemShape = p.loop(u, file, nn)
 		if present["block"] || (present["include"] && !onlyKeys(v, "include", "name", "loop")) {
 			p.add(t.KeyPos["loop"], "loop", "loop: on a block is not supported: put loop: on the tasks inside the block that repeat (each sees item), or move the block's tasks into a destiny and loop over the values in one task per value")
 		}
@@ -108,9 +109,9 @@ func (p *parser) task(u *unit, file string, n *yaml.Node) []*Task {
 	}
 	withItem := func(on bool) {
 		if on && itemType != nil {
-			u.types.item = itemType
+			u.types.item, u.types.itemShape = itemType, itemShape
 		} else {
-			u.types.item = nil
+			u.types.item, u.types.itemShape = nil, nil
 		}
 	}
 

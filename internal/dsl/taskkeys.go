@@ -169,33 +169,35 @@ func (p *parser) requisites(u *unit, file string, n *yaml.Node, key string) []st
 
 // loop parses loop: a list, or one ${ } expression yielding a list.
 // It returns the loop value and the static type of its elements.
-func (p *parser) loop(u *unit, file string, n *yaml.Node) (any, *cel.Type) {
+func (p *parser) loop(u *unit, file string, n *yaml.Node) (any, *cel.Type, *expr.Shape) {
 	n = deref(n)
 	pos := posOf(file, n)
 	if n != nil && n.Kind == yaml.SequenceNode {
 		p.templates(u, file, n, "loop", templateOpts{})
 		v := p.value(file, n)
-		return v, loopElem(v, nil)
+		t, shape := loopItem(v, nil)
+		return v, t, shape
 	}
 	if n != nil && n.Kind == yaml.ScalarNode && n.Tag == "!!str" && expr.HasInterpolation(n.Value) {
 		t, err := u.env.ParseTemplate(n.Value)
 		if err != nil {
 			p.add(pos, "loop", "loop: "+err.Error())
-			return nil, cel.DynType
+			return nil, cel.DynType, nil
 		}
 		if !t.Whole() {
 			p.add(pos, "loop", `loop: must be a list or exactly one "${ … }" expression yielding a list, with no text around it`)
-			return nil, cel.DynType
+			return nil, cel.DynType, nil
 		}
 		p.checkRefs(u, pos, "loop", t.Refs(), templateOpts{})
 		lt := p.templateTypes(u, file, n, "loop", t, templateOpts{})
 		if lt != nil && !fitsCel(module.TypeList, lt) && !fitsCel(module.TypeMap, lt) {
 			p.add(pos, "loop", fmt.Sprintf("loop: must yield a list (or a map: item is then {key, value}, in key order), but %s is %s", t.Exprs()[0].Program.Source, expr.TypeName(lt)))
 		}
-		return n.Value, loopElem(nil, lt)
+		it, shape := loopItem(nil, lt)
+		return n.Value, it, shape
 	}
 	p.add(pos, "loop", fmt.Sprintf(`loop: must be a list or one "${ … }" expression yielding a list, got %s`, kindName(n)))
-	return nil, cel.DynType
+	return nil, cel.DynType, nil
 }
 
 // duration parses a Go duration ("30s", "5m"); zeroOK allows "0s".

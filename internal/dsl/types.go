@@ -26,6 +26,9 @@ type typeState struct {
 	// loop task (failed_when, changed_when, where).
 	item   *cel.Type
 	noItem string
+	// itemShape is item's closed shape when its fields are known (see
+	// loopItem), with item set.
+	itemShape *expr.Shape
 	// self is the task's own result shape, for register.self.
 	self *expr.Shape
 	// delegated is set while the keys of a task with delegate: are
@@ -45,6 +48,7 @@ func (u *unit) scope(opts templateOpts) *expr.TypeScope {
 		Vars:      &expr.Shape{Fields: ts.vars},
 		Registers: ts.regs,
 		Item:      ts.item,
+		ItemShape: ts.itemShape,
 		Delegated: ts.delegated,
 	}
 	if opts.allowSelf {
@@ -246,17 +250,64 @@ func valueType(v any, whole *cel.Type) *cel.Type {
 	return expr.TypeOfValue(v)
 }
 
-// loopElem is the element type of a loop: value (a literal list or one
-// "${ }" of checked type lt).
-func loopElem(v any, lt *cel.Type) *cel.Type {
+// loopItem is the element type of a loop and, when item is an object whose
+// fields are known, its closed shape: {key, value} for a loop over a map,
+// and the common keys of a literal list of maps that all have the same
+// keys (loop: [{name: a, uid: 1}, {name: b, uid: 2}]).
+func loopItem(v any, lt *cel.Type) (*cel.Type, *expr.Shape) {
 	if l, ok := v.([]any); ok {
-		return expr.TypeOfValue(l).Parameters()[0]
+		return expr.TypeOfValue(l).Parameters()[0], literalItemShape(l)
 	}
 	if lt != nil && lt.Kind() == types.ListKind && len(lt.Parameters()) == 1 {
-		return lt.Parameters()[0]
+		return lt.Parameters()[0], nil
 	}
 	if lt != nil && (lt.Kind() == types.MapKind || lt.Kind() == types.StructKind) {
-		return cel.MapType(cel.StringType, cel.DynType) // {key, value}
+		value := cel.DynType
+		if lt.Kind() == types.MapKind && len(lt.Parameters()) == 2 {
+			value = lt.Parameters()[1]
+		}
+		return cel.MapType(cel.StringType, cel.DynType), &expr.Shape{Name: "item", Fields: map[string]*cel.Type{"key": cel.StringType, "value": value}}
 	}
-	return cel.DynType
+	return cel.DynType, nil
+}
+
+// literalItemShape is the shape of the elements of a literal loop list
+// when every element is a map with the same keys, else nil.
+func literalItemShape(l []any) *expr.Shape {
+	var keys []string
+	fields := map[string][]*cel.Type{}
+	for i, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok || (i > 0 && len(m) != len(keys)) {
+			return nil
+		}
+		for k, v := range m {
+			if i == 0 {
+				keys = append(keys, k)
+			} else if _, seen := fields[k]; !seen {
+				return nil
+			}
+			fields[k] = append(fields[k], expr.TypeOfValue(v))
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	s := &expr.Shape{Name: "item", Fields: map[string]*cel.Type{}}
+	for k, ts := range fields {
+		s.Fields[k] = cel.DynType
+		if t := ts[0]; allSame(ts) {
+			s.Fields[k] = t
+		}
+	}
+	return s
+}
+
+func allSame(ts []*cel.Type) bool {
+	for _, t := range ts[1:] {
+		if !t.IsExactType(ts[0]) {
+			return false
+		}
+	}
+	return true
 }

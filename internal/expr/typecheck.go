@@ -47,6 +47,9 @@ type TypeScope struct {
 	// Item is the loop element type; nil outside a loop, where item and
 	// loop_index are errors.
 	Item *cel.Type
+	// ItemShape, when set with Item, is item's closed shape (its fields
+	// are known: {key, value} of a map loop, a literal list of maps).
+	ItemShape *Shape
 	// Delegated declares delegated_for: the expression belongs to a task
 	// with delegate: (SPEC §9); elsewhere delegated_for is an error.
 	Delegated bool
@@ -321,7 +324,11 @@ func (e *Env) TypeCheck(src string, sc *TypeScope) (*cel.Type, error) {
 		}})))
 	}
 	if sc.Item != nil {
-		opts = append(opts, cel.Variable("item", sc.Item), cel.Variable("loop_index", cel.IntType))
+		item := sc.Item
+		if sc.ItemShape != nil {
+			item = add(sc.ItemShape)
+		}
+		opts = append(opts, cel.Variable("item", item), cel.Variable("loop_index", cel.IntType))
 	}
 	opts = append(opts, objectOverloads(p.shapes)...)
 	env, err := base.Extend(opts...)
