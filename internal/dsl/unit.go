@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -169,14 +170,18 @@ func (p *parser) varsMap(u *unit, file string, n *yaml.Node, key string, deferre
 		return nil
 	}
 	out := make(map[string]any, len(ents))
+	// The entries of one vars: map (or vars.yml) are rendered together, so
+	// none of them sees another: their types apply after the map.
+	types := make(map[string]*cel.Type, len(ents))
 	for _, e := range ents {
 		if !identRE.MatchString(e.key) {
 			p.add(e.kpos, key+"."+e.key, fmt.Sprintf("%s name %q must be an identifier (letters, digits, _), so that vars.%s can be read", key, e.key, e.key))
 		}
 		whole := p.templates(u, file, e.value, key+"."+e.key, templateOpts{deferred: deferred})
 		out[e.key] = p.value(file, e.value)
-		u.types.vars[e.key] = valueType(out[e.key], whole)
+		types[e.key] = valueType(out[e.key], whole)
 	}
+	maps.Copy(u.types.vars, types)
 	return out
 }
 
