@@ -107,7 +107,7 @@ func startKeeperOn(tb testing.TB, addr string, tune func(*config.Keeper)) *env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ln, err := listen(addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		k.Close()
 		tb.Fatal(err)
@@ -131,81 +131,6 @@ func startKeeperOn(tb testing.TB, addr string, tune func(*config.Keeper)) *env {
 	}
 	return e
 }
-
-// listen listens on addr; "127.0.0.1+K:0" listens on one port on each of
-// 127.0.0.1 … 127.0.0.K (K loopback addresses), so more souls can connect
-// than one source and destination address pair has ephemeral ports (about
-// 28,000).
-func listen(addr string) (net.Listener, error) {
-	host, rest, ok := strings.Cut(addr, "+")
-	if !ok {
-		return net.Listen("tcp", addr)
-	}
-	k, err := strconv.Atoi(strings.TrimSuffix(rest, ":0"))
-	if err != nil || host != "127.0.0.1" {
-		return nil, fmt.Errorf("listen address %q: want 127.0.0.1+K:0", addr)
-	}
-	first, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	port := first.Addr().(*net.TCPAddr).Port
-	m := &multiListener{lns: []net.Listener{first}, conns: make(chan net.Conn), done: make(chan struct{})}
-	for i := 2; i <= k; i++ {
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:%d", i, port))
-		if err != nil {
-			m.Close()
-			return nil, err
-		}
-		m.lns = append(m.lns, ln)
-	}
-	for _, ln := range m.lns {
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				select {
-				case m.conns <- c:
-				case <-m.done:
-					c.Close()
-					return
-				}
-			}
-		}()
-	}
-	return m, nil
-}
-
-// multiListener accepts from several listeners; its address is the first's.
-type multiListener struct {
-	lns   []net.Listener
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func (m *multiListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-m.conns:
-		return c, nil
-	case <-m.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (m *multiListener) Close() error {
-	m.once.Do(func() {
-		close(m.done)
-		for _, ln := range m.lns {
-			ln.Close()
-		}
-	})
-	return nil
-}
-
-func (m *multiListener) Addr() net.Addr { return m.lns[0].Addr() }
 
 func tail(s string, n int) string {
 	if len(s) <= n {

@@ -17,6 +17,8 @@ import (
 	"github.com/soulstack/soulstack/internal/domain"
 	_ "github.com/soulstack/soulstack/internal/module/core"
 	"github.com/soulstack/soulstack/internal/soul"
+	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/store/sqlite"
 	"github.com/soulstack/soulstack/internal/testutil"
 	"github.com/soulstack/soulstack/internal/tlsutil"
 )
@@ -184,6 +186,36 @@ func TestAgentSourceAddressAndHandshakeSlots(t *testing.T) {
 	for _, want := range []string{"sid=src-a peer=127.0.0.2:", "sid=src-b peer=127.0.0.3:"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("keeper logs lack %q", want)
+		}
+	}
+}
+
+// A stopping keeper records every soul it held disconnected (in one store
+// transaction), keeping each one's last seen.
+func TestShutdownMarksSoulsDisconnected(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{})
+	token := k.joinToken(t)
+	sids := []string{"bye-a", "bye-b", "bye-c"}
+	for _, sid := range sids {
+		runAgent(t, soul.Config{KeeperURL: k.url, SID: sid, DataDir: filepath.Join(dir, sid), JoinToken: token})
+	}
+	k.waitConnected(t, sids...)
+	connected := time.Now()
+	k.stop()
+	stopped := time.Now()
+	st, err := sqlite.Open(context.Background(), filepath.Join(k.dir, "keeper.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, sid := range sids {
+		s, err := st.GetSoul(context.Background(), sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Status != store.SoulDisconnected || s.KeeperID != "keeper-1" || s.LastSeen.After(stopped) || s.LastSeen.Before(connected.Add(-time.Minute)) {
+			t.Errorf("%s after the keeper stopped: %s, keeper %q, last seen %v (connected by %v)", sid, s.Status, s.KeeperID, s.LastSeen, connected)
 		}
 	}
 }

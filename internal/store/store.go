@@ -567,6 +567,9 @@ type Store interface {
 	// TouchSouls marks many souls seen (SID → when) in one transaction;
 	// SIDs not registered (deleted meanwhile) are skipped.
 	TouchSouls(ctx context.Context, seen map[string]time.Time) error
+	// MarkSoulsDisconnected is MarkSoulDisconnected for many souls (SID →
+	// last seen) in one transaction (a keeper stopping).
+	MarkSoulsDisconnected(ctx context.Context, keeperID string, seen map[string]time.Time) error
 	// SetSoulVersion sets the soul's version and nothing else (a hello
 	// must not rewrite what an Archon decided meanwhile).
 	SetSoulVersion(ctx context.Context, sid, version string) error

@@ -2,6 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/store"
@@ -34,6 +37,23 @@ func (s *Store) MarkSoulDisconnected(ctx context.Context, sid, keeperID string, 
 	_, err := s.write(ctx, `UPDATE souls SET status = ?, last_seen = ? WHERE sid = ? AND status = ? AND keeper_id = ?`,
 		store.SoulDisconnected, s.ts(at), sid, store.SoulConnected, keeperID)
 	return s.wrap("recording soul "+sid+" disconnected", err)
+}
+
+// MarkSoulsDisconnected runs MarkSoulDisconnected for every soul of seen
+// in one transaction.
+func (s *Store) MarkSoulsDisconnected(ctx context.Context, keeperID string, seen map[string]time.Time) error {
+	if len(seen) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, fmt.Sprintf("recording %d souls disconnected", len(seen)), func(tx q) error {
+		for _, sid := range slices.Sorted(maps.Keys(seen)) {
+			if _, err := tx.exec(ctx, `UPDATE souls SET status = ?, last_seen = ? WHERE sid = ? AND status = ? AND keeper_id = ?`,
+				store.SoulDisconnected, s.ts(seen[sid]), sid, store.SoulConnected, keeperID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // AcceptSoul accepts a soul still pending or rejected under expectKey. The

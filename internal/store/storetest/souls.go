@@ -232,6 +232,20 @@ func testSoulStatus(t *testing.T, s store.Store) {
 		t.Fatalf("TouchSouls: LastSeen = %v", got.LastSeen)
 	}
 	must(t, s.TouchSouls(ctx, nil))
+	// Many marked disconnected at once: only those connected to that
+	// keeper; an unknown SID is skipped.
+	must(t, s.SetSoulStatus(ctx, "h1", store.SoulConnected, "k9", at(4*time.Hour)))
+	must(t, s.MarkSoulsDisconnected(ctx, "k9", map[string]time.Time{"h1": at(5 * time.Hour), "ghost": base}))
+	got, err = s.GetSoul(ctx, "h1")
+	must(t, err)
+	if got.Status != store.SoulDisconnected || got.KeeperID != "k9" || !got.LastSeen.Equal(at(5*time.Hour)) {
+		t.Fatalf("MarkSoulsDisconnected: %s %q %v", got.Status, got.KeeperID, got.LastSeen)
+	}
+	must(t, s.SetSoulStatus(ctx, "h1", store.SoulConnected, "k1", at(4*time.Hour)))
+	must(t, s.MarkSoulsDisconnected(ctx, "k9", map[string]time.Time{"h1": at(6 * time.Hour)}))
+	if got, _ = s.GetSoul(ctx, "h1"); got.Status != store.SoulConnected || got.KeeperID != "k1" {
+		t.Fatalf("MarkSoulsDisconnected of another keeper's soul: %s %q", got.Status, got.KeeperID)
+	}
 
 	// Keeper k1 restarts: only its connected souls (h1) become disconnected.
 	must(t, s.MarkKeeperSoulsDisconnected(ctx, "k1"))
