@@ -1,37 +1,18 @@
 package api_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/soulstack/soulstack/internal/api"
 	"github.com/soulstack/soulstack/internal/apitypes"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestHandlerPanicIsA500 (SPEC §14): a panic in a handler is answered 500
 // with the API's JSON error naming the request id, never a dropped
@@ -39,7 +20,7 @@ func (s *syncBuffer) String() string {
 // stack, and the access log names the request id and the client address.
 func TestHandlerPanicIsA500(t *testing.T) {
 	e := newEnv(t)
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	s, err := api.New(api.Config{Store: e.st, Auth: e.auth, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)

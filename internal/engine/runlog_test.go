@@ -1,32 +1,13 @@
 package engine_test
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/soulstack/soulstack/internal/scenariotest"
+	"github.com/soulstack/soulstack/internal/testutil"
 )
-
-// syncBuffer is a bytes.Buffer safe for the engine's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestEveryRunStartAndEndIsLogged (SPEC §14): a run and a check run of the
 // same incarnation each log "run started" and "run ended" with their
@@ -36,7 +17,7 @@ func TestEveryRunStartAndEndIsLogged(t *testing.T) {
 tasks:
   - {name: ping, module: core.test.ping}
 `})
-	var buf syncBuffer
+	var buf testutil.Buffer
 	w := newWorld(t, svc, "create", `
 hosts: [{sid: a, covens: [app]}]
 incarnation: {name: app, covens: [app]}
