@@ -103,14 +103,7 @@ func BenchmarkVersusAnsibleLab(b *testing.B) {
 	b.Logf("lab of %d %s hosts up in %s (%+v)", n, flavour, time.Since(start).Round(time.Millisecond), l.Stats())
 
 	dir := b.TempDir()
-	key := filepath.Join(dir, "id_ed25519")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
-		b.Fatalf("ssh-keygen: %v\n%s", err, out)
-	}
-	pub, err := os.ReadFile(key + ".pub")
-	if err != nil {
-		b.Fatal(err)
-	}
+	key, pub := sshKeyPair(b, dir)
 	start = time.Now()
 	prepareHosts(b, l, flavour, pub, filepath.Join(dir, "logs"))
 	b.Logf("sshd and python3 installed and started in %d hosts in %s", n, time.Since(start).Round(time.Millisecond))
@@ -316,6 +309,21 @@ func (e *env) startLabSouls(l *lab.Lab, small int, logDir string) {
 type ansible struct {
 	dir   string
 	hosts []string // host names, lab order
+}
+
+// sshKeyPair makes an ed25519 key pair in dir for Ansible's SSH logins to
+// the lab hosts: the private key's path and the public key's line.
+func sshKeyPair(b *testing.B, dir string) (string, []byte) {
+	b.Helper()
+	key := filepath.Join(dir, "id_ed25519")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
+		b.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return key, pub
 }
 
 // newAnsible writes the inventory, the playbooks and the template, or

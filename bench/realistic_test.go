@@ -108,14 +108,7 @@ func BenchmarkRealisticLab(b *testing.B) {
 	souls, ans, floor := hosts[:n], hosts[n:2*n], hosts[2*n:]
 
 	dir := b.TempDir()
-	key := filepath.Join(dir, "id_ed25519")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
-		b.Fatalf("ssh-keygen: %v\n%s", err, out)
-	}
-	pub, err := os.ReadFile(key + ".pub")
-	if err != nil {
-		b.Fatal(err)
-	}
+	key, pub := sshKeyPair(b, dir)
 	start = time.Now()
 	onHosts(b, hosts, 4, func(h *lab.Host) error {
 		if _, stderr, err := h.Exec(ctx, "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server python3 python3-apt >/dev/null && "+
