@@ -118,7 +118,7 @@ func (r *runner) changeMembers(ctx context.Context, join, leave []string) error 
 		delete(set, s)
 	}
 	members := slices.Sorted(maps.Keys(set))
-	souls, err := r.e.cfg.Store.GetSouls(ctx, members)
+	souls, err := r.readMembers(ctx, members)
 	if err != nil {
 		return fmt.Errorf("reading the new members' soulprints: %w", err)
 	}

@@ -37,12 +37,15 @@ type runner struct {
 
 	members []string // sorted SIDs
 	hosts   map[string]*host
-	base    expr.Activation
-	idx     *taskIndex
-	seq     map[*dsl.Task]int    // idx.seq
-	keys    map[*dsl.Task]string // idx.keys: pending-trigger key of each onchanges task
-	rec     *recorder
-	resume  *resumePlan // set when the run resumes another
+	// factsRead is set when the scenario can read soulprints (readsFacts):
+	// only then are the members' soulprints read and decoded.
+	factsRead bool
+	base      expr.Activation
+	idx       *taskIndex
+	seq       map[*dsl.Task]int    // idx.seq
+	keys      map[*dsl.Task]string // idx.keys: pending-trigger key of each onchanges task
+	rec       *recorder
+	resume    *resumePlan // set when the run resumes another
 
 	// canaryBase is base with canaries for secrets (nil: no secrets).
 	canaryBase *expr.Activation
@@ -222,7 +225,8 @@ func (r *runner) unreachableLocked() string {
 // base activation.
 func (r *runner) prepare(ctx context.Context) error {
 	r.members = slices.Sorted(slices.Values(r.inc.Members))
-	souls, err := r.e.cfg.Store.GetSouls(ctx, r.members)
+	r.factsRead = readsFacts(r.sc)
+	souls, err := r.readMembers(ctx, r.members)
 	if err != nil {
 		return fmt.Errorf("reading the members' soulprints: %w", err)
 	}

@@ -540,6 +540,10 @@ type Store interface {
 	// members), sorted by SID, each once; unknown SIDs are left out, no
 	// error. Any number of SIDs (large lists are read in chunks).
 	GetSouls(ctx context.Context, sids []string) ([]Soul, error)
+	// GetSoulsBrief is GetSouls reading only SID, Status and Covens (the
+	// other fields are zero): for callers that need the members' covens
+	// but not their soulprints, which can be large.
+	GetSoulsBrief(ctx context.Context, sids []string) ([]Soul, error)
 	// CountSouls counts the registered souls by status (statuses without
 	// souls are absent), without reading them.
 	CountSouls(ctx context.Context) (map[string]int, error)

@@ -15,6 +15,21 @@ const soulChunk = 500
 // GetSouls returns the registered souls among sids, sorted by SID, reading
 // them in chunks of soulChunk SIDs.
 func (s *Store) GetSouls(ctx context.Context, sids []string) ([]store.Soul, error) {
+	return getSouls(ctx, s, sids, soulCols, scanSoul)
+}
+
+// GetSoulsBrief is GetSouls without the soulprint: only SID, Status and
+// Covens are read (the columns before the soulprint in the row, so a
+// large soulprint is neither copied nor decoded).
+func (s *Store) GetSoulsBrief(ctx context.Context, sids []string) ([]store.Soul, error) {
+	return getSouls(ctx, s, sids, `sid, status, covens`, func(sc interface{ Scan(...any) error }) (store.Soul, error) {
+		var so store.Soul
+		err := sc.Scan(&so.SID, &so.Status, listCol{&so.Covens})
+		return so, err
+	})
+}
+
+func getSouls(ctx context.Context, s *Store, sids []string, cols string, scan func(interface{ Scan(...any) error }) (store.Soul, error)) ([]store.Soul, error) {
 	sids = slices.Compact(slices.Sorted(slices.Values(sids)))
 	out := make([]store.Soul, 0, len(sids))
 	// Sorted chunks of a sorted list, each read ORDER BY sid: the
@@ -24,11 +39,11 @@ func (s *Store) GetSouls(ctx context.Context, sids []string) ([]store.Soul, erro
 		for i, sid := range chunk {
 			args[i] = sid
 		}
-		rows, err := s.reader().query(ctx, `SELECT `+soulCols+` FROM souls WHERE sid IN (`+placeholders(len(chunk))+`) ORDER BY sid`, args...)
+		rows, err := s.reader().query(ctx, `SELECT `+cols+` FROM souls WHERE sid IN (`+placeholders(len(chunk))+`) ORDER BY sid`, args...)
 		if err != nil {
 			return nil, s.wrap("reading souls", err)
 		}
-		part, err := collect(rows, scanSoul)
+		part, err := collect(rows, scan)
 		if err != nil {
 			return nil, s.wrap("reading souls", err)
 		}

@@ -11,6 +11,7 @@ import (
 var soulMemberTests = []test{
 	{"GetSouls", testGetSouls},
 	{"GetSoulsChunked", testGetSoulsChunked},
+	{"GetSoulsBrief", testGetSoulsBrief},
 	{"CountSouls", testCountSouls},
 }
 
@@ -57,6 +58,32 @@ func testGetSouls(t *testing.T, s store.Store) {
 	got, err = s.GetSouls(ctx, []string{"h2", "h1", "h3", "H0"})
 	must(t, err)
 	diff(t, "GetSouls vs ListSouls", got, all)
+}
+
+// testGetSoulsBrief: the same souls as GetSouls, sorted, once each, with
+// SID, status and covens only (no soulprint, nothing else).
+func testGetSoulsBrief(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for _, so := range []store.Soul{soul("h3", "redis"), soul("h1", "dc1", "redis"), soul("h2"), soul("H0")} {
+		must(t, s.UpsertSoul(ctx, so))
+	}
+	must(t, s.SetSoulStatus(ctx, "h2", store.SoulPending, "", base))
+	must(t, s.UpdateSoulprint(ctx, "h3", map[string]any{"up": true}, base))
+	full, err := s.GetSouls(ctx, []string{"h3", "ghost", "h1", "h3", "H0", "h2"})
+	must(t, err)
+	want := []store.Soul{}
+	for _, so := range full {
+		if len(so.Soulprint) == 0 {
+			t.Fatalf("GetSouls: %s has no soulprint to leave out", so.SID)
+		}
+		want = append(want, store.Soul{SID: so.SID, Status: so.Status, Covens: so.Covens})
+	}
+	got, err := s.GetSoulsBrief(ctx, []string{"h3", "ghost", "h1", "h3", "H0", "h2"})
+	must(t, err)
+	diff(t, "GetSoulsBrief", got, want)
+	got, err = s.GetSoulsBrief(ctx, nil)
+	must(t, err)
+	diff(t, "GetSoulsBrief(nil)", got, []store.Soul{})
 }
 
 // testGetSoulsChunked asks for more SIDs than one query binds on any
