@@ -64,14 +64,19 @@ type Keeper struct {
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// SoulMaxMessageSize bounds one message an accepted soul sends (a
 	// task result, a soulprint, a log line).
-	SoulMaxMessageSize Size     `yaml:"soul_max_message_size"`
-	TLS                TLS      `yaml:"tls"`
-	Git                Git      `yaml:"git"`
-	Checker            Checker  `yaml:"checker"`
-	HTTP               HTTP     `yaml:"http"`
-	Services           Services `yaml:"services"`
-	Auth               Auth     `yaml:"auth"`
-	Runs               Runs     `yaml:"runs"`
+	SoulMaxMessageSize Size `yaml:"soul_max_message_size"`
+	// SoulLeanStream serves souls that offer it the lean soul stream
+	// (ALPN soulstack/1: protobuf frames over TLS, one goroutine per soul)
+	// next to the Connect route over HTTP/2 (default true). false leaves
+	// every soul on the HTTP/2 route.
+	SoulLeanStream bool     `yaml:"soul_lean_stream"`
+	TLS            TLS      `yaml:"tls"`
+	Git            Git      `yaml:"git"`
+	Checker        Checker  `yaml:"checker"`
+	HTTP           HTTP     `yaml:"http"`
+	Services       Services `yaml:"services"`
+	Auth           Auth     `yaml:"auth"`
+	Runs           Runs     `yaml:"runs"`
 	// PlainHTTP serves the Operator API and UI over plain HTTP next to TLS
 	// on the one listener (default true, as the seeds' curl examples use
 	// it). false answers plain connections with a refusal naming https://:
@@ -139,6 +144,7 @@ func Default() Keeper {
 		HeartbeatInterval:  Duration(15 * time.Second),
 		ShutdownTimeout:    Duration(30 * time.Second),
 		SoulMaxMessageSize: Size(16 << 20),
+		SoulLeanStream:     true,
 		Checker:            Checker{DefaultTimeout: Duration(checker.DefaultTaskTimeout)},
 		Services:           Services{MaxTreeSize: Size(catalog.DefaultMaxTreeBytes)},
 		PlainHTTP:          true,

@@ -128,8 +128,9 @@ type Gateway struct {
 	mu       sync.RWMutex
 	sessions map[string]*session
 	stopping bool
-	leaving  map[string]time.Time // last seen of the sessions ended by shutdown
-	handlers sync.WaitGroup       // stream handlers, waited for by Run
+	leaving  map[string]time.Time     // last seen of the sessions ended by shutdown
+	handlers sync.WaitGroup           // stream handlers, waited for by Run
+	lean     map[*leanStream]struct{} // open lean connections, aborted by Run's end
 
 	// sidLocks order a SID's session swap with its store status write, so a
 	// dying old session never marks a fresh one disconnected.
@@ -338,6 +339,7 @@ func (g *Gateway) shutdown() {
 	for _, s := range g.sessions {
 		all = append(all, s)
 	}
+	g.abortLeanLocked()
 	g.mu.Unlock()
 	for _, s := range all {
 		s.abort("keeper shutting down")

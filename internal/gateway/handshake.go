@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
 	"time"
 
@@ -41,9 +40,17 @@ func (g *Gateway) keeperVersion() string {
 // service implements soulstackv1connect.SoulServiceHandler.
 type service struct{ g *Gateway }
 
-// Connect runs one soul's stream: handshake, then the session.
+// Connect runs one soul's stream over the Connect route.
 func (sv *service) Connect(ctx context.Context, stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage]) error {
-	g := sv.g
+	st := newConnectStream(ctx, stream)
+	defer st.endIO()
+	return sv.g.serveStream(ctx, st)
+}
+
+// serveStream runs one soul's stream, whatever its transport: handshake,
+// onboarding, then the session. The error it returns ends the stream
+// with its Connect code and message.
+func (g *Gateway) serveStream(ctx context.Context, stream soulStream) error {
 	select {
 	case <-g.ready:
 	default:
@@ -62,18 +69,18 @@ func (sv *service) Connect(ctx context.Context, stream *connect.BidiStream[pb.So
 
 	// Failed hellos cost their source (L1): beyond its budget, a source's
 	// hellos are refused before anything is read or written.
-	src := sourceKey(stream.Peer().Addr)
+	peer := stream.Peer()
+	src := sourceKey(peer)
 	if !g.hellos.allow(src, time.Now()) {
 		g.log.Debug("hello refused: too many failed hellos from this source", "source", src)
 		return connect.NewError(connect.CodeResourceExhausted, errTooManyFailures)
 	}
-	rc, _ := ctx.Value(rcKey{}).(*http.ResponseController)
-	hello, err := g.handshake(stream, rc, src)
+	hello, err := g.handshake(stream, src)
 	if err != nil {
 		return err
 	}
-	log := g.log.With("sid", hello.Sid, "peer", stream.Peer().Addr)
-	out, err := g.onboard(ctx, hello, stream.Peer().Addr)
+	log := g.log.With("sid", hello.Sid, "peer", peer, "transport", transportName(stream))
+	out, err := g.onboard(ctx, hello, peer)
 	if err != nil {
 		log.Error("onboarding soul", "err", err)
 		return connect.NewError(connect.CodeUnavailable, fmt.Errorf("onboarding: %w", err))
@@ -89,13 +96,14 @@ func (sv *service) Connect(ctx context.Context, stream *connect.BidiStream[pb.So
 		log.Info("soul pending", "reason", out.pending)
 		return sendClose(stream, &pb.KeeperMessage{Msg: &pb.KeeperMessage_Pending{Pending: &pb.Pending{Reason: out.pending}}})
 	}
-	liftHandshakeLimit(ctx)
-	s := newSession(g, hello.Sid, stream, rc)
+	stream.LiftLimit()
+	s := newSession(g, hello.Sid, stream)
 	return s.serve(ctx, out.covens, log)
 }
 
-// sendClose sends a final message; the stream ends when Connect returns.
-func sendClose(stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], m *pb.KeeperMessage) error {
+// sendClose sends a final message; the stream ends when the handler
+// returns.
+func sendClose(stream soulStream, m *pb.KeeperMessage) error {
 	if err := stream.Send(m); err != nil {
 		return fmt.Errorf("sending %T: %w", m.Msg, err)
 	}
@@ -104,14 +112,13 @@ func sendClose(stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], m *
 
 // handshake reads hello, challenges the soul and verifies its proof, all
 // within HandshakeTimeout. A failed proof is answered with a rejection.
-func (g *Gateway) handshake(stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], rc *http.ResponseController, src string) (*pb.Hello, error) {
-	if rc != nil {
-		if err := rc.SetReadDeadline(time.Now().Add(g.cfg.HandshakeTimeout)); err != nil {
-			g.rcWarn.Do(func() {
-				g.log.Warn("the HTTP server hides read deadlines from the soul stream (a middleware without Unwrap?): silent souls and keeper shutdown cannot cut streams", "err", err)
-			})
-		}
-		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+func (g *Gateway) handshake(stream soulStream, src string) (*pb.Hello, error) {
+	if err := stream.SetReadDeadline(time.Now().Add(g.cfg.HandshakeTimeout)); err != nil {
+		g.rcWarn.Do(func() {
+			g.log.Warn("the HTTP server hides read deadlines from the soul stream (a middleware without Unwrap?): silent souls and keeper shutdown cannot cut streams", "err", err)
+		})
+	} else {
+		defer func() { _ = stream.SetReadDeadline(time.Time{}) }()
 	}
 	msg, err := stream.Receive()
 	if err != nil {
@@ -125,7 +132,7 @@ func (g *Gateway) handshake(stream *connect.BidiStream[pb.SoulMessage, pb.Keeper
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
 	if ok, why := version.Compatible(g.keeperVersion(), hello.Version); !ok {
-		g.log.Warn("soul of an incompatible version refused", "sid", hello.Sid, "soul_version", hello.Version, "peer", stream.Peer().Addr)
+		g.log.Warn("soul of an incompatible version refused", "sid", hello.Sid, "soul_version", hello.Version, "peer", stream.Peer())
 		_ = sendClose(stream, rejectedMsg(pb.Rejected_REASON_VERSION, why))
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New(why))
 	}
@@ -144,7 +151,7 @@ func (g *Gateway) handshake(stream *connect.BidiStream[pb.SoulMessage, pb.Keeper
 	proof := msg.GetProof()
 	if proof == nil || !ed25519.Verify(ed25519.PublicKey(hello.PublicKey), pb.ProofPayload(nonce, hello.Sid, g.fp), proof.Signature) {
 		if g.hellos.failed(src, "soul.bad_proof", hello.Sid, time.Now()) {
-			g.log.Warn("soul failed its key proof", "sid", hello.Sid, "peer", stream.Peer().Addr)
+			g.log.Warn("soul failed its key proof", "sid", hello.Sid, "peer", stream.Peer())
 		}
 		_ = sendClose(stream, rejectedMsg(pb.Rejected_REASON_BAD_PROOF,
 			"the proof does not verify: the soul must sign with the key it presents, for this keeper's certificate fingerprint"))

@@ -72,6 +72,8 @@ type keeperOpts struct {
 	maxSoulMessage int
 	// version is the keeper's version ("" = the build's).
 	version string
+	// noLean serves the Connect route only (no ALPN soulstack/1).
+	noLean bool
 }
 
 // startKeeper starts a keeper whose state (database, TLS material) lives
@@ -133,6 +135,9 @@ func startKeeper(t testing.TB, dir string, o keeperOpts) *keeper {
 	pattern, h := k.gw.Handler()
 	mux.Handle(pattern, h)
 	k.srv = &http.Server{Handler: mux, TLSConfig: tlsCfg, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(slog.NewTextHandler(logs, nil), slog.LevelWarn)}
+	if !o.noLean {
+		k.gw.EnableLean(k.srv, tlsCfg)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	k.cancel = cancel
 	k.wg.Add(2)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,12 +23,7 @@ import (
 type session struct {
 	g      *Gateway
 	sid    string
-	stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage]
-	rc     *http.ResponseController // nil when the server hides it: abort then cannot unblock reads
-
-	// ioMu guards rc: it must not be used once the handler returned.
-	ioMu   sync.Mutex
-	ioDone bool
+	stream soulStream
 
 	lastSeen atomic.Int64 // unix nanos of the last message from the soul
 	touched  int64        // last seen as last written to the store; housekeeping only
@@ -43,9 +37,9 @@ type session struct {
 	waiters map[string]*waiter
 }
 
-func newSession(g *Gateway, sid string, stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage], rc *http.ResponseController) *session {
+func newSession(g *Gateway, sid string, stream soulStream) *session {
 	s := &session{
-		g: g, sid: sid, stream: stream, rc: rc,
+		g: g, sid: sid, stream: stream,
 		waiters: make(map[string]*waiter),
 		writing: true, // until the welcome is sent
 	}
@@ -60,7 +54,6 @@ func newSession(g *Gateway, sid string, stream *connect.BidiStream[pb.SoulMessag
 // the soul is recorded disconnected.
 func (s *session) serve(ctx context.Context, covens []string, log *slog.Logger) error {
 	g := s.g
-	defer s.endIO()
 	defer g.detach(s)
 	if err := g.attach(ctx, s); err != nil {
 		if errors.Is(err, errNotAccepted) {
@@ -97,7 +90,7 @@ func (s *session) serve(ctx context.Context, covens []string, log *slog.Logger) 
 
 	err := s.readLoop(ctx)
 	s.close("connection closed")
-	s.unblock()
+	s.stream.Unblock()
 	s.drains.Wait()
 	s.mu.Lock()
 	reason := s.reason
@@ -221,27 +214,7 @@ func (s *session) close(reason string) {
 // abort closes the session and breaks its stream, so the handler returns.
 func (s *session) abort(reason string) {
 	s.close(reason)
-	s.unblock()
-}
-
-// unblock makes the stream's pending and future reads and writes fail,
-// unless the handler already returned.
-func (s *session) unblock() {
-	s.ioMu.Lock()
-	defer s.ioMu.Unlock()
-	if s.rc == nil || s.ioDone {
-		return
-	}
-	now := time.Now()
-	_ = s.rc.SetReadDeadline(now)
-	_ = s.rc.SetWriteDeadline(now)
-}
-
-// endIO marks the handler as returning: rc is off limits from now on.
-func (s *session) endIO() {
-	s.ioMu.Lock()
-	s.ioDone = true
-	s.ioMu.Unlock()
+	s.stream.Unblock()
 }
 
 // deliver answers the waiter of a result; a result nobody waits for (late,

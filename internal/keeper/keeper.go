@@ -360,7 +360,14 @@ func (k *Keeper) Serve(ctx context.Context, ln net.Listener) error {
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- k.gateway.Run(gwCtx) }()
 
-	sl := newSniffListener(ln, k.tls, k.cfg.PlainHTTP)
+	lnTLS := k.tls
+	if k.cfg.SoulLeanStream {
+		// Souls offering ALPN soulstack/1 get the lean stream (one
+		// goroutine per soul); everyone else HTTP/2 or HTTP/1.1.
+		lnTLS = k.tls.Clone()
+		k.gateway.EnableLean(srv, lnTLS)
+	}
+	sl := newSniffListener(ln, lnTLS, k.cfg.PlainHTTP)
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(sl) }()
 	k.log.InfoContext(ctx, "keeper serving", "addr", ln.Addr().String(), "keeper_id", k.id, "ca_fingerprint", k.fp)

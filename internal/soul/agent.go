@@ -1,5 +1,6 @@
 // Package soul is the agent: it keeps a stream to its Keeper (dialling out
-// over HTTP/2 + TLS with the Keeper's CA pinned), proves its identity with
+// over TLS with the Keeper's CA pinned: the lean soulstack/1 stream, or
+// the Connect route over HTTP/2 with a keeper that does not offer it), proves its identity with
 // its Ed25519 key, reports its soulprint, runs the work it receives with the
 // module registry and streams the results back — also after a reconnect,
 // for work that finished while the stream was down.
@@ -9,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,6 +95,11 @@ type Config struct {
 	// failed), so a burst of souls arrives at the rate the keeper admits
 	// them instead of timing out together.
 	Handshakes chan struct{}
+	// PingAfter and PingTimeout tune the lean stream's liveness probe: a
+	// keeper silent for PingAfter is pinged, and the stream given up when
+	// nothing arrives within PingTimeout after that. 0 means
+	// DefaultPingAfter and DefaultPingTimeout.
+	PingAfter, PingTimeout time.Duration
 }
 
 // ErrRefused is returned (wrapped) by Run when the keeper refused the soul
@@ -119,6 +126,10 @@ type Agent struct {
 	client  soulstackv1connect.SoulServiceClient
 	httpTr  *http.Transport
 	version string
+	// The lean stream (soulwire.Proto): how to dial the keeper.
+	dialer     *net.Dialer
+	keeperAddr string
+	leanTLS    *tls.Config
 
 	mu        sync.Mutex
 	conn      *conn // the welcomed stream, nil while disconnected
@@ -157,6 +168,12 @@ func NewAgent(cfg Config) (*Agent, error) {
 	}
 	if cfg.VitalsInterval <= 0 {
 		cfg.VitalsInterval = DefaultVitalsInterval
+	}
+	if cfg.PingAfter <= 0 {
+		cfg.PingAfter = DefaultPingAfter
+	}
+	if cfg.PingTimeout <= 0 {
+		cfg.PingTimeout = DefaultPingTimeout
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -206,6 +223,10 @@ func NewAgent(cfg Config) (*Agent, error) {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	if cfg.LocalAddr.IsValid() {
 		dialer.LocalAddr = &net.TCPAddr{IP: cfg.LocalAddr.AsSlice()}
+	}
+	a.dialer = dialer
+	if a.leanTLS, a.keeperAddr, err = leanTLSConfig(a.trust.tls, cfg.KeeperURL); err != nil {
+		return nil, fmt.Errorf("soul: %w", err)
 	}
 	a.httpTr = &http.Transport{
 		DialContext:         dialer.DialContext,

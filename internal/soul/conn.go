@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"connectrpc.com/connect"
-
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
 	pb "github.com/soulstack/soulstack/proto/soulstack/v1"
@@ -29,11 +27,9 @@ var errPending = errors.New("pending acceptance")
 // errCancelledByKeeper is the cancel cause of work the keeper cancelled.
 var errCancelledByKeeper = errors.New("cancelled by the keeper")
 
-type clientStream = connect.BidiStreamForClient[pb.SoulMessage, pb.KeeperMessage]
-
 // conn is a welcomed stream; send is safe for concurrent use.
 type conn struct {
-	stream *clientStream
+	stream clientStream
 	mu     sync.Mutex
 }
 
@@ -45,6 +41,11 @@ func (c *conn) send(m *pb.SoulMessage) error {
 
 // closeRequest ends the soul's side of the stream.
 func (c *conn) closeRequest() {
+	if l, ok := c.stream.(*leanClient); ok {
+		// Closing the connection also breaks a send blocked under c.mu.
+		_ = l.CloseRequest()
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_ = c.stream.CloseRequest()
@@ -56,19 +57,6 @@ func (c *conn) closeRequest() {
 func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream := a.client.Connect(sctx)
-	c := &conn{stream: stream}
-	// Cancelling the request context does not interrupt a Receive once the
-	// response started; ending our side of the stream makes the keeper end
-	// its side, which does.
-	stopClose := context.AfterFunc(sctx, c.closeRequest)
-	defer func() {
-		stopClose()
-		cancel()
-		c.closeRequest() // after a running AfterFunc's, through c.mu
-		_ = stream.CloseResponse()
-	}()
-
 	if a.cfg.Handshakes != nil {
 		select {
 		case a.cfg.Handshakes <- struct{}{}:
@@ -77,7 +65,24 @@ func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
 		}
 	}
 	hs := time.AfterFunc(handshakeTimeout, cancel)
-	welcome, err := a.handshake(c)
+	stream, err := a.openStream(sctx)
+	var welcome *pb.Welcome
+	var c *conn
+	if err == nil {
+		c = &conn{stream: stream}
+		// Cancelling the request context does not interrupt a Connect
+		// Receive once the response started; ending our side of the
+		// stream makes the keeper end its side, which does (the lean
+		// stream closes its connection).
+		stopClose := context.AfterFunc(sctx, c.closeRequest)
+		defer func() {
+			stopClose()
+			cancel()
+			c.closeRequest() // after a running AfterFunc's, through c.mu
+			_ = stream.CloseResponse()
+		}()
+		welcome, err = a.handshake(c)
+	}
 	hs.Stop()
 	if a.cfg.Handshakes != nil {
 		<-a.cfg.Handshakes
@@ -85,7 +90,11 @@ func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	a.log.Info("connected to keeper", "keeper_id", welcome.KeeperId, "covens", welcome.Covens)
+	transport := "h2"
+	if _, ok := stream.(*leanClient); ok {
+		transport = "soulstack/1"
+	}
+	a.log.Info("connected to keeper", "keeper_id", welcome.KeeperId, "covens", welcome.Covens, "transport", transport)
 	if a.trust.persist {
 		if err := persistFingerprint(a.cfg.DataDir, a.trust.fingerprint); err != nil {
 			a.log.Warn("could not keep the keeper fingerprint; restarts will need the token or flag again", "err", err)
@@ -196,7 +205,7 @@ func refused(r *pb.Rejected) error {
 
 // receive handles the keeper's messages until the stream fails. Work runs
 // under ctx, the agent's lifetime, so it survives a reconnect.
-func (a *Agent) receive(ctx context.Context, stream *clientStream) error {
+func (a *Agent) receive(ctx context.Context, stream clientStream) error {
 	for {
 		m, err := stream.Receive()
 		if err != nil {
