@@ -19,7 +19,28 @@ import (
 // source's budget of them is even read; the audit log gets one full
 // soul.key_mismatch entry and one soul.hello_failures entry counting all
 // 30, not 30 rows. Once its budget refills, the source is served again.
+// Both transports share the budget's rules.
 func TestL1FailedHellosRateLimitedAndAggregated(t *testing.T) {
+	forTransports(t, testL1FailedHellos)
+}
+
+// transports are the two ways a soul stream arrives: lean and Connect.
+var transports = []struct {
+	name string
+	dial func(*testing.T, *keeper) *rawSoul
+}{
+	{"lean", dialLean},
+	{"h2", func(t *testing.T, k *keeper) *rawSoul { return dialRaw(t, k) }},
+}
+
+// forTransports runs test once per transport as subtests.
+func forTransports(t *testing.T, test func(t *testing.T, dial func(*testing.T, *keeper) *rawSoul)) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) { test(t, tr.dial) })
+	}
+}
+
+func testL1FailedHellos(t *testing.T, dialRaw func(*testing.T, *keeper) *rawSoul) {
 	dir := t.TempDir()
 	const burst = 5
 	const refill = 500 * time.Millisecond
@@ -110,6 +131,10 @@ func toInt(v any) int {
 // configured limit ends its stream (audit note I8: 60 MiB log lines were
 // read); one under the limit is fine.
 func TestI8SoulMessageLimit(t *testing.T) {
+	forTransports(t, testI8SoulMessageLimit)
+}
+
+func testI8SoulMessageLimit(t *testing.T, dialRaw func(*testing.T, *keeper) *rawSoul) {
 	dir := t.TempDir()
 	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{maxSoulMessage: 256 << 10})
 	r := dialRaw(t, k)

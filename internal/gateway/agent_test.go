@@ -193,8 +193,14 @@ func TestAgentSourceAddressAndHandshakeSlots(t *testing.T) {
 // A stopping keeper records every soul it held disconnected (in one store
 // transaction), keeping each one's last seen.
 func TestShutdownMarksSoulsDisconnected(t *testing.T) {
+	for _, noLean := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lean", true: "h2"}[noLean], func(t *testing.T) { testShutdownMarksSoulsDisconnected(t, noLean) })
+	}
+}
+
+func testShutdownMarksSoulsDisconnected(t *testing.T, noLean bool) {
 	dir := t.TempDir()
-	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{})
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{noLean: noLean})
 	token := k.joinToken(t)
 	sids := []string{"bye-a", "bye-b", "bye-c"}
 	for _, sid := range sids {

@@ -30,7 +30,16 @@ type rawSoul struct {
 	t      *testing.T
 	k      *keeper
 	key    ed25519.PrivateKey
-	stream *connect.BidiStreamForClient[pb.SoulMessage, pb.KeeperMessage]
+	stream rawStream
+}
+
+// rawStream is the soul's side of a stream: the Connect client over HTTP/2
+// (dialRaw) or the lean soulstack/1 connection (dialLean).
+type rawStream interface {
+	Send(*pb.SoulMessage) error
+	Receive() (*pb.KeeperMessage, error)
+	CloseRequest() error
+	CloseResponse() error
 }
 
 func dialRaw(t *testing.T, k *keeper, opts ...connect.ClientOption) *rawSoul {
