@@ -27,6 +27,10 @@ import (
 // $SOULSTACK_BENCH_CPUPROFILE profiles the keeper side during the runs;
 // $SOULSTACK_BENCH_HEAPPROFILE writes its heap with the N souls connected;
 // $SOULSTACK_BENCH_CONNECT_CPUPROFILE profiles it while they connect.
+// keeper-cpu-ms/op is this process's CPU per run, keeper-gc-cpu-ms/op the
+// part of it the Go runtime spent collecting garbage (runtime/metrics), and
+// keeper-gc-cycles/op its collections per run (with GOGC and GOMEMLIMIT as
+// this process has them).
 //
 // It also measures the keeper's memory per connected soul: live Go heap plus
 // goroutine stacks of this process after GC, and its RSS, before (after
@@ -100,11 +104,13 @@ func BenchmarkFanOut(b *testing.B) {
 		b.Fatal(err)
 	}
 
+	stopProfile := func() {}
 	if p := os.Getenv("SOULSTACK_BENCH_CPUPROFILE"); p != "" {
-		stop := startCPUProfile(b, p)
-		defer stop()
+		stopProfile = sync.OnceFunc(startCPUProfile(b, p))
+		defer stopProfile()
 	}
 	var ts timings
+	gc0 := readGCCPU()
 	b.ResetTimer()
 	for b.Loop() {
 		rt, err := e.runScenario(ctx, "fan", "ping", nil)
@@ -117,6 +123,11 @@ func BenchmarkFanOut(b *testing.B) {
 		ts = append(ts, rt)
 	}
 	b.StopTimer()
+	// Before liveBytes' forced collections, which are the benchmark's.
+	stopProfile()
+	gc := readGCCPU().since(gc0)
+	b.Logf("keeper CPU during the runs: %s, of which GC %s (%.0f %%) in %d cycles; GOGC=%q GOMEMLIMIT=%q",
+		gc.cpu, gc.gc.Round(time.Millisecond), 100*gc.gc.Seconds()/max(gc.cpu.Seconds(), 1e-9), gc.cycles, os.Getenv("GOGC"), os.Getenv("GOMEMLIMIT"))
 	for i, rt := range ts {
 		b.Logf("run %d: %s", i+1, rt)
 	}
@@ -142,6 +153,9 @@ func BenchmarkFanOut(b *testing.B) {
 	b.ReportMetric(per(self1.RSS-self0.RSS), "keeper-rss-B/soul")
 	b.ReportMetric(per(self2.RSS-self0.RSS), "keeper-rss-after-runs-B/soul")
 	b.ReportMetric(float64(goroutines)/float64(n), "keeper-goroutines/soul")
+	b.ReportMetric(float64(gc.cpu.Milliseconds())/float64(len(ts)), "keeper-cpu-ms/op")
+	b.ReportMetric(float64(gc.gc.Milliseconds())/float64(len(ts)), "keeper-gc-cpu-ms/op")
+	b.ReportMetric(float64(gc.cycles)/float64(len(ts)), "keeper-gc-cycles/op")
 	b.ReportMetric(per(swarm.RSS), "swarm-rss-B/soul")
 }
 
