@@ -206,7 +206,11 @@ func (s *leanStream) SetReadDeadline(t time.Time) error {
 	if s.aborted.Load() {
 		return nil
 	}
-	return s.c.SetReadDeadline(t)
+	err := s.c.SetReadDeadline(t)
+	if s.aborted.Load() { // Unblock ran meanwhile: its deadline stands
+		_ = s.c.SetReadDeadline(time.Now())
+	}
+	return err
 }
 
 func (s *leanStream) LiftLimit() { s.left = -1 }

@@ -252,6 +252,11 @@ func TestInstall(t *testing.T) {
 		if exe := sh(t, h, "readlink /proc/"+pid+"/exe"); exe != "/usr/bin/soul" {
 			t.Fatalf("the unit's main process runs %q, want /usr/bin/soul", exe)
 		}
+		// The packaged soul takes the lean soul stream (ALPN soulstack/1).
+		testutil.WaitFor(t, 10*time.Second, func() bool {
+			out, _ := try(h, "journalctl -u soulstack-soul --no-pager -q | grep 'connected to keeper'")
+			return strings.Contains(out, "transport=soulstack/1")
+		}, "the .deb soul connected over soulstack/1\n%s", journal(h))
 
 		// Installed again (an upgrade's path): the edited soul.env is kept
 		// and the running soul restarted, connected again.
