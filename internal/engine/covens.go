@@ -71,14 +71,25 @@ func (e *Engine) knownCovens(ctx context.Context, incCovens []string) ([]string,
 	for _, c := range incCovens {
 		set[c] = true
 	}
-	souls, err := e.cfg.Store.ListSouls(ctx, store.SoulFilter{})
+	// The souls' covens from the coven index, without reading (and
+	// decoding) every soul's soulprint; only a list that may be cut at
+	// MaxPageLimit sends us to the souls themselves.
+	carried, err := e.cfg.Store.ListCovens(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing souls: %w", err)
+		return nil, fmt.Errorf("listing covens: %w", err)
 	}
-	for _, s := range souls {
-		for _, c := range s.Covens {
-			set[c] = true
+	if len(carried) >= store.MaxPageLimit {
+		souls, err := e.cfg.Store.ListSouls(ctx, store.SoulFilter{})
+		if err != nil {
+			return nil, fmt.Errorf("listing souls: %w", err)
 		}
+		carried = carried[:0]
+		for _, s := range souls {
+			carried = append(carried, s.Covens...)
+		}
+	}
+	for _, c := range carried {
+		set[c] = true
 	}
 	toks, err := e.cfg.Store.ListJoinTokens(ctx)
 	if err != nil {

@@ -32,7 +32,7 @@ func (e *Engine) checkDelegates(ctx context.Context, sc *dsl.Scenario, incarnati
 	if len(uses) == 0 {
 		return nil
 	}
-	souls, err := e.cfg.Store.GetSouls(ctx, members)
+	souls, err := e.cfg.Store.GetSoulsBrief(ctx, members)
 	if err != nil {
 		return fmt.Errorf("reading the members' covens: %w", err)
 	}

@@ -14,11 +14,21 @@ import (
 )
 
 // soulReads is the real store, counting the SIDs whose soulprints were
-// read (GetSouls) and those read without them (GetSoulsBrief).
+// read (GetSouls, ListSouls) and those read without them (GetSoulsBrief).
 type soulReads struct {
 	store.Store
 	mu          sync.Mutex
 	full, brief []string
+}
+
+func (s *soulReads) ListSouls(ctx context.Context, f store.SoulFilter) ([]store.Soul, error) {
+	souls, err := s.Store.ListSouls(ctx, f)
+	s.mu.Lock()
+	for _, so := range souls {
+		s.full = append(s.full, so.SID)
+	}
+	s.mu.Unlock()
+	return souls, err
 }
 
 func (s *soulReads) GetSouls(ctx context.Context, sids []string) ([]store.Soul, error) {
@@ -99,9 +109,10 @@ func linesByHost(w *world, task string) map[string]any {
 }
 
 // TestRunWithoutFactsReadsNoSoulprint: a scenario none of whose
-// expressions or templates reads facts runs without a soulprint being read
-// (at 10,000+ members that decoding was most of a run's preparation), and
-// its targeting by coven, which needs no soulprint, still holds.
+// expressions or templates reads facts starts and runs without a soulprint
+// being read (at 10,000+ members that decoding was most of a run's
+// preparation), and its targeting and delegation by coven (checked against
+// the known covens at start), which need no soulprint, still hold.
 func TestRunWithoutFactsReadsNoSoulprint(t *testing.T) {
 	w, st, run := factsWorld(t, `
 tasks:
@@ -109,17 +120,27 @@ tasks:
     module: core.file.line
     on: [db]
     params: {path: /etc/marker, line: "run ${ run.id } on ${ incarnation.name }"}
+  - name: rolling
+    serial: 1
+    block:
+      - name: note
+        module: core.file.line
+        delegate: [db]
+        params: {path: /etc/notes, line: noted}
 `)
 	run()
 	full, brief := st.reads()
 	if len(full) != 0 {
 		t.Errorf("soulprints read for %v, want none", full)
 	}
-	if want := []string{"a", "b", "c"}; !slices.Equal(brief, want) {
-		t.Errorf("members read without soulprints: %v, want %v", brief, want)
+	if len(brief) == 0 {
+		t.Error("the members' covens were not read")
 	}
 	if got := linesByHost(w, "mark"); len(got) != 1 || got["a"] == nil {
 		t.Errorf("calls of mark: %v, want one on a (the only host in coven db)", got)
+	}
+	if got := callsTo(w.Sim.Calls(), "note"); len(got) != 1 || len(got["a"]) != 3 {
+		t.Errorf("calls of note: %v, want three on a (the delegate in coven db, once per member)", got)
 	}
 }
 
