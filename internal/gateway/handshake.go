@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"time"
 
@@ -66,24 +67,35 @@ func (g *Gateway) serveStream(ctx context.Context, stream soulStream) error {
 		return connect.NewError(connect.CodeUnavailable, errStopping)
 	}
 	defer g.handlers.Done()
+	// admit's frame (hello, onboarding) is gone while the session runs:
+	// an idle soul's reader keeps a small stack.
+	s, covens, log, err := g.admit(ctx, stream)
+	if s == nil {
+		return err
+	}
+	return s.serve(ctx, covens, log)
+}
 
+// admit runs the handshake and onboarding: an accepted soul's new
+// session, its covens and logger, or (session nil) the end of the stream.
+func (g *Gateway) admit(ctx context.Context, stream soulStream) (*session, []string, *slog.Logger, error) {
 	// Failed hellos cost their source (L1): beyond its budget, a source's
 	// hellos are refused before anything is read or written.
 	peer := stream.Peer()
 	src := sourceKey(peer)
 	if !g.hellos.allow(src, time.Now()) {
 		g.log.Debug("hello refused: too many failed hellos from this source", "source", src)
-		return connect.NewError(connect.CodeResourceExhausted, errTooManyFailures)
+		return nil, nil, nil, connect.NewError(connect.CodeResourceExhausted, errTooManyFailures)
 	}
 	hello, err := g.handshake(stream, src)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	log := g.log.With("sid", hello.Sid, "peer", peer, "transport", transportName(stream))
 	out, err := g.onboard(ctx, hello, peer)
 	if err != nil {
 		log.Error("onboarding soul", "err", err)
-		return connect.NewError(connect.CodeUnavailable, fmt.Errorf("onboarding: %w", err))
+		return nil, nil, nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("onboarding: %w", err))
 	}
 	switch {
 	case out.rejected != nil:
@@ -91,14 +103,13 @@ func (g *Gateway) serveStream(ctx context.Context, stream soulStream) error {
 			g.hellos.failed(src, "soul.rejected", hello.Sid, time.Now())
 		}
 		log.Info("soul refused", "reason", out.rejected.Reason.String(), "msg", out.rejected.Message)
-		return sendClose(stream, &pb.KeeperMessage{Msg: &pb.KeeperMessage_Rejected{Rejected: out.rejected}})
+		return nil, nil, nil, sendClose(stream, &pb.KeeperMessage{Msg: &pb.KeeperMessage_Rejected{Rejected: out.rejected}})
 	case out.pending != "":
 		log.Info("soul pending", "reason", out.pending)
-		return sendClose(stream, &pb.KeeperMessage{Msg: &pb.KeeperMessage_Pending{Pending: &pb.Pending{Reason: out.pending}}})
+		return nil, nil, nil, sendClose(stream, &pb.KeeperMessage{Msg: &pb.KeeperMessage_Pending{Pending: &pb.Pending{Reason: out.pending}}})
 	}
 	stream.LiftLimit()
-	s := newSession(g, hello.Sid, stream)
-	return s.serve(ctx, out.covens, log)
+	return newSession(g, hello.Sid, stream), out.covens, log, nil
 }
 
 // sendClose sends a final message; the stream ends when the handler

@@ -106,58 +106,60 @@ type leanStream struct {
 // errLeanCompressed is the answer to a compressed soul frame.
 var errLeanCompressed = connect.NewError(connect.CodeInvalidArgument, errors.New("the soul stream takes uncompressed messages"))
 
-// Receive reads the next message, answering pings on the way.
+// Receive reads the next message, answering pings on the way. An idle
+// soul's reader waits here: the work is in frame, so that the frames on
+// the waiting stack stay small (an 8 KiB stack per soul instead of 16).
 func (s *leanStream) Receive() (*pb.SoulMessage, error) {
 	for {
 		flag, n, err := soulwire.ReadHeader(s.c, &s.hdr)
 		if err != nil {
 			return nil, s.readErr(err)
 		}
-		limit := s.max
-		if s.left >= 0 {
-			s.left -= soulwire.HeaderLen + int64(n)
-			if s.left < 0 {
-				return nil, connect.NewError(connect.CodeResourceExhausted, errHandshakeTooLarge)
-			}
-			limit = n
+		if m, err := s.frame(flag, n); m != nil || err != nil {
+			return m, err
 		}
-		switch flag {
-		case soulwire.FlagCompressed:
-			return nil, errLeanCompressed
-		case soulwire.FlagTrailer:
-			return nil, io.EOF // the soul ended its side
-		}
-		if n > limit {
-			return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("message size %d is larger than configured max %d", n, limit))
-		}
-		p := soulwire.GetBuf(n)
-		if _, err := io.ReadFull(s.c, *p); err != nil {
-			soulwire.PutBuf(p)
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, s.readErr(err)
-		}
-		switch flag {
-		case soulwire.FlagPing:
-			err := s.writeControl(soulwire.FlagPong, *p) // echoes the ping's payload
-			soulwire.PutBuf(p)
-			if err != nil {
-				return nil, err
-			}
-			continue
-		case soulwire.FlagPong:
-			soulwire.PutBuf(p)
-			continue
-		}
-		m := new(pb.SoulMessage)
-		err = soulwire.Unmarshal(flag, *p, m, limit, false)
-		soulwire.PutBuf(p)
-		if err != nil {
-			return nil, connect.NewError(connect.CodeInvalidArgument, err)
-		}
-		return m, nil
 	}
+}
+
+// frame reads the payload of a frame whose header was read: a message,
+// or nil for a control frame it handled (a ping is answered).
+func (s *leanStream) frame(flag byte, n int) (*pb.SoulMessage, error) {
+	limit := s.max
+	if s.left >= 0 {
+		s.left -= soulwire.HeaderLen + int64(n)
+		if s.left < 0 {
+			return nil, connect.NewError(connect.CodeResourceExhausted, errHandshakeTooLarge)
+		}
+		limit = n
+	}
+	switch flag {
+	case soulwire.FlagCompressed:
+		return nil, errLeanCompressed
+	case soulwire.FlagTrailer:
+		return nil, io.EOF // the soul ended its side
+	}
+	if n > limit {
+		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("message size %d is larger than configured max %d", n, limit))
+	}
+	p := soulwire.GetBuf(n)
+	defer soulwire.PutBuf(p)
+	if _, err := io.ReadFull(s.c, *p); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, s.readErr(err)
+	}
+	switch flag {
+	case soulwire.FlagPing:
+		return nil, s.writeControl(soulwire.FlagPong, *p) // echoes the ping's payload
+	case soulwire.FlagPong:
+		return nil, nil
+	}
+	m := new(pb.SoulMessage)
+	if err := soulwire.Unmarshal(flag, *p, m, limit, false); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	return m, nil
 }
 
 func (s *leanStream) readErr(err error) error {

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -467,4 +468,44 @@ func TestLeanPingNoticesSilentKeeper(t *testing.T) {
 	}
 	testutil.WaitFor(t, 10*time.Second, func() bool { return strings.Count(logs.String(), "connected to keeper") == 2 }, "the soul back on a new connection")
 	testutil.WaitFor(t, 10*time.Second, func() bool { return k.gw.Connected("pinger") }, "the soul connected")
+}
+
+// TestLeanReaderStackIsSmall: an idle lean soul's reader waits on a small
+// stack — 8 KiB, not 16: the frames between the net/http connection
+// goroutine and the read are kept small (the session's work is in
+// functions that return before it waits again). A frame grown past that
+// budget doubles every connected soul's stack; this test says so.
+//
+// The race detector's instrumentation makes frames larger than the
+// product's: scripts/test.sh runs this test once more without it.
+func TestLeanReaderStackIsSmall(t *testing.T) {
+	if raceEnabled {
+		t.Skip("stack sizes are those of the race detector's build; scripts/test.sh runs this test without -race")
+	}
+	const n = 200
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{quiet: true, heartbeat: time.Minute})
+	tok := k.joinToken(t)
+	stacks := func() int64 {
+		for range 3 {
+			runtime.GC() // stacks shrink at collections
+		}
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.StackInuse)
+	}
+	s0 := stacks()
+	souls := make([]*rawSoul, n)
+	for i := range souls {
+		souls[i] = dialLean(t, k)
+		if m, err := souls[i].handshake(fmt.Sprintf("idle-%03d", i), nil, tok); err != nil || m.GetWelcome() == nil {
+			t.Fatalf("handshake %d: %v %v", i, m, err)
+		}
+	}
+	testutil.WaitFor(t, 10*time.Second, func() bool { return len(k.gw.ConnectedSIDs()) == n }, "%d souls connected", n)
+	per := float64(stacks()-s0) / n
+	t.Logf("keeper stack per idle lean soul: %.0f B", per)
+	if per > 12<<10 {
+		t.Fatalf("keeper stack per idle lean soul: %.0f B, want about 8 KiB (one reader on an 8 KiB stack)", per)
+	}
 }

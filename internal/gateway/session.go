@@ -53,22 +53,44 @@ func newSession(g *Gateway, sid string, stream soulStream) *session {
 // it breaks or is aborted; then every waiting task becomes unreachable and
 // the soul is recorded disconnected.
 func (s *session) serve(ctx context.Context, covens []string, log *slog.Logger) error {
+	defer s.g.detach(s)
+	// start's frame is gone while the session reads (a small idle stack).
+	if ok, err := s.start(ctx, covens, log); !ok {
+		return err
+	}
+	s.end(s.readLoop(ctx), log)
+	return nil
+}
+
+// end closes the session after its stream failed with err.
+func (s *session) end(err error, log *slog.Logger) {
+	s.close("connection closed")
+	s.stream.Unblock()
+	s.drains.Wait()
+	s.mu.Lock()
+	reason := s.reason
+	s.mu.Unlock()
+	log.Info("soul disconnected", "reason", reason, "err", err)
+}
+
+// start attaches the session and welcomes the soul; when it cannot (ok
+// false), err ends the stream.
+func (s *session) start(ctx context.Context, covens []string, log *slog.Logger) (ok bool, err error) {
 	g := s.g
-	defer g.detach(s)
 	if err := g.attach(ctx, s); err != nil {
 		if errors.Is(err, errNotAccepted) {
 			// Rejected between the hello's decision and now: refused as
 			// its next hello would be.
 			s.close("rejected by an Archon")
 			log.Info("soul refused", "reason", "rejected while connecting")
-			return sendClose(s.stream, rejectedMsg(pb.Rejected_REASON_REJECTED, "an Archon rejected soul "+s.sid))
+			return false, sendClose(s.stream, rejectedMsg(pb.Rejected_REASON_REJECTED, "an Archon rejected soul "+s.sid))
 		}
 		s.close("could not attach: " + err.Error())
 		if errors.Is(err, errStopping) {
-			return connect.NewError(connect.CodeUnavailable, err)
+			return false, connect.NewError(connect.CodeUnavailable, err)
 		}
 		log.Error("attaching soul", "err", err)
-		return connect.NewError(connect.CodeUnavailable, err)
+		return false, connect.NewError(connect.CodeUnavailable, err)
 	}
 	welcome := &pb.KeeperMessage{Msg: &pb.KeeperMessage_Welcome{Welcome: &pb.Welcome{
 		KeeperId:            g.cfg.KeeperID,
@@ -77,7 +99,7 @@ func (s *session) serve(ctx context.Context, covens []string, log *slog.Logger) 
 	}}}
 	if err := s.stream.Send(welcome); err != nil {
 		s.close("sending welcome failed")
-		return fmt.Errorf("sending welcome to %s: %w", s.sid, err)
+		return false, fmt.Errorf("sending welcome to %s: %w", s.sid, err)
 	}
 	log.Info("soul connected")
 	if f := g.cfg.OnWelcome; f != nil {
@@ -87,47 +109,45 @@ func (s *session) serve(ctx context.Context, covens []string, log *slog.Logger) 
 	s.writing = false
 	s.startDrainLocked()
 	s.mu.Unlock()
-
-	err := s.readLoop(ctx)
-	s.close("connection closed")
-	s.stream.Unblock()
-	s.drains.Wait()
-	s.mu.Lock()
-	reason := s.reason
-	s.mu.Unlock()
-	log.Info("soul disconnected", "reason", reason, "err", err)
-	return nil
+	return true, nil
 }
 
-// readLoop handles the soul's messages until the stream fails.
+// readLoop handles the soul's messages until the stream fails. It is
+// where an idle soul's reader waits: its frames are kept small (handle
+// does the work), so the reader's stack stays small.
 func (s *session) readLoop(ctx context.Context) error {
 	for {
 		msg, err := s.stream.Receive()
 		if err != nil {
 			return err
 		}
-		s.lastSeen.Store(time.Now().UnixNano())
-		switch m := msg.Msg.(type) {
-		case *pb.SoulMessage_Heartbeat:
-		case *pb.SoulMessage_Result:
-			s.deliver(m.Result)
-		case *pb.SoulMessage_Soulprint:
-			s.updateSoulprint(ctx, m.Soulprint.GetSoulprint())
-		case *pb.SoulMessage_Health:
-			if f := s.g.cfg.OnHealth; f != nil {
-				f(s.sid, m.Health.GetReport())
-			}
-		case *pb.SoulMessage_Vitals:
-			if f := s.g.cfg.OnVitals; f != nil {
-				f(s.sid, m.Vitals.GetVitals())
-			}
-		case *pb.SoulMessage_Log:
-			if f := s.g.cfg.OnLog; f != nil {
-				f(s.sid, m.Log.TaskId, m.Log.Level, m.Log.Text)
-			}
-		default:
-			s.g.log.Debug("ignoring unexpected soul message", "sid", s.sid, "type", fmt.Sprintf("%T", msg.Msg))
+		s.handle(ctx, msg)
+	}
+}
+
+// handle handles one message of the soul.
+func (s *session) handle(ctx context.Context, msg *pb.SoulMessage) {
+	s.lastSeen.Store(time.Now().UnixNano())
+	switch m := msg.Msg.(type) {
+	case *pb.SoulMessage_Heartbeat:
+	case *pb.SoulMessage_Result:
+		s.deliver(m.Result)
+	case *pb.SoulMessage_Soulprint:
+		s.updateSoulprint(ctx, m.Soulprint.GetSoulprint())
+	case *pb.SoulMessage_Health:
+		if f := s.g.cfg.OnHealth; f != nil {
+			f(s.sid, m.Health.GetReport())
 		}
+	case *pb.SoulMessage_Vitals:
+		if f := s.g.cfg.OnVitals; f != nil {
+			f(s.sid, m.Vitals.GetVitals())
+		}
+	case *pb.SoulMessage_Log:
+		if f := s.g.cfg.OnLog; f != nil {
+			f(s.sid, m.Log.TaskId, m.Log.Level, m.Log.Text)
+		}
+	default:
+		s.g.log.Debug("ignoring unexpected soul message", "sid", s.sid, "type", fmt.Sprintf("%T", msg.Msg))
 	}
 }
 

@@ -113,3 +113,37 @@ func TestTrailerRoundTrip(t *testing.T) {
 		t.Fatalf("no status: %v", err)
 	}
 }
+
+// The readers give a frame's buffer back to the pool right after
+// Unmarshal: the decoded message must not alias it (protobuf-go copies
+// bytes and strings unless told otherwise).
+func TestUnmarshalDoesNotAliasThePayload(t *testing.T) {
+	in := &pb.SoulMessage{Msg: &pb.SoulMessage_Log{Log: &pb.LogLine{TaskId: "task-1", Text: "hello"}}}
+	p, err := soulwire.MarshalFrame(in, 1<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := (*p)[soulwire.HeaderLen:]
+	out := new(pb.SoulMessage)
+	if err := soulwire.Unmarshal(soulwire.FlagMessage, payload, out, 1<<20, false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range payload {
+		payload[i] = 'X'
+	}
+	if out.GetLog().GetTaskId() != "task-1" || out.GetLog().GetText() != "hello" {
+		t.Fatalf("the decoded message changed with its buffer: %v", out)
+	}
+	hello := &pb.SoulMessage{Msg: &pb.SoulMessage_Hello{Hello: &pb.Hello{Sid: "s", PublicKey: bytes.Repeat([]byte{7}, 32)}}}
+	p, _ = soulwire.MarshalFrame(hello, 1<<20, 0)
+	payload = (*p)[soulwire.HeaderLen:]
+	if err := soulwire.Unmarshal(soulwire.FlagMessage, payload, out, 1<<20, false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range payload {
+		payload[i] = 0
+	}
+	if !bytes.Equal(out.GetHello().GetPublicKey(), bytes.Repeat([]byte{7}, 32)) {
+		t.Fatal("the decoded bytes field changed with its buffer")
+	}
+}
