@@ -126,8 +126,8 @@ func BenchmarkFanOut(b *testing.B) {
 	// Before liveBytes' forced collections, which are the benchmark's.
 	stopProfile()
 	gc := readGCCPU().since(gc0)
-	b.Logf("keeper CPU during the runs: %s, of which GC %s (%.0f %%) in %d cycles; GOGC=%q GOMEMLIMIT=%q",
-		gc.cpu, gc.gc.Round(time.Millisecond), 100*gc.gc.Seconds()/max(gc.cpu.Seconds(), 1e-9), gc.cycles, os.Getenv("GOGC"), os.Getenv("GOMEMLIMIT"))
+	b.Logf("keeper CPU during the runs: %s, of which GC %s (%.0f %%) in %d cycles; %s",
+		gc.cpu, gc.gc.Round(time.Millisecond), 100*gc.gc.Seconds()/max(gc.cpu.Seconds(), 1e-9), gc.cycles, gcSettings())
 	for i, rt := range ts {
 		b.Logf("run %d: %s", i+1, rt)
 	}

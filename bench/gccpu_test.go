@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"runtime/metrics"
 	"time"
@@ -28,4 +30,17 @@ func readGCCPU() gcCPU {
 // since is the CPU, GC CPU and cycles from g0 to g.
 func (g gcCPU) since(g0 gcCPU) gcCPU {
 	return gcCPU{cpu: g.cpu - g0.cpu, gc: g.gc - g0.gc, cycles: g.cycles - g0.cycles}
+}
+
+// gcSettings is this process's GOGC and soft memory limit, and the
+// environment's GOGC and GOMEMLIMIT.
+func gcSettings() string {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	metrics.Read(s)
+	limit := "none"
+	if l := s[1].Value.Uint64(); l != math.MaxInt64 {
+		limit = fmt.Sprintf("%d MiB", l>>20)
+	}
+	return fmt.Sprintf("GOGC %d, memory limit %s (environment: GOGC=%q GOMEMLIMIT=%q)",
+		int64(s[0].Value.Uint64()), limit, os.Getenv("GOGC"), os.Getenv("GOMEMLIMIT"))
 }
