@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -154,4 +155,37 @@ expect: {outcome: succeeded}
 			t.Fatalf("start: err = %v, want a 422 naming cloud-web and its line", err)
 		}
 	})
+}
+
+// TestCovenKnownAmongManyCovens: with more distinct covens than one
+// coven listing holds (store.MaxPageLimit), a coven only a soul outside
+// the incarnation carries, sorted after all of them, is still known: the
+// run goes on.
+func TestCovenKnownAmongManyCovens(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/deploy/main.yml": `
+tasks:
+  - name: late coven
+    module: core.test.ping
+    on: [zz-last]
+  - name: everyone
+    module: core.test.ping
+`})
+	w := newWorld(t, svc, "deploy", `
+hosts: [{sid: a, covens: [prod]}]
+incarnation: {covens: [prod]}
+expect:
+  outcome: succeeded
+  tasks:
+    - {task: late coven, ran: []}
+    - {task: everyone, ran: [a]}
+`)
+	var souls []store.Soul
+	for i := range store.MaxPageLimit {
+		souls = append(souls, store.Soul{SID: fmt.Sprintf("o%04d", i), Status: store.SoulConnected, Covens: []string{fmt.Sprintf("c%04d", i)}, Soulprint: map[string]any{}})
+	}
+	souls = append(souls, store.Soul{SID: "z", Status: store.SoulConnected, Covens: []string{"zz-last"}, Soulprint: map[string]any{}})
+	if err := w.Store.UpsertSouls(w.ctx, souls); err != nil {
+		t.Fatal(err)
+	}
+	w.run()
 }
