@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -52,14 +53,26 @@ func (g *Gateway) EnableLean(srv *http.Server, tlsCfg *tls.Config) {
 // function). It returns when the stream ended; the caller closes c.
 func (g *Gateway) ServeLean(_ *http.Server, c *tls.Conn, _ http.Handler) {
 	st := &leanStream{c: c, left: MaxHandshakeBytes, max: g.cfg.MaxSoulMessageBytes}
-	var err error
-	if g.trackLean(st, true) {
-		err = g.serveStream(context.Background(), st)
-		g.trackLean(st, false)
-	} else {
-		err = connect.NewError(connect.CodeUnavailable, errStopping)
+	if !g.trackLean(st, true) {
+		st.finish(connect.NewError(connect.CodeUnavailable, errStopping))
+		return
 	}
+	defer g.recoverLean(st)
+	err := g.serveStream(context.Background(), st)
+	g.trackLean(st, false)
 	st.finish(err)
+}
+
+// recoverLean logs a panic of a lean stream's handler (as api.Recover
+// does for the Connect route) and ends the stream with an internal error.
+func (g *Gateway) recoverLean(st *leanStream) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	g.log.Error("panic serving a lean soul stream", "peer", st.Peer(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	g.trackLean(st, false)
+	st.finish(connect.NewError(connect.CodeInternal, errors.New("internal error")))
 }
 
 // trackLean adds (or removes) a lean stream to the set Run's end aborts;

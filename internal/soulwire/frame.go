@@ -54,8 +54,20 @@ var (
 // length is not PingLen, or a trailer longer than 16 KiB, is
 // ErrFrameTooLarge.
 func ReadHeader(r io.Reader, hdr *[HeaderLen]byte) (flag byte, n int, err error) {
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return 0, 0, err
+	// io.ReadFull by hand: an idle soul's reader waits in this loop, and
+	// every frame less on its stack keeps the stack small.
+	for got := 0; got < HeaderLen; {
+		m, err := r.Read(hdr[got:])
+		got += m
+		if err != nil {
+			if got == HeaderLen {
+				break
+			}
+			if errors.Is(err, io.EOF) && got > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, 0, err
+		}
 	}
 	return ParseHeader(hdr)
 }
