@@ -56,15 +56,17 @@ func (c *soulCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *soulCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	souls, err := c.st.ListSouls(ctx, store.SoulFilter{})
+	// Counted in SQL: listing the souls would read and decode every
+	// soulprint on each scrape.
+	soulCounts, err := c.st.CountSouls(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(storeDesc, prometheus.GaugeValue, 0)
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(storeDesc, prometheus.GaugeValue, 1)
 	counts := map[string]int{store.SoulPending: 0, store.SoulConnected: 0, store.SoulDisconnected: 0, store.SoulRejected: 0}
-	for _, s := range souls {
-		counts[s.Status]++
+	for status, n := range soulCounts {
+		counts[status] += n
 	}
 	for status, n := range counts {
 		ch <- prometheus.MustNewConstMetric(soulsDesc, prometheus.GaugeValue, float64(n), status)

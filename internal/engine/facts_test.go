@@ -25,7 +25,11 @@ func (s *soulReads) ListSouls(ctx context.Context, f store.SoulFilter) ([]store.
 	souls, err := s.Store.ListSouls(ctx, f)
 	s.mu.Lock()
 	for _, so := range souls {
-		s.full = append(s.full, so.SID)
+		if f.Brief {
+			s.brief = append(s.brief, so.SID)
+		} else {
+			s.full = append(s.full, so.SID)
+		}
 	}
 	s.mu.Unlock()
 	return souls, err
@@ -65,8 +69,8 @@ expect: {outcome: succeeded}
 `
 
 // factsWorld is a world whose runs go through a second engine over the
-// world's real store wrapped in soulReads.
-func factsWorld(t *testing.T, scenario string) (*world, *soulReads, func() store.Run) {
+// world's real store wrapped in soulReads; it returns that engine too.
+func factsWorld(t *testing.T, scenario string) (*world, *soulReads, func() store.Run, *engine.Engine) {
 	t.Helper()
 	svc := loadService(t, map[string]string{"scenario/s/main.yml": scenario})
 	w := newWorld(t, svc, "s", factsHosts)
@@ -95,7 +99,7 @@ func factsWorld(t *testing.T, scenario string) (*world, *soulReads, func() store
 		}
 		return r
 	}
-	return w, st, run
+	return w, st, run, k
 }
 
 // linesByHost returns the line param of each call of task since the last
@@ -112,9 +116,10 @@ func linesByHost(w *world, task string) map[string]any {
 // expressions or templates reads facts starts and runs without a soulprint
 // being read (at 10,000+ members that decoding was most of a run's
 // preparation), and its targeting and delegation by coven (checked against
-// the known covens at start), which need no soulprint, still hold.
+// the known covens at start), which need no soulprint, still hold;
+// creating an incarnation reads none either.
 func TestRunWithoutFactsReadsNoSoulprint(t *testing.T) {
-	w, st, run := factsWorld(t, `
+	w, st, run, k := factsWorld(t, `
 tasks:
   - name: mark
     module: core.file.line
@@ -142,13 +147,32 @@ tasks:
 	if got := callsTo(w.Sim.Calls(), "note"); len(got) != 1 || len(got["a"]) != 3 {
 		t.Errorf("calls of note: %v, want three on a (the delegate in coven db, once per member)", got)
 	}
+
+	// Creating an incarnation lists its members by coven, without their
+	// soulprints either.
+	id, err := k.CreateIncarnation(w.ctx, engine.CreateRequest{Name: "made", Service: "app", Covens: []string{"app"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := contextWithTimeout(20 * time.Second)
+	defer cancel()
+	if r, err := k.Wait(ctx, id); err != nil || r.Status != store.RunSucceeded {
+		t.Fatalf("create: %s %q (%v)", r.Status, r.Error, err)
+	}
+	full, brief = st.reads()
+	if len(full) != 0 {
+		t.Errorf("create: soulprints read for %v, want none", full)
+	}
+	if inc, err := w.Store.GetIncarnation(w.ctx, "made"); err != nil || !slices.Equal(inc.Members, []string{"a", "b", "c"}) {
+		t.Errorf("created incarnation: members %v (%v), want [a b c]", inc.Members, err)
+	}
 }
 
 // TestRunReadsTheFactsItUses: a scenario reading its host's facts and
 // other hosts' facts reads the members' soulprints and gets their values;
 // a soulprint updated between two runs is seen by the second run.
 func TestRunReadsTheFactsItUses(t *testing.T) {
-	w, st, run := factsWorld(t, `
+	w, st, run, _ := factsWorld(t, `
 tasks:
   - name: self
     module: core.file.line

@@ -111,7 +111,7 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (id s
 // membersOf lists the accepted souls (connected or disconnected) carrying
 // every coven, sorted by SID.
 func (e *Engine) membersOf(ctx context.Context, covens []string) ([]string, error) {
-	souls, err := e.cfg.Store.ListSouls(ctx, store.SoulFilter{Covens: covens})
+	souls, err := e.cfg.Store.ListSouls(ctx, store.SoulFilter{Covens: covens, Brief: true})
 	if err != nil {
 		return nil, fmt.Errorf("listing souls: %w", err)
 	}

@@ -136,6 +136,9 @@ func (s Soul) Facts() map[string]any {
 type SoulFilter struct {
 	Status string
 	Covens []string
+	// Brief reads only SID, Status and Covens (as GetSoulsBrief): for
+	// callers that do not need the souls' soulprints, which can be large.
+	Brief bool
 }
 
 // JoinToken lets a soul onboard automatically with the given covens.

@@ -171,11 +171,16 @@ func (s *Store) GetSoul(ctx context.Context, sid string) (store.Soul, error) {
 // ListSouls returns the souls matching f, sorted by SID.
 func (s *Store) ListSouls(ctx context.Context, f store.SoulFilter) ([]store.Soul, error) {
 	query, args := soulsQuery(f)
+	scan := scanSoul
+	if f.Brief {
+		query = strings.Replace(query, soulCols, briefSoulCols, 1)
+		scan = scanBriefSoul
+	}
 	rows, err := s.reader().query(ctx, query+` ORDER BY sid`, args...)
 	if err != nil {
 		return nil, s.wrap("listing souls", err)
 	}
-	out, err := collect(rows, scanSoul)
+	out, err := collect(rows, scan)
 	return out, s.wrap("listing souls", err)
 }
 

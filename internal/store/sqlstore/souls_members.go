@@ -22,11 +22,17 @@ func (s *Store) GetSouls(ctx context.Context, sids []string) ([]store.Soul, erro
 // Covens are read (the columns before the soulprint in the row, so a
 // large soulprint is neither copied nor decoded).
 func (s *Store) GetSoulsBrief(ctx context.Context, sids []string) ([]store.Soul, error) {
-	return getSouls(ctx, s, sids, `sid, status, covens`, func(sc interface{ Scan(...any) error }) (store.Soul, error) {
-		var so store.Soul
-		err := sc.Scan(&so.SID, &so.Status, listCol{&so.Covens})
-		return so, err
-	})
+	return getSouls(ctx, s, sids, briefSoulCols, scanBriefSoul)
+}
+
+// briefSoulCols are the columns of a brief soul: those before the
+// soulprint in the row.
+const briefSoulCols = `sid, status, covens`
+
+func scanBriefSoul(sc interface{ Scan(...any) error }) (store.Soul, error) {
+	var so store.Soul
+	err := sc.Scan(&so.SID, &so.Status, listCol{&so.Covens})
+	return so, err
 }
 
 func getSouls(ctx context.Context, s *Store, sids []string, cols string, scan func(interface{ Scan(...any) error }) (store.Soul, error)) ([]store.Soul, error) {

@@ -84,6 +84,20 @@ func testGetSoulsBrief(t *testing.T, s store.Store) {
 	got, err = s.GetSoulsBrief(ctx, nil)
 	must(t, err)
 	diff(t, "GetSoulsBrief(nil)", got, []store.Soul{})
+
+	// ListSouls with Brief: the same souls as without, briefly.
+	for _, f := range []store.SoulFilter{{}, {Covens: []string{"redis"}}, {Status: store.SoulPending}} {
+		full, err := s.ListSouls(ctx, f)
+		must(t, err)
+		want := []store.Soul{}
+		for _, so := range full {
+			want = append(want, store.Soul{SID: so.SID, Status: so.Status, Covens: so.Covens})
+		}
+		f.Brief = true
+		got, err := s.ListSouls(ctx, f)
+		must(t, err)
+		diff(t, fmt.Sprintf("ListSouls(%+v)", f), got, want)
+	}
 }
 
 // testGetSoulsChunked asks for more SIDs than one query binds on any
