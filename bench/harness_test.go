@@ -26,6 +26,7 @@ import (
 	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/keeper"
+	"github.com/soulstack/soulstack/internal/keepercmd"
 	"github.com/soulstack/soulstack/internal/testutil"
 )
 
@@ -97,6 +98,9 @@ func startKeeperOn(tb testing.TB, addr string, tune func(*config.Keeper)) *env {
 	if tune != nil {
 		tune(&cfg)
 	}
+	// The keeper process's collector settings, as `keeper serve` sets them
+	// (GOGC and GOMEMLIMIT from the environment win).
+	keepercmd.ApplyGCDefaults(os.Getenv)
 	res, err := keeper.Init(ctx, keeper.InitOptions{Keeper: cfg})
 	if err != nil {
 		tb.Fatal(err)

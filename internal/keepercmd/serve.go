@@ -50,6 +50,7 @@ SIGTERM drains in-flight requests, closes the soul streams and the store.`,
 		if err != nil {
 			return cmdutil.Usage(err)
 		}
+		log.Info("garbage collector", "settings", ApplyGCDefaults(os.Getenv).String())
 		k, err := keeper.New(cmd.Context(), keeper.Config{Keeper: cfg, Logger: log})
 		if err != nil {
 			if domain.ErrorCode(err) == domain.CodeInvalid {
