@@ -12,10 +12,12 @@ import (
 )
 
 // DefaultGCPercent is the keeper's GOGC when its environment sets none:
-// twice Go's 100. Measured with BenchmarkFanOut at 10,000 souls
-// (bench/results/2026-12-02/prep23-main-*.txt): the collector's CPU per
-// run falls by about a third to a half, for a few KiB more heap in use
-// per connected soul and a larger RSS after runs.
+// twice Go's 100. Measured with BenchmarkFanOut at 10,000 souls on a quiet
+// machine (bench/results/2026-12-02/prep23-final-*.txt): half the
+// collections per run, the one-task fan-out ~25 % faster and the keeper's
+// CPU per run ~20 % lower, for ~2.5 KiB more heap in use per connected
+// soul and 5-15 KiB more RSS after runs; GOGC=400 was no faster and
+// doubled the RSS after runs.
 const DefaultGCPercent = 200
 
 // memoryLimitShare is the keeper's soft memory limit (GOMEMLIMIT) when
