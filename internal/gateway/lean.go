@@ -187,9 +187,7 @@ func (s *leanStream) readErr(err error) error {
 
 // writeControl writes a ping or pong frame with payload (PingLen bytes).
 func (s *leanStream) writeControl(flag byte, payload []byte) error {
-	var b [soulwire.HeaderLen + soulwire.PingLen]byte
-	soulwire.PutHeader(b[:], flag, soulwire.PingLen)
-	copy(b[soulwire.HeaderLen:], payload)
+	b := soulwire.ControlFrame(flag, payload)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if _, err := s.c.Write(b[:]); err != nil {

@@ -204,16 +204,18 @@ func (l *leanClient) read(b []byte) error {
 }
 
 func (l *leanClient) control(flag byte, payload []byte) error {
-	var b [soulwire.HeaderLen + soulwire.PingLen]byte
-	soulwire.PutHeader(b[:], flag, soulwire.PingLen)
-	copy(b[soulwire.HeaderLen:], payload)
+	b := soulwire.ControlFrame(flag, payload)
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	_ = l.c.SetWriteDeadline(time.Now().Add(l.pingWait))
 	_, err := l.c.Write(b[:])
 	_ = l.c.SetWriteDeadline(time.Time{})
 	if err != nil {
-		return fmt.Errorf("pinging the keeper: %w", err)
+		what := "ping"
+		if flag == soulwire.FlagPong {
+			what = "pong"
+		}
+		return fmt.Errorf("sending a %s to the keeper: %w", what, err)
 	}
 	return nil
 }

@@ -127,6 +127,15 @@ func PutHeader(b []byte, flag byte, n int) {
 	binary.BigEndian.PutUint32(b[1:HeaderLen], uint32(n))
 }
 
+// ControlFrame is a whole ping or pong frame (flag FlagPing or FlagPong)
+// carrying payload, which is PingLen bytes (a shorter one is zero-padded).
+func ControlFrame(flag byte, payload []byte) [HeaderLen + PingLen]byte {
+	var b [HeaderLen + PingLen]byte
+	PutHeader(b[:], flag, PingLen)
+	copy(b[HeaderLen:], payload)
+	return b
+}
+
 // sizeClasses are the pooled buffer capacities; larger buffers are
 // allocated and dropped.
 var sizeClasses = [...]int{256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20}
