@@ -43,6 +43,8 @@ const (
 	DefaultHeartbeatInterval = 15 * time.Second
 	DefaultHandshakeTimeout  = 10 * time.Second
 	DefaultMaxPending        = 1000
+	DefaultSendTimeout       = time.Minute
+	DefaultSendRate          = 256 << 10
 	// MaxMessageBytes bounds one message the keeper sends (a destiny
 	// bundle).
 	MaxMessageBytes = 64 << 20
@@ -113,6 +115,13 @@ type Config struct {
 	HelloBurst       int
 	HelloRefill      time.Duration
 	HelloAuditWindow time.Duration
+	// SendTimeout and SendRate bound one message sent to a soul: its
+	// write must complete within SendTimeout plus its size at SendRate
+	// bytes a second, else the soul is taken to have stopped reading and
+	// its session ends (see sendBound). 0 means DefaultSendTimeout,
+	// DefaultSendRate.
+	SendTimeout time.Duration
+	SendRate    int
 	// Version is this keeper's version, against which a soul's hello
 	// version is checked (version.Compatible); "" means the build's.
 	Version string
@@ -161,6 +170,12 @@ func New(cfg Config) *Gateway {
 	}
 	if cfg.MaxSoulMessageBytes <= 0 {
 		cfg.MaxSoulMessageBytes = DefaultMaxSoulMessageBytes
+	}
+	if cfg.SendTimeout <= 0 {
+		cfg.SendTimeout = DefaultSendTimeout
+	}
+	if cfg.SendRate <= 0 {
+		cfg.SendRate = DefaultSendRate
 	}
 	if cfg.HelloBurst <= 0 {
 		cfg.HelloBurst = DefaultHelloBurst

@@ -43,7 +43,7 @@ type service struct{ g *Gateway }
 
 // Connect runs one soul's stream over the Connect route.
 func (sv *service) Connect(ctx context.Context, stream *connect.BidiStream[pb.SoulMessage, pb.KeeperMessage]) error {
-	st := newConnectStream(ctx, stream)
+	st := newConnectStream(ctx, stream, sv.g.sendBound())
 	defer st.endIO()
 	return sv.g.serveStream(ctx, st)
 }
@@ -126,7 +126,7 @@ func sendClose(stream soulStream, m *pb.KeeperMessage) error {
 func (g *Gateway) handshake(stream soulStream, src string) (*pb.Hello, error) {
 	if err := stream.SetReadDeadline(time.Now().Add(g.cfg.HandshakeTimeout)); err != nil {
 		g.rcWarn.Do(func() {
-			g.log.Warn("the HTTP server hides read deadlines from the soul stream (a middleware without Unwrap?): silent souls and keeper shutdown cannot cut streams", "err", err)
+			g.log.Warn("the HTTP server hides read deadlines from the soul stream (a middleware without Unwrap?): silent souls, souls that stop reading and keeper shutdown cannot cut streams", "err", err)
 		})
 	} else {
 		defer func() { _ = stream.SetReadDeadline(time.Time{}) }()

@@ -74,6 +74,9 @@ type keeperOpts struct {
 	version string
 	// noLean serves the Connect route only (no ALPN soulstack/1).
 	noLean bool
+	// the send bound (0 = defaults)
+	sendTimeout time.Duration
+	sendRate    int
 }
 
 // startKeeper starts a keeper whose state (database, TLS material) lives
@@ -130,6 +133,7 @@ func startKeeper(t testing.TB, dir string, o keeperOpts) *keeper {
 		HelloBurst:        o.helloBurst, HelloRefill: o.helloRefill, HelloAuditWindow: o.helloWindow,
 		MaxSoulMessageBytes: o.maxSoulMessage,
 		Version:             o.version,
+		SendTimeout:         o.sendTimeout, SendRate: o.sendRate,
 	})
 	mux := http.NewServeMux()
 	pattern, h := k.gw.Handler()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -52,7 +53,7 @@ func (g *Gateway) EnableLean(srv *http.Server, tlsCfg *tls.Config) {
 // handshake negotiated soulwire.Proto (an http.Server TLSNextProto
 // function). It returns when the stream ended; the caller closes c.
 func (g *Gateway) ServeLean(_ *http.Server, c *tls.Conn, _ http.Handler) {
-	st := &leanStream{c: c, left: MaxHandshakeBytes, max: g.cfg.MaxSoulMessageBytes}
+	st := &leanStream{c: c, left: MaxHandshakeBytes, max: g.cfg.MaxSoulMessageBytes, bound: g.sendBound()}
 	if !g.trackLean(st, true) {
 		st.finish(connect.NewError(connect.CodeUnavailable, errStopping))
 		return
@@ -112,6 +113,7 @@ type leanStream struct {
 	left int64 // the handshake budget; < 0 once lifted
 	max  int   // the message limit once lifted
 
+	bound   sendBound
 	wmu     sync.Mutex
 	aborted atomic.Bool
 }
@@ -190,28 +192,44 @@ func (s *leanStream) writeControl(flag byte, payload []byte) error {
 	b := soulwire.ControlFrame(flag, payload)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if _, err := s.c.Write(b[:]); err != nil {
-		return fmt.Errorf("answering a ping: %w", err)
+	return s.write(b[:], "answering a ping")
+}
+
+// write writes b within the send bound of its size; wmu must be held.
+func (s *leanStream) write(b []byte, what string) error {
+	d := s.bound.within(len(b))
+	if !s.aborted.Load() {
+		_ = s.c.SetWriteDeadline(time.Now().Add(d))
+		if s.aborted.Load() { // Unblock ran meanwhile: its deadline stands
+			_ = s.c.SetWriteDeadline(time.Now())
+		}
+	}
+	if _, err := s.c.Write(b); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) && !s.aborted.Load() {
+			return stoppedReading{d}
+		}
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
 
 // Send writes m as one frame (gzip-compressed from 4 KiB, as the Connect
-// route does).
+// route does) within the send bound of the frame's size.
 func (s *leanStream) Send(m *pb.KeeperMessage) error {
 	p, err := soulwire.MarshalFrame(m, MaxMessageBytes, soulwire.CompressMinBytes)
 	if err != nil {
 		return err
 	}
 	s.wmu.Lock()
-	_, err = s.c.Write(*p)
+	err = s.write(*p, "writing to the soul stream")
 	s.wmu.Unlock()
 	soulwire.PutBuf(p)
-	if err != nil {
-		return fmt.Errorf("writing to the soul stream: %w", err)
-	}
-	return nil
+	return err
 }
+
+// Stalled is nil: a lean write deadline does not break the reads, and
+// Send reports its own.
+func (s *leanStream) Stalled() error { return nil }
 
 func (s *leanStream) Peer() string { return s.c.RemoteAddr().String() }
 

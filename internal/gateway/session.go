@@ -64,11 +64,18 @@ func (s *session) serve(ctx context.Context, covens []string, log *slog.Logger) 
 
 // end closes the session after its stream failed with err.
 func (s *session) end(err error, log *slog.Logger) {
-	s.close("connection closed")
+	reason := "connection closed"
+	if sr := (stoppedReading{}); errors.As(err, &sr) { // a pong did not go out
+		reason = sr.Error()
+		log.Warn("closing the stream of a soul that stopped reading", "err", err)
+	} else if serr := s.stream.Stalled(); serr != nil { // the send's deadline broke the reads
+		reason = serr.Error()
+	}
+	s.close(reason)
 	s.stream.Unblock()
 	s.drains.Wait()
 	s.mu.Lock()
-	reason := s.reason
+	reason = s.reason
 	s.mu.Unlock()
 	log.Info("soul disconnected", "reason", reason, "err", err)
 }
@@ -189,7 +196,12 @@ func (s *session) drain() {
 		s.mu.Unlock()
 		for _, m := range batch {
 			if err := s.stream.Send(m); err != nil {
-				s.abort("sending failed: " + err.Error())
+				reason := "sending failed: " + err.Error()
+				if sr := (stoppedReading{}); errors.As(err, &sr) {
+					reason = sr.Error()
+					s.g.log.Warn("closing the stream of a soul that stopped reading", "sid", s.sid, "err", err)
+				}
+				s.abort(reason)
 				s.mu.Lock()
 				s.writing = false
 				s.mu.Unlock()
