@@ -276,3 +276,36 @@ func TestSlowReadingSoulIsNotCut(t *testing.T) {
 		})
 	}
 }
+
+// A lean soul that sends pings but reads none of the pongs cannot hold
+// the keeper's reader either: the pong that does not go out within the
+// send bound ends the session with the same reason.
+func TestLeanPongToSoulThatStopsReading(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{sendTimeout: 500 * time.Millisecond, heartbeat: time.Minute})
+	r, conn := dialLeanSmall(t, k)
+	const sid = "deaf-pings"
+	if m, err := r.handshake(sid, nil, k.joinToken(t)); err != nil || m.GetWelcome() == nil {
+		t.Fatalf("handshake: %v %v", m, err)
+	}
+	k.waitConnected(t, sid)
+	pings := make([]byte, 0, 1000*(soulwire.HeaderLen+soulwire.PingLen))
+	for range 1000 {
+		f := soulwire.ControlFrame(soulwire.FlagPing, make([]byte, soulwire.PingLen))
+		pings = append(pings, f[:]...)
+	}
+	start := time.Now()
+	var sent int
+	for k.gw.Connected(sid) && time.Since(start) < 30*time.Second {
+		_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+		n, err := conn.Write(pings)
+		sent += n
+		if err != nil && !isTimeout(err) {
+			break
+		}
+	}
+	t.Logf("sent %d bytes of pings in %s", sent, time.Since(start))
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		return !k.gw.Connected(sid) && strings.Contains(logLine(k.logs.String(), "soul disconnected", "sid="+sid), stoppedReading)
+	}, "%s detached, logged disconnected with %q", sid, stoppedReading)
+}

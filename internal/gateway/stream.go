@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -178,4 +180,52 @@ func transportName(s soulStream) string {
 		return "soulstack/1"
 	}
 	return "h2"
+}
+
+type rcKey struct{}
+
+type bodyKey struct{}
+
+// handshakeBody is the request body of a soul stream: until lift is called
+// (the soul was accepted) reads stop with an error after MaxHandshakeBytes.
+type handshakeBody struct {
+	io.ReadCloser
+	left   atomic.Int64
+	lifted atomic.Bool
+}
+
+var errHandshakeTooLarge = fmt.Errorf("the handshake is larger than %d bytes", MaxHandshakeBytes)
+
+func (b *handshakeBody) Read(p []byte) (int, error) {
+	if b.lifted.Load() {
+		return b.ReadCloser.Read(p)
+	}
+	left := b.left.Load()
+	if left <= 0 {
+		return 0, errHandshakeTooLarge
+	}
+	if int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left.Add(-int64(n))
+	return n, err
+}
+
+// liftHandshakeLimit ends the handshake budget of the stream ctx belongs to.
+func liftHandshakeLimit(ctx context.Context) {
+	if b, ok := ctx.Value(bodyKey{}).(*handshakeBody); ok {
+		b.lifted.Store(true)
+	}
+}
+
+// compressedRequest reports whether the request's messages may be
+// compressed (gRPC and Connect streaming headers).
+func compressedRequest(h http.Header) bool {
+	for _, k := range []string{"Grpc-Encoding", "Connect-Content-Encoding", "Content-Encoding"} {
+		if v := h.Get(k); v != "" && !strings.EqualFold(v, "identity") {
+			return true
+		}
+	}
+	return false
 }
