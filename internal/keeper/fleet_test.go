@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -98,16 +99,9 @@ func serveKeeper(t *testing.T, cfg config.Keeper, name string) (*keeper.Keeper, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- k.Serve(runCtx, ln) }()
+	addr, stop := serveOn(t, k)
 	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("Serve of %s: %v", name, err)
 		}
 		k.Close()
@@ -115,7 +109,24 @@ func serveKeeper(t *testing.T, cfg config.Keeper, name string) (*keeper.Keeper, 
 			t.Logf("%s logs:\n%s", name, logs)
 		}
 	})
-	return k, ln.Addr().String()
+	return k, addr
+}
+
+// serveOn serves k on a loopback port; stop ends Serve and returns its
+// error. It does not close k.
+func serveOn(t *testing.T, k *keeper.Keeper) (addr string, stop func() error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- k.Serve(runCtx, ln) }()
+	return ln.Addr().String(), sync.OnceValue(func() error {
+		cancel()
+		return <-served
+	})
 }
 
 // binaryKeeper runs `keeper init` and `keeper serve` (the real binary, so

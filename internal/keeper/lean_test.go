@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -46,15 +45,8 @@ func TestLeanALPN(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer k.Close()
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := ln.Addr().String()
-			runCtx, stop := context.WithCancel(ctx)
-			defer stop()
-			served := make(chan error, 1)
-			go func() { served <- k.Serve(runCtx, ln) }()
+			addr, stop := serveOn(t, k)
+			defer func() { _ = stop() }()
 			defer func() {
 				if t.Failed() {
 					t.Logf("keeper logs:\n%s", logs)
@@ -127,8 +119,7 @@ func TestLeanALPN(t *testing.T) {
 			}, "the soul connected with %s", wantTransport)
 
 			start := time.Now()
-			stop()
-			if err := <-served; err != nil {
+			if err := stop(); err != nil {
 				t.Fatalf("Serve: %v", err)
 			}
 			if d := time.Since(start); d > 4*time.Second || strings.Contains(logs.String(), "graceful shutdown timed out") {

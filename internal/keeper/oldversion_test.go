@@ -11,7 +11,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,22 +114,13 @@ func upgradeOldKeeper(t *testing.T, cfg config.Keeper, tokens []oldToken) []byte
 func serveAndCheckTokens(t *testing.T, k *keeper.Keeper, tokens []oldToken) {
 	t.Helper()
 	ctx := context.Background()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- k.Serve(runCtx, ln) }()
-	defer func() {
-		stop()
-		<-served
-	}()
+	addr, stop := serveOn(t, k)
+	defer func() { _ = stop() }()
 	if len(tokens) < 7 {
 		t.Fatalf("tokens.json lists %d tokens, want the 7 make.sh issues", len(tokens))
 	}
 	for _, tok := range tokens {
-		c, err := apiclient.New("http://"+ln.Addr().String(), tok.Token)
+		c, err := apiclient.New("http://"+addr, tok.Token)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package keeper_test
 import (
 	"context"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,20 +158,12 @@ func serveFreshKeeper(t *testing.T) (string, *apiclient.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		k.Close()
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- k.Serve(runCtx, ln) }()
+	addr, stop := serveOn(t, k)
 	t.Cleanup(func() {
-		stop()
-		<-served
+		_ = stop()
 		k.Close()
 	})
-	url := "http://" + ln.Addr().String()
+	url := "http://" + addr
 	admin, err := apiclient.New(url, res.Token.Token)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,18 +96,9 @@ func TestM6ServeMigratesTheSigningKey(t *testing.T) {
 		t.Fatalf("migrated key file: %v, %v", fi, err)
 	}
 	seedNotInSQLiteFiles(t, cfg, keyFileSeed(t, cfg))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- k.Serve(runCtx, ln) }()
-	defer func() {
-		stop()
-		<-served
-	}()
-	c, err := apiclient.New("http://"+ln.Addr().String(), res.Token.Token)
+	addr, stop := serveOn(t, k)
+	defer func() { _ = stop() }()
+	c, err := apiclient.New("http://"+addr, res.Token.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
