@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -381,5 +382,68 @@ expect: {outcome: cancelled}
 	}
 	if !sawRun || strings.Join(tasks, ",") != "first,slow" {
 		t.Fatalf("replayed run event %v and tasks %v, want the run event and first,slow", sawRun, tasks)
+	}
+}
+
+// stallingReads is the real store whose reads of the members stall until
+// the caller's context ends, announcing each stall on entered.
+type stallingReads struct {
+	store.Store
+	entered chan struct{}
+}
+
+func (s *stallingReads) stall(ctx context.Context) error {
+	s.entered <- struct{}{}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (s *stallingReads) GetSouls(ctx context.Context, _ []string) ([]store.Soul, error) {
+	return nil, s.stall(ctx)
+}
+
+func (s *stallingReads) GetSoulsBrief(ctx context.Context, _ []string) ([]store.Soul, error) {
+	return nil, s.stall(ctx)
+}
+
+// TestCancelWhileReadingMembers: a run cancelled while it is still reading
+// its members (before any task) ends cancelled, not failed with the
+// store's "context canceled", and no task runs.
+func TestCancelWhileReadingMembers(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/slow/main.yml": slowScenario})
+	w := newWorld(t, svc, "slow", `
+hosts: [{sid: a}, {sid: b}]
+expect: {outcome: cancelled}
+`)
+	w.readyIncarnation(map[string]any{})
+	st := &stallingReads{Store: w.Store, entered: make(chan struct{}, 1)}
+	k, err := engine.New(engine.Config{Store: st, Dispatcher: w.Sim, Local: w.Sim, Services: oneService{svc}, KeeperID: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close(context.Background()) })
+	id, err := k.StartRun(w.ctx, "test", "slow", nil, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-st.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run never read its members")
+	}
+	if err := k.Cancel(w.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := contextWithTimeout(20 * time.Second)
+	defer cancel()
+	run, err := k.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != store.RunCancelled || strings.Contains(run.Error, "soulprints") {
+		t.Errorf("run = %s %q, want cancelled", run.Status, run.Error)
+	}
+	if calls := w.Sim.Calls(); len(calls) != 0 {
+		t.Errorf("tasks ran after a cancel before the start: %v", calls)
 	}
 }

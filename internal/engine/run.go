@@ -133,6 +133,11 @@ func (r *runner) execute(ctx context.Context) (final Event) {
 	r.emit(Event{Type: EventRun, Status: store.RunRunning})
 	log.InfoContext(ctx, "run started", "check", r.run.Check, "members", len(r.inc.Members))
 	if err := r.prepare(ctx); err != nil {
+		if ctx.Err() != nil {
+			// Cancelled while the members were being read: nothing ran on
+			// any host, but the run ends as cancelled, like any other.
+			return r.end(bg, store.RunCancelled, r.cancelMessage(ctx))
+		}
 		return r.end(bg, store.RunFailed, err.Error())
 	}
 	if r.resume != nil {
