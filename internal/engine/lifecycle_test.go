@@ -385,65 +385,86 @@ expect: {outcome: cancelled}
 	}
 }
 
-// stallingReads is the real store whose reads of the members stall until
-// the caller's context ends, announcing each stall on entered.
-type stallingReads struct {
+// stallingStore is the real store whose call named stall blocks until
+// the caller's context ends, announcing itself on entered.
+type stallingStore struct {
 	store.Store
+	stall   string
 	entered chan struct{}
 }
 
-func (s *stallingReads) stall(ctx context.Context) error {
+func (s *stallingStore) wait(ctx context.Context, call string) error {
+	if call != s.stall {
+		return nil
+	}
 	s.entered <- struct{}{}
 	<-ctx.Done()
 	return ctx.Err()
 }
 
-func (s *stallingReads) GetSouls(ctx context.Context, _ []string) ([]store.Soul, error) {
-	return nil, s.stall(ctx)
+func (s *stallingStore) SetRunStatus(ctx context.Context, id, status string, at time.Time) error {
+	if err := s.wait(ctx, "SetRunStatus"); err != nil {
+		return err
+	}
+	return s.Store.SetRunStatus(ctx, id, status, at)
 }
 
-func (s *stallingReads) GetSoulsBrief(ctx context.Context, _ []string) ([]store.Soul, error) {
-	return nil, s.stall(ctx)
+func (s *stallingStore) GetSouls(ctx context.Context, sids []string) ([]store.Soul, error) {
+	if err := s.wait(ctx, "GetSouls"); err != nil {
+		return nil, err
+	}
+	return s.Store.GetSouls(ctx, sids)
 }
 
-// TestCancelWhileReadingMembers: a run cancelled while it is still reading
-// its members (before any task) ends cancelled, not failed with the
-// store's "context canceled", and no task runs.
-func TestCancelWhileReadingMembers(t *testing.T) {
-	svc := loadService(t, map[string]string{"scenario/slow/main.yml": slowScenario})
-	w := newWorld(t, svc, "slow", `
+func (s *stallingStore) GetSoulsBrief(ctx context.Context, sids []string) ([]store.Soul, error) {
+	if err := s.wait(ctx, "GetSouls"); err != nil {
+		return nil, err
+	}
+	return s.Store.GetSoulsBrief(ctx, sids)
+}
+
+// TestCancelBeforeTheFirstTask: a run cancelled while it is still being
+// marked running or reading its members (before any task) ends cancelled,
+// not failed with the store's "context canceled", and no task runs.
+func TestCancelBeforeTheFirstTask(t *testing.T) {
+	for _, stall := range []string{"SetRunStatus", "GetSouls"} {
+		t.Run(stall, func(t *testing.T) {
+			svc := loadService(t, map[string]string{"scenario/slow/main.yml": slowScenario})
+			w := newWorld(t, svc, "slow", `
 hosts: [{sid: a}, {sid: b}]
 expect: {outcome: cancelled}
 `)
-	w.readyIncarnation(map[string]any{})
-	st := &stallingReads{Store: w.Store, entered: make(chan struct{}, 1)}
-	k, err := engine.New(engine.Config{Store: st, Dispatcher: w.Sim, Local: w.Sim, Services: oneService{svc}, KeeperID: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close(context.Background()) })
-	id, err := k.StartRun(w.ctx, "test", "slow", nil, false, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-st.entered:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the run never read its members")
-	}
-	if err := k.Cancel(w.ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := contextWithTimeout(20 * time.Second)
-	defer cancel()
-	run, err := k.Wait(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != store.RunCancelled || strings.Contains(run.Error, "soulprints") {
-		t.Errorf("run = %s %q, want cancelled", run.Status, run.Error)
-	}
-	if calls := w.Sim.Calls(); len(calls) != 0 {
-		t.Errorf("tasks ran after a cancel before the start: %v", calls)
+			w.readyIncarnation(map[string]any{})
+			st := &stallingStore{Store: w.Store, stall: stall, entered: make(chan struct{}, 1)}
+			k, err := engine.New(engine.Config{Store: st, Dispatcher: w.Sim, Local: w.Sim, Services: oneService{svc}, KeeperID: "k"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { k.Close(context.Background()) })
+			id, err := k.StartRun(w.ctx, "test", "slow", nil, false, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-st.entered:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the run never called %s", stall)
+			}
+			if err := k.Cancel(w.ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := contextWithTimeout(20 * time.Second)
+			defer cancel()
+			run, err := k.Wait(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.Status != store.RunCancelled || strings.Contains(run.Error, "context canceled") {
+				t.Errorf("run = %s %q, want cancelled", run.Status, run.Error)
+			}
+			if calls := w.Sim.Calls(); len(calls) != 0 {
+				t.Errorf("tasks ran after a cancel before the first: %v", calls)
+			}
+		})
 	}
 }

@@ -127,6 +127,9 @@ func (r *runner) execute(ctx context.Context) (final Event) {
 	if err := r.e.cfg.Store.SetRunStatus(ctx, r.run.ID, store.RunRunning, r.e.now()); err != nil {
 		// Aborted meanwhile (another keeper's recovery) or the store is
 		// down: nothing ran, so there is nothing to lock further.
+		if ctx.Err() != nil {
+			return r.end(bg, store.RunCancelled, r.cancelMessage(ctx))
+		}
 		log.ErrorContext(bg, "run could not start", "err", err)
 		return r.end(bg, store.RunFailed, "the run could not start: "+err.Error())
 	}
