@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -352,6 +354,65 @@ func TestSwarm(t *testing.T) {
 		}
 		if b, err := os.ReadFile(filepath.Join(data, sid, "root", "etc", "hello")); err != nil || string(b) != "hi\n" {
 			t.Fatalf("%s's confined file: %q, %v", sid, b, err)
+		}
+	}
+}
+
+// A soul stopped (SIGTERM, as systemctl restart does) while a task runs:
+// the keeper sees the host unreachable for that task every time, never the
+// task's own failure raced in on the closing stream; the soul keeps that
+// result and delivers it once after its next start, as a late result.
+func TestSoulStoppedMidTaskReportsAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	late := map[string]domain.Result{}
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{onLateResult: func(sid, runID, taskID string, r domain.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		late[taskID] = r
+	}})
+	sdir := filepath.Join(dir, "s")
+	s := startSoul(t, k, "stopped", sdir, "--join-token", k.joinToken(t))
+	k.waitConnected(t, "stopped")
+
+	for i := range 3 {
+		task := "long" + strconv.Itoa(i)
+		done := make(chan domain.Result, 1)
+		go func() {
+			// A sleep ends the moment it is cancelled: its result is ready
+			// while the session is still closing.
+			res := k.gw.Dispatch(context.Background(), calls([]string{"stopped"}, task, "core.test.sleep",
+				map[string]any{"duration": "1m"}, 2*time.Minute), nil)
+			done <- res["stopped"]
+		}()
+		testutil.WaitFor(t, 10*time.Second, func() bool {
+			return regexp.MustCompile(`msg="task started" .*task_id=` + task + `/stopped `).MatchString(s.Output())
+		}, "the task to start")
+		if err := s.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-done; !r.Unreachable {
+			t.Fatalf("stop %d: the task on the stopping soul = %+v, want unreachable", i, r)
+		}
+		if err := s.Wait(10 * time.Second); err != nil {
+			t.Fatalf("stop %d: the soul did not stop: %v", i, err)
+		}
+		if !strings.Contains(s.Output(), "keeping a task's result until the next start") {
+			t.Errorf("stop %d: the soul did not say it kept the result:\n%s", i, s.Output())
+		}
+		s = startSoul(t, k, "stopped", sdir)
+		k.waitConnected(t, "stopped")
+		testutil.WaitFor(t, 10*time.Second, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			_, ok := late[task+"/stopped"]
+			return ok
+		}, "the kept result")
+		mu.Lock()
+		r := late[task+"/stopped"]
+		mu.Unlock()
+		if !r.Failed || r.Unreachable || !strings.Contains(r.Msg, "interrupted") {
+			t.Errorf("stop %d: late result %+v, want the interrupted sleep", i, r)
 		}
 	}
 }

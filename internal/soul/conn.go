@@ -290,6 +290,7 @@ func (a *Agent) startTask(ctx context.Context, wm *pb.Work) {
 	a.running[w.TaskID] = func() { cancel(errCancelledByKeeper) }
 	a.tasks.Add(1)
 	a.mu.Unlock()
+	a.log.Debug("task started", "task_id", w.TaskID, "run_id", w.RunID)
 
 	go func() {
 		defer a.tasks.Done()
@@ -302,7 +303,19 @@ func (a *Agent) startTask(ctx context.Context, wm *pb.Work) {
 		delete(a.running, w.TaskID)
 		a.mu.Unlock()
 		cancel(nil)
-		a.deliver(pendingResult{RunID: w.RunID, TaskID: w.TaskID, Result: r})
+		p := pendingResult{RunID: w.RunID, TaskID: w.TaskID, Result: r}
+		if ctx.Err() != nil {
+			// The soul is stopping, and its session is closing with it: the
+			// keeper counts this host unreachable for the task. Sending the
+			// result on the closing stream would race that close (the run
+			// would see "failed" or "unreachable" by chance), so it is kept
+			// and delivered after the next start, as a late result, like
+			// any result finished while disconnected.
+			a.log.Info("soul stopping: keeping a task's result until the next start", "task_id", w.TaskID)
+			a.outbox.put(p)
+			return
+		}
+		a.deliver(p)
 	}()
 }
 
