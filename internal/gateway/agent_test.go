@@ -182,10 +182,9 @@ func TestAgentSourceAddressAndHandshakeSlots(t *testing.T) {
 	// The keeper counts a soul connected just before the soul reads its
 	// welcome and gives the slot back.
 	testutil.WaitFor(t, 5*time.Second, func() bool { return len(slots) == 0 }, "the handshake slot given back")
-	logs := k.logs.String()
-	for _, want := range []string{"sid=src-a peer=127.0.0.2:", "sid=src-b peer=127.0.0.3:"} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("keeper logs lack %q", want)
+	for sid, peer := range map[string]string{"src-a": "peer=127.0.0.2:", "src-b": "peer=127.0.0.3:"} {
+		if line := k.connectedLine(t, sid); !strings.Contains(line, peer) {
+			t.Errorf("soul %s connected as %q, want %s", sid, line, peer)
 		}
 	}
 }

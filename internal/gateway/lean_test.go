@@ -219,21 +219,21 @@ func TestLeanAndConnectSideBySide(t *testing.T) {
 	if r := res["agent-lean"]; r.Failed || r.Unreachable {
 		t.Fatalf("ping over the lean stream: %+v", r)
 	}
-	for _, want := range []string{"sid=over-lean peer=", "sid=over-h2 peer=", "sid=agent-lean peer="} {
-		line := logLine(k.logs.String(), want, "soul connected")
+	for _, sid := range []string{"over-lean", "over-h2", "agent-lean"} {
+		line := k.connectedLine(t, sid)
 		tr := "transport=soulstack/1"
-		if strings.Contains(want, "h2") {
+		if strings.Contains(sid, "h2") {
 			tr = "transport=h2"
 		}
 		if !strings.Contains(line, tr) {
-			t.Fatalf("%s connected over %q, want %s", want, line, tr)
+			t.Fatalf("%s connected over %q, want %s", sid, line, tr)
 		}
 	}
 
 	old := startKeeper(t, filepath.Join(dir, "old"), keeperOpts{noLean: true})
 	runAgent(t, soulConfig(old, "agent-h2", filepath.Join(dir, "agent-h2"), old.joinToken(t, "web")))
 	old.waitConnected(t, "agent-h2")
-	if line := logLine(old.logs.String(), "sid=agent-h2 peer=", "soul connected"); !strings.Contains(line, "transport=h2") {
+	if line := old.connectedLine(t, "agent-h2"); !strings.Contains(line, "transport=h2") {
 		t.Fatalf("a soul of a keeper without the lean stream connected over %q", line)
 	}
 	res = old.gw.Dispatch(context.Background(), calls([]string{"agent-h2"}, "ping", "core.test.ping", nil, 10*time.Second), nil)
@@ -243,6 +243,18 @@ func TestLeanAndConnectSideBySide(t *testing.T) {
 }
 
 // logLine is the first line of logs holding all of parts.
+// connectedLine waits for the keeper's "soul connected" line of sid (it is
+// logged just after the soul counts as connected) and returns it.
+func (k *keeper) connectedLine(t testing.TB, sid string) string {
+	t.Helper()
+	var line string
+	testutil.WaitFor(t, 5*time.Second, func() bool {
+		line = logLine(k.logs.String(), "sid="+sid+" peer=", "soul connected")
+		return line != ""
+	}, "the keeper to log soul %s connected", sid)
+	return line
+}
+
 func logLine(logs string, parts ...string) string {
 	for _, line := range strings.Split(logs, "\n") {
 		ok := true
