@@ -82,6 +82,19 @@ func (w *world) keeperProcess(d dispatch.Dispatcher) *engine.Engine {
 	return e
 }
 
+// engineOver is a second engine over the world's simulated hosts and
+// service whose store calls go through st (the world's store wrapped by a
+// test); it is closed when the test ends.
+func (w *world) engineOver(st store.Store) *engine.Engine {
+	w.t.Helper()
+	k, err := engine.New(engine.Config{Store: st, Dispatcher: w.Sim, Local: w.Sim, Services: oneService{w.Service}, KeeperID: "k"})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { k.Close(context.Background()) })
+	return k
+}
+
 // readyIncarnation records the test's incarnation ready with state, as
 // an earlier successful run would have left it.
 func (w *world) readyIncarnation(state map[string]any) {

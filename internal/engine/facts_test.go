@@ -77,11 +77,7 @@ func factsWorld(t *testing.T, scenario string) (*world, *soulReads, func() store
 	w.readyIncarnation(map[string]any{})
 	w.Sim.SetStubs([]dispatch.Stub{{Module: "core.file.line", Results: []domain.Result{{Changed: true}}}})
 	st := &soulReads{Store: w.Store}
-	k, err := engine.New(engine.Config{Store: st, Dispatcher: w.Sim, Local: w.Sim, Services: oneService{svc}, KeeperID: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close(context.Background()) })
+	k := w.engineOver(st)
 	run := func() store.Run {
 		t.Helper()
 		id, err := k.StartRun(w.ctx, "test", "s", nil, false, "")

@@ -436,11 +436,7 @@ expect: {outcome: cancelled}
 `)
 			w.readyIncarnation(map[string]any{})
 			st := &stallingStore{Store: w.Store, stall: stall, entered: make(chan struct{}, 1)}
-			k, err := engine.New(engine.Config{Store: st, Dispatcher: w.Sim, Local: w.Sim, Services: oneService{svc}, KeeperID: "k"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { k.Close(context.Background()) })
+			k := w.engineOver(st)
 			id, err := k.StartRun(w.ctx, "test", "slow", nil, false, "")
 			if err != nil {
 				t.Fatal(err)

@@ -127,21 +127,15 @@ func (r *runner) execute(ctx context.Context) (final Event) {
 	if err := r.e.cfg.Store.SetRunStatus(ctx, r.run.ID, store.RunRunning, r.e.now()); err != nil {
 		// Aborted meanwhile (another keeper's recovery) or the store is
 		// down: nothing ran, so there is nothing to lock further.
-		if ctx.Err() != nil {
-			return r.end(bg, store.RunCancelled, r.cancelMessage(ctx))
+		if ctx.Err() == nil {
+			log.ErrorContext(bg, "run could not start", "err", err)
 		}
-		log.ErrorContext(bg, "run could not start", "err", err)
-		return r.end(bg, store.RunFailed, "the run could not start: "+err.Error())
+		return r.endBeforeTasks(ctx, "the run could not start: "+err.Error())
 	}
 	r.emit(Event{Type: EventRun, Status: store.RunRunning})
 	log.InfoContext(ctx, "run started", "check", r.run.Check, "members", len(r.inc.Members))
 	if err := r.prepare(ctx); err != nil {
-		if ctx.Err() != nil {
-			// Cancelled while the members were being read: nothing ran on
-			// any host, but the run ends as cancelled, like any other.
-			return r.end(bg, store.RunCancelled, r.cancelMessage(ctx))
-		}
-		return r.end(bg, store.RunFailed, err.Error())
+		return r.endBeforeTasks(ctx, err.Error())
 	}
 	if r.resume != nil {
 		r.walkResumed(ctx)
@@ -179,6 +173,17 @@ func (r *runner) execute(ctx context.Context) (final Event) {
 		log.WarnContext(bg, "run did not succeed", "status", status, "error", executor.MaskString(msg, r.secretList()))
 	}
 	return r.end(bg, status, msg)
+}
+
+// endBeforeTasks ends a run that stopped before its first task: cancelled
+// when it was (a store call then fails with "context canceled", which is
+// not the run's failure), else failed with msg.
+func (r *runner) endBeforeTasks(ctx context.Context, msg string) Event {
+	bg := context.WithoutCancel(ctx)
+	if ctx.Err() != nil {
+		return r.end(bg, store.RunCancelled, r.cancelMessage(ctx))
+	}
+	return r.end(bg, store.RunFailed, msg)
 }
 
 // end finishes the run without commit (a check run that succeeded, or a
