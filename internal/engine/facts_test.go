@@ -84,12 +84,7 @@ func factsWorld(t *testing.T, scenario string) (*world, *soulReads, func() store
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := contextWithTimeout(20 * time.Second)
-		defer cancel()
-		r, err := k.Wait(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := w.waitOn(k, id)
 		if r.Status != store.RunSucceeded {
 			t.Fatalf("run %s: %s %q", id, r.Status, r.Error)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/dsl"
+	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/scenariotest"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -92,9 +93,15 @@ func (w *world) start() string {
 // wait waits for a run.
 func (w *world) wait(id string) store.Run {
 	w.t.Helper()
+	return w.waitOn(w.Engine, id)
+}
+
+// waitOn waits for a run of engine k.
+func (w *world) waitOn(k *engine.Engine, id string) store.Run {
+	w.t.Helper()
 	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
 	defer cancel()
-	run, err := w.Engine.Wait(ctx, id)
+	run, err := k.Wait(ctx, id)
 	if err != nil {
 		w.t.Fatalf("wait: %v", err)
 	}

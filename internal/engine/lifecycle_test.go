@@ -449,13 +449,7 @@ expect: {outcome: cancelled}
 			if err := k.Cancel(w.ctx, id); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := contextWithTimeout(20 * time.Second)
-			defer cancel()
-			run, err := k.Wait(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if run.Status != store.RunCancelled || strings.Contains(run.Error, "context canceled") {
+			if run := w.waitOn(k, id); run.Status != store.RunCancelled || strings.Contains(run.Error, "context canceled") {
 				t.Errorf("run = %s %q, want cancelled", run.Status, run.Error)
 			}
 			if calls := w.Sim.Calls(); len(calls) != 0 {
