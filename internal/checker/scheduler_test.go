@@ -80,8 +80,17 @@ func TestSchedulerFiresOnTimeAndNotTwiceAfterRestart(t *testing.T) {
 	if want := time.Date(2025, 3, 1, 12, 5, 0, 0, time.UTC); !got[0].CreatedAt.Equal(want) {
 		t.Errorf("task created at %s, want %s", got[0].CreatedAt, want)
 	}
-	if done, err := e.c.Wait(ctx, got[0].ID); err != nil || done.Status != StatusSuccess || done.Vars["who"] != "cron" {
-		t.Errorf("scheduled task: %+v, %v", done, err)
+	// The task's row is stored just before the Checker starts it, so Wait
+	// (which waits for tasks running here) may not know it yet: wait for
+	// the stored task to end.
+	var ended store.CheckerTask
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		var err error
+		ended, err = e.store.GetCheckerTask(ctx, got[0].ID)
+		return err == nil && IsTerminal(ended.Status)
+	}, "the scheduled task to end")
+	if ended.Status != StatusSuccess || ended.Vars["who"] != "cron" {
+		t.Errorf("scheduled task: %+v", ended)
 	}
 	cancel()
 	<-done
