@@ -7,6 +7,7 @@
 package modules
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -21,7 +22,17 @@ var labPackages = []string{"hello", "python3", "redis-server", "redis-tools"}
 // shared is the one lab host every test of the package uses (booted by
 // the first test that needs it, closed by TestMain); lab.New removes an
 // earlier lab of the same name.
-var shared = &labtest.Shared{Pkg: "./test/modules", Config: lab.Config{Name: "modules", Hosts: 1, Packages: labPackages}}
+var shared = &labtest.Shared{Pkg: "./test/modules", Config: lab.Config{Name: labName(), Hosts: 1, Packages: labPackages}}
+
+// labName is "modules", or $SOULSTACK_LAB_NAME when set, so two checkouts
+// can run this package at once on one machine (lab.New removes an earlier
+// lab of the same name).
+func labName() string {
+	if n := os.Getenv("SOULSTACK_LAB_NAME"); n != "" {
+		return n
+	}
+	return "modules"
+}
 
 func TestMain(m *testing.M) { labtest.Main(m, shared) }
 
