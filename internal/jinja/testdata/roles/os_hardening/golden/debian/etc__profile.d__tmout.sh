@@ -1,0 +1,3 @@
+# Logout Timeout
+export TMOUT=0
+readonly TMOUT
