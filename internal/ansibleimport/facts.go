@@ -1,0 +1,111 @@
+package ansibleimport
+
+import (
+	"sort"
+	"strings"
+)
+
+// Fact maps one Ansible fact to the soulprint field that carries the same
+// information (SPEC §7, soulprint.self).
+type Fact struct {
+	// Ansible is the fact's name without the ansible_ prefix, as it is
+	// read both as ansible_<name> and as ansible_facts.<name> (or
+	// ansible_facts['<name>']).
+	Ansible string
+	// CEL is the expression that reads it on the host being evaluated.
+	CEL string
+	// Values, when set, says how Ansible's values become ours: a string
+	// literal compared with the fact is rewritten through it (Ansible's
+	// "Debian" is soulprint's "debian"). A literal it does not know makes
+	// the comparison approximate.
+	Values func(string) (string, bool)
+	// Lost, when set, says what the mapping does not carry over: an
+	// expression reading this fact is approximated, never exact.
+	Lost string
+}
+
+// lowerValues is the rewrite of facts whose values soulprint reports in
+// lower case (os.family, os.name: "Debian" → "debian", "RedHat" →
+// "redhat").
+func lowerValues(s string) (string, bool) { return strings.ToLower(s), true }
+
+// archValues maps Ansible's ansible_architecture (uname -m) to soulprint's
+// os.arch (Go's names).
+func archValues(s string) (string, bool) {
+	switch s {
+	case "x86_64":
+		return "amd64", true
+	case "aarch64":
+		return "arm64", true
+	}
+	return "", false
+}
+
+// serviceMgrValues maps ansible_service_mgr to soulprint's init.
+func serviceMgrValues(s string) (string, bool) {
+	switch s {
+	case "systemd":
+		return "systemd", true
+	case "sysvinit", "service":
+		return "sysv", true
+	}
+	return "", false
+}
+
+// facts is the one table of Ansible facts the importer knows; README's
+// "Coming from Ansible" section prints it (FactTable).
+var facts = map[string]Fact{
+	"os_family":                  {CEL: "soulprint.self.os.family", Values: lowerValues},
+	"distribution":               {CEL: "soulprint.self.os.distribution", Values: lowerValues},
+	"distribution_release":       {CEL: "soulprint.self.os.codename"},
+	"distribution_version":       {CEL: "soulprint.self.os.version"},
+	"distribution_major_version": {CEL: `split(soulprint.self.os.version, ".")[0]`},
+	"lsb.codename":               {CEL: "soulprint.self.os.codename"},
+	"architecture":               {CEL: "soulprint.self.os.arch", Values: archValues},
+	"machine":                    {CEL: "soulprint.self.os.arch", Values: archValues},
+	"hostname":                   {CEL: "soulprint.self.hostname", Lost: "soulprint's hostname is the full host name, Ansible's ansible_hostname stops at the first dot"},
+	"nodename":                   {CEL: "soulprint.self.hostname"},
+	"fqdn":                       {CEL: "soulprint.self.hostname", Lost: "soulprint's hostname is what the host calls itself, not a DNS lookup"},
+	"kernel":                     {CEL: "soulprint.self.kernel"},
+	"service_mgr":                {CEL: "soulprint.self.init", Values: serviceMgrValues},
+	"processor_vcpus":            {CEL: "soulprint.self.cpus"},
+	"processor_nproc":            {CEL: "soulprint.self.cpus"},
+	"processor_count":            {CEL: "soulprint.self.cpus", Lost: "soulprint counts logical CPUs, Ansible's processor_count counts sockets"},
+	"processor_cores":            {CEL: "soulprint.self.cpus", Lost: "soulprint counts logical CPUs, not cores per socket"},
+	"memtotal_mb":                {CEL: "soulprint.self.memory_mb"},
+	"virtualization_type":        {CEL: "soulprint.self.virtualization"},
+	"default_ipv4.address":       {CEL: "soulprint.self.network.primary_ip"},
+	"default_ipv4":               {CEL: "soulprint.self.network", Lost: "only .address has a soulprint field (network.primary_ip)"},
+	"all_ipv4_addresses":         {CEL: "soulprint.self.network.interfaces", Lost: "soulprint lists addresses per interface (a map), not one flat list"},
+	"mounts":                     {CEL: "soulprint.self.mounts", Lost: "soulprint's mounts have path/device/fstype/options, not Ansible's mount/device/fstype/options/size_*"},
+	"system":                     {CEL: `"Linux"`},
+	"env":                        {CEL: "", Lost: "a soul does not report its environment"},
+	"python":                     {CEL: "", Lost: "a soul needs no Python"},
+	"python_version":             {CEL: "", Lost: "a soul needs no Python"},
+	"user_id":                    {CEL: `"root"`, Lost: "a soul always runs as root"},
+	"date_time":                  {CEL: "", Lost: "the time of a run is not a fact"},
+	"distribution_file_variety":  {CEL: "soulprint.self.os.family", Values: lowerValues, Lost: "approximated by the OS family"},
+	"pkg_mgr":                    {CEL: "", Lost: "the package manager follows os.family (apt on debian, dnf on redhat)"},
+	"selinux":                    {CEL: "", Lost: "SELinux state is not a fact"},
+	"interfaces":                 {CEL: "keys(soulprint.self.network.interfaces)"},
+}
+
+// lookupFact returns the fact the name (without ansible_) names.
+func lookupFact(name string) (Fact, bool) {
+	f, ok := facts[name]
+	if ok {
+		f.Ansible = name
+	}
+	return f, ok
+}
+
+// FactTable lists the fact table sorted by the Ansible name, for the docs.
+func FactTable() []Fact {
+	out := make([]Fact, 0, len(facts))
+	for name := range facts {
+		f, _ := lookupFact(name)
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Ansible < out[j].Ansible })
+	return out
+}
