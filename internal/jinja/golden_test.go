@@ -92,7 +92,7 @@ func destiny(t *testing.T, templates, varsFile string, tpls []string) string {
 	var b strings.Builder
 	b.WriteString("input: {}\nvars_files: [vars/role.yml]\ntasks:\n")
 	for _, tpl := range tpls {
-		fmt.Fprintf(&b, "  - name: %s\n    module: core.file.rendered\n    params:\n      path: /out/%s\n      template: templates/%s\n      mode: \"0644\"\n", tpl, outName(tpl), tpl)
+		fmt.Fprintf(&b, "  - name: %s\n    module: core.file.rendered\n    params:\n      path: /out/%s\n      template: templates/%s\n      mode: \"0644\"\n      makedirs: true\n", tpl, outName(tpl), tpl)
 	}
 	write(t, filepath.Join(dir, "main.yml"), []byte(b.String()))
 	return dir
