@@ -42,6 +42,9 @@ type Scope struct {
 	// register.result, item) and its kind; ok is false for a name the
 	// scope does not know.
 	Var func(name string) (path string, kind Kind, ok bool)
+	// Stat tells the registers of stat tasks (by CEL path): Ansible's
+	// result.stat.exists is Soul Stack's register.r.exists.
+	Stat func(path string) bool
 }
 
 // Translation is one expression in CEL, with how faithful it is.
@@ -428,6 +431,10 @@ func (tr *translator) registerField(reg val, field string) val {
 		return val{code: fmt.Sprintf("split(%s.%s, \"\\n\")", reg.code, strings.TrimSuffix(field, "_lines")), kind: KindList}
 	case "results":
 		return val{code: reg.code + ".results", kind: KindList}
+	case "stat":
+		if tr.sc.Stat != nil && tr.sc.Stat(reg.code) {
+			return val{code: reg.code, kind: KindMap}
+		}
 	}
 	tr.approx("%s.%s: the Soul Stack module's result may name this field differently", reg.code, field)
 	return val{code: reg.code + "." + field}

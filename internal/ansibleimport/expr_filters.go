@@ -28,6 +28,12 @@ func (tr *translator) filter(v val, f *nodes.FilterCall) val {
 	a := tr.args(f)
 	switch f.Name {
 	case "default", "d":
+		if len(f.Args) > 0 {
+			if n, ok := f.Args[0].(*nodes.Name); ok && n.Name.Val == "omit" {
+				tr.approx("default(omit): the parameter is given (empty) where Ansible left it out")
+				return v
+			}
+		}
 		if len(a) == 0 {
 			a = append(a, val{code: `""`, kind: KindString})
 		}
@@ -129,6 +135,12 @@ func (tr *translator) filter(v val, f *nodes.FilterCall) val {
 		return val{code: fmt.Sprintf("keys(%s).map(k, {\"key\": k, \"value\": %s[k]})", paren(v), paren(v)), kind: KindList}
 	case "mandatory":
 		return v
+	case "dirname":
+		// Python's os.path.dirname: everything before the last slash
+		// ("/" for a file at the root, "" without a slash).
+		return val{code: fmt.Sprintf(`%s.lastIndexOf("/") > 0 ? %s.substring(0, %s.lastIndexOf("/")) : (%s.startsWith("/") ? "/" : "")`, paren(v), paren(v), paren(v), paren(v)), kind: KindString, compound: true}
+	case "basename":
+		return val{code: fmt.Sprintf(`%s.substring(%s.lastIndexOf("/") + 1)`, paren(v), paren(v)), kind: KindString}
 	case "abs":
 		return val{code: fmt.Sprintf("%s < 0 ? -%s : %s", paren(v), paren(v), paren(v)), kind: v.kind, compound: true}
 	}

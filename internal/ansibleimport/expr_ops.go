@@ -202,10 +202,10 @@ func (tr *translator) defined(n nodes.Expression, not bool) val {
 				return val{code: strconv.FormatBool(!not), kind: KindBool}
 			}
 		}
-		// A name the role never defines is undefined unless the caller
-		// gives it (extra vars); the importer declares such names input.
-		tr.fail("%s is defined: %s is not a variable of the role (give it as an input of the destiny)", x.Name.Val, x.Name.Val)
-		return val{}
+		// A name the role never defines comes, in Ansible, from the
+		// inventory or extra vars, which are not imported.
+		tr.approx("%s is not a variable of the role: in Ansible the inventory or extra vars could define it", x.Name.Val)
+		return val{code: bang + "has(vars." + x.Name.Val + ")", kind: KindBool}
 	case *nodes.GetAttribute:
 		if x.Attribute != "" {
 			if _, ok := factPath(x); ok {

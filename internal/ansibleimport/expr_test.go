@@ -26,6 +26,7 @@ var (
 	caseVars = map[string]any{
 		"nginx_enabled": true, "nginx_port": int64(8080), "nginx_user": "www-data", "flag_yes": "yes", "flag_off": "off",
 		"users": []any{"alice", "bob"}, "limits": map[string]any{"nofile": int64(1024)}, "empty": "", "version": "1.24.0",
+		"conf_path": "/etc/redis/redis.conf",
 	}
 )
 
@@ -100,6 +101,9 @@ var conditionCases = []struct {
 	{`(nginx_port // 1000) == 8`, `(vars.nginx_port / 1000) == 8`, false, true},
 	{`ansible_processor_vcpus > 1`, `soulprint.self.cpus > 1`, true, true},
 	{`ansible_hostname == 'web-1'`, `soulprint.self.hostname == "web-1"`, false, true},
+	{`conf_path | dirname == '/etc/redis'`, `(vars.conf_path.lastIndexOf("/") > 0 ? vars.conf_path.substring(0, vars.conf_path.lastIndexOf("/")) : (vars.conf_path.startsWith("/") ? "/" : "")) == "/etc/redis"`, true, true},
+	{`conf_path | basename == 'redis.conf'`, `vars.conf_path.substring(vars.conf_path.lastIndexOf("/") + 1) == "redis.conf"`, true, true},
+	{`ansible_os_family == 'Archlinux'`, `soulprint.self.os.family == "arch"`, true, false},
 }
 
 func TestTranslateConditionEvaluatesAsAnsible(t *testing.T) {

@@ -2,7 +2,6 @@ package ansibleimport
 
 import (
 	"sort"
-	"strings"
 )
 
 // Fact maps one Ansible fact to the soulprint field that carries the same
@@ -24,10 +23,20 @@ type Fact struct {
 	Lost string
 }
 
-// lowerValues is the rewrite of facts whose values soulprint reports in
-// lower case (os.family, os.name: "Debian" → "debian", "RedHat" →
-// "redhat").
-func lowerValues(s string) (string, bool) { return strings.ToLower(s), true }
+// familyValues maps ansible_os_family to soulprint's os.family.
+func familyValues(s string) (string, bool) {
+	v, ok := map[string]string{"Debian": "debian", "RedHat": "redhat", "Suse": "suse", "Archlinux": "arch", "Alpine": "alpine"}[s]
+	return v, ok
+}
+
+// distributionValues maps ansible_distribution to soulprint's
+// os.distribution (os-release's ID).
+func distributionValues(s string) (string, bool) {
+	v, ok := map[string]string{"Debian": "debian", "Ubuntu": "ubuntu", "CentOS": "centos", "RedHat": "rhel", "Rocky": "rocky",
+		"AlmaLinux": "almalinux", "Fedora": "fedora", "Amazon": "amzn", "OracleLinux": "ol", "Archlinux": "arch",
+		"Alpine": "alpine", "SLES": "sles", "openSUSE Leap": "opensuse-leap", "Linux Mint": "linuxmint", "Kali": "kali"}[s]
+	return v, ok
+}
 
 // archValues maps Ansible's ansible_architecture (uname -m) to soulprint's
 // os.arch (Go's names).
@@ -55,8 +64,8 @@ func serviceMgrValues(s string) (string, bool) {
 // facts is the one table of Ansible facts the importer knows; README's
 // "Coming from Ansible" section prints it (FactTable).
 var facts = map[string]Fact{
-	"os_family":                  {CEL: "soulprint.self.os.family", Values: lowerValues},
-	"distribution":               {CEL: "soulprint.self.os.distribution", Values: lowerValues},
+	"os_family":                  {CEL: "soulprint.self.os.family", Values: familyValues},
+	"distribution":               {CEL: "soulprint.self.os.distribution", Values: distributionValues},
 	"distribution_release":       {CEL: "soulprint.self.os.codename"},
 	"distribution_version":       {CEL: "soulprint.self.os.version"},
 	"distribution_major_version": {CEL: `split(soulprint.self.os.version, ".")[0]`},
@@ -84,7 +93,7 @@ var facts = map[string]Fact{
 	"python_version":             {CEL: "", Lost: "a soul needs no Python"},
 	"user_id":                    {CEL: `"root"`, Lost: "a soul always runs as root"},
 	"date_time":                  {CEL: "", Lost: "the time of a run is not a fact"},
-	"distribution_file_variety":  {CEL: "soulprint.self.os.family", Values: lowerValues, Lost: "approximated by the OS family"},
+	"distribution_file_variety":  {CEL: "soulprint.self.os.family", Values: familyValues, Lost: "approximated by the OS family"},
 	"pkg_mgr":                    {CEL: "", Lost: "the package manager follows os.family (apt on debian, dnf on redhat)"},
 	"selinux":                    {CEL: "", Lost: "SELinux state is not a fact"},
 	"interfaces":                 {CEL: "keys(soulprint.self.network.interfaces)"},

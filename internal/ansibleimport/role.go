@@ -64,7 +64,7 @@ func LoadRole(dir string) (*Role, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(taskDir, p)
-		ts, err := LoadTasks(p, rel)
+		ts, err := LoadTasks(p, "tasks/"+filepath.ToSlash(rel))
 		if err != nil {
 			return err
 		}

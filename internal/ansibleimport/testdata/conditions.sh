@@ -28,7 +28,7 @@ for i, e in enumerate(exprs):
     tasks.append({"name": "case %d" % i, "debug": {"msg": e}, "when": e})
 play = [{"hosts": "localhost", "connection": "local", "gather_facts": False,
   "vars": {"nginx_enabled": True, "nginx_port": 8080, "nginx_user": "www-data", "flag_yes": "yes", "flag_off": "off",
-           "users": ["alice", "bob"], "limits": {"nofile": 1024}, "empty": "", "version": "1.24.0",
+           "users": ["alice", "bob"], "limits": {"nofile": 1024}, "empty": "", "version": "1.24.0", "conf_path": "/etc/redis/redis.conf",
            "result": {"rc": 0, "changed": True, "failed": False, "stdout": "all ok"}},
   "tasks": tasks}]
 yaml.safe_dump(play, open(sys.argv[2], "w"), sort_keys=False)

@@ -1,0 +1,476 @@
+package ansibleimport
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// tasks converts a task list. A set_fact opens a block around the tasks
+// after it, whose vars: give the fact to them (a fact is set at that point
+// of the run, per host, as in Ansible).
+func (c *converter) tasks(ts []*Task, loopVar string) []omap {
+	var out []omap
+	for i, t := range ts {
+		if t.Module == "set_fact" && !t.IsBlock {
+			blk, ok := c.setFact(t, ts[i+1:], loopVar)
+			if ok {
+				return append(out, blk)
+			}
+			continue
+		}
+		out = append(out, c.task(t, loopVar)...)
+	}
+	return out
+}
+
+// task converts one task; an include is spliced (one or more tasks).
+func (c *converter) task(t *Task, loopVar string) []omap {
+	switch {
+	case t.IsBlock:
+		return []omap{c.block(t, loopVar)}
+	case t.Module == "include_tasks" || t.Module == "import_tasks":
+		return c.include(t, loopVar)
+	}
+	return []omap{c.moduleTask(t, loopVar)}
+}
+
+func (c *converter) row(t *Task, out omap, into string, tc *taskConv) {
+	f, notes := tc.fidelity()
+	name := t.Name
+	if name == "" {
+		name = t.Module
+	}
+	c.rows = append(c.rows, &Row{Upstream: fmt.Sprintf("%s:%d", t.File, t.Line), Name: name, Module: t.FQCN, Into: into,
+		Fidelity: f, Notes: notes, node: out.n, file: c.outFile})
+}
+
+// comment is the # import: comment of an output task that is not exact.
+func comment(tc *taskConv) string {
+	f, notes := tc.fidelity()
+	switch f {
+	case Manual:
+		return "TODO(import): " + strings.Join(notes, "; ")
+	case Approximated:
+		return "import: approximated: " + strings.Join(notes, "; ")
+	}
+	return ""
+}
+
+func (c *converter) moduleTask(t *Task, loopVar string) omap {
+	tc := &taskConv{}
+	if lv := loopVarOf(t); lv != "" {
+		loopVar = lv
+	}
+	out := newMap()
+	if t.Name != "" {
+		out.set("name", t.Name, "")
+	}
+	reg := t.keyword("register")
+	if reg == "" && len(notifies(t)) > 0 {
+		reg = c.registerFor(t)
+	}
+	a := &margs{t: t, c: c, tc: tc, sc: c.scope("", loopVar), used: map[string]bool{}}
+	c.pendingWhen = ""
+	mod, params := convertModule(a)
+	for _, h := range notifies(t) {
+		c.notifiers[h] = append(c.notifiers[h], reg)
+	}
+	out.set("module", mod, "")
+	if !params.empty() {
+		out.set("params", params, "")
+	}
+	c.keywords(t, out, tc, reg, loopVar)
+	if reg != "" {
+		out.set("register", reg, "")
+		c.registers[reg] = true
+		c.regModule(reg, t.Module)
+	}
+	if cm := comment(tc); cm != "" {
+		out.n.HeadComment = cm
+	}
+	c.row(t, out, mod, tc)
+	return out
+}
+
+// regModule remembers the module behind a register, for the fields its
+// Ansible result has that ours names differently (stat's result.stat.*).
+func (c *converter) regModule(reg, module string) {
+	if module == "stat" {
+		c.statRegs = append(c.statRegs, reg)
+	}
+}
+
+func loopVarOf(t *Task) string {
+	if lc, ok := t.Keywords["loop_control"]; ok {
+		if v := lookupPath(lc, "loop_var"); v != nil {
+			return v.Value
+		}
+	}
+	if _, ok := t.Keywords["loop"]; ok {
+		return "item"
+	}
+	for k := range t.Keywords {
+		if strings.HasPrefix(k, "with_") {
+			return "item"
+		}
+	}
+	return ""
+}
+
+// keywords converts the task keywords shared by module tasks and blocks.
+func (c *converter) keywords(t *Task, out omap, tc *taskConv, self, loopVar string) {
+	sc := c.scope("", loopVar)
+	when := ""
+	if n, ok := t.Keywords["when"]; ok {
+		when = conditions(n)
+	}
+	if c.pendingWhen != "" {
+		if when != "" {
+			when = "(" + when + ") and " + c.pendingWhen
+		} else {
+			when = c.pendingWhen
+		}
+		c.pendingWhen = ""
+	}
+	if when != "" {
+		tr := TranslateCondition(when, sc)
+		tc.take(tr, "when")
+		out.set("when", celOrTodo(tr, when), "")
+	}
+	c.loop(t, out, tc, sc)
+	if n, ok := t.Keywords["vars"]; ok {
+		c.taskVars(n, out, tc, sc)
+	}
+	selfSc := c.scope(self, loopVar)
+	for _, k := range []string{"changed_when", "failed_when"} {
+		if n, ok := t.Keywords[k]; ok {
+			tr := TranslateCondition(conditions(n), selfSc)
+			tc.take(tr, k)
+			out.set(k, celOrTodo(tr, conditions(n)), "")
+		}
+	}
+	if n, ok := t.Keywords["until"]; ok {
+		tr := TranslateCondition(conditions(n), selfSc)
+		tc.take(tr, "until")
+		retry := newMap()
+		retries := t.keyword("retries")
+		if retries == "" {
+			retries = "3"
+		}
+		if cnt, err := strconv.Atoi(retries); err == nil {
+			retry.set("count", cnt, "")
+		} else {
+			tc.need("retries %q is not a number", retries)
+		}
+		delay := t.keyword("delay")
+		if delay == "" {
+			delay = "5"
+		}
+		retry.set("delay", delay+"s", "")
+		retry.set("until", celOrTodo(tr, conditions(n)), "")
+		out.set("retry", retry, "")
+	}
+	if t.keyword("ignore_errors") != "" && isTrue(t.keyword("ignore_errors")) {
+		if _, ok := t.Keywords["failed_when"]; !ok {
+			out.set("failed_when", "false", "")
+			tc.approx("ignore_errors: a failure is not shown as failed (ignored) in the run record, it counts as ok")
+		}
+	}
+	if u := t.keyword("become_user"); u != "" && u != "root" {
+		tc.need("become_user: %s — a soul runs modules as root; run the command as that user (runuser -u %s --) or set owner:", u, u)
+	}
+	if t.keyword("delegate_to") != "" {
+		tc.need("delegate_to: a destiny runs on its own host; delegate in the scenario with delegate: [coven]")
+	}
+	if t.keyword("run_once") != "" && isTrue(t.keyword("run_once")) {
+		tc.need("run_once: a destiny runs on its own host; put the task in the scenario with run_once: true")
+	}
+	if isTrue(t.keyword("no_log")) {
+		tc.approx("no_log: declare the values it hid as secret inputs (secret: true) so Soul Stack masks them")
+	}
+	if cm := t.keyword("check_mode"); cm != "" {
+		tc.need("check_mode: %s — Soul Stack decides check mode per run (read-only probes run in check mode with changed_when: false)", cm)
+	}
+	if _, ok := t.Keywords["environment"]; ok && !c.envTaken(out) {
+		tc.need("environment: only commands take env: in Soul Stack")
+	}
+	if n, ok := t.Keywords["async"]; ok {
+		tc.need("async: %s — give the task a timeout: instead", n.Value)
+	}
+}
+
+func (c *converter) envTaken(out omap) bool {
+	for i := 0; i+1 < len(out.n.Content); i += 2 {
+		if out.n.Content[i].Value == "params" {
+			for j := 0; j+1 < len(out.n.Content[i+1].Content); j += 2 {
+				if out.n.Content[i+1].Content[j].Value == "env" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func isTrue(s string) bool {
+	switch strings.ToLower(s) {
+	case "true", "yes", "on", "1", "y":
+		return true
+	}
+	return false
+}
+
+// celOrTodo is the translated CEL, or for a manual expression a CEL call
+// that cannot compile, so validation stops at it with its line.
+func celOrTodo(t Translation, src string) string {
+	if t.Manual != "" {
+		return "TODO_import(" + strconv.Quote(src) + ")"
+	}
+	return t.CEL
+}
+
+// valueOrTodo is a translated value, or for a manual one an expression
+// that cannot compile.
+func valueOrTodo(t Translation, src string) string {
+	if t.Manual != "" {
+		return "${ TODO_import(" + strconv.Quote(src) + ") }"
+	}
+	return t.CEL
+}
+
+func (c *converter) loop(t *Task, out omap, tc *taskConv, sc Scope) {
+	var src *yaml.Node
+	var kind string
+	for k, n := range t.Keywords {
+		if k == "loop" || strings.HasPrefix(k, "with_") {
+			src, kind = n, k
+		}
+	}
+	if src == nil {
+		return
+	}
+	switch kind {
+	case "loop", "with_items", "with_list":
+		if kind == "with_items" && src.Kind == yaml.ScalarNode {
+			tc.approx("with_items flattens nested lists one level; loop: does not")
+		}
+		out.set("loop", c.translateNode(src, tc, sc, "loop"), "")
+	case "with_dict":
+		tr := TranslateValue(src.Value, sc)
+		tc.take(tr, "with_dict")
+		out.set("loop", valueOrTodo(tr, src.Value), "")
+		tc.approx("with_dict: a loop over a map gives item.key and item.value in key order (Ansible: insertion order)")
+	default:
+		tc.need("%s has no loop: equivalent; write the list it builds as loop:", kind)
+	}
+	if lc, ok := t.Keywords["loop_control"]; ok && lookupPath(lc, "index_var") != nil {
+		tc.need("loop_control.index_var: read loop_index instead")
+	}
+}
+
+func (c *converter) taskVars(n *yaml.Node, out omap, tc *taskConv, sc Scope) {
+	if n.Kind != yaml.MappingNode {
+		tc.need("vars: is not a map")
+		return
+	}
+	vars := newMap()
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		name := n.Content[i].Value
+		vars.set(name, c.translateNode(n.Content[i+1], tc, sc, "vars."+name), "")
+		c.vars[name] = KindUnknown
+	}
+	out.set("vars", vars, "")
+}
+
+// translateNode translates every string of a YAML value.
+func (c *converter) translateNode(n *yaml.Node, tc *taskConv, sc Scope, what string) any {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		tc.need("%s: %v", what, err)
+		return nil
+	}
+	return c.translateAny(v, tc, sc, what)
+}
+
+func (c *converter) translateAny(v any, tc *taskConv, sc Scope, what string) any {
+	switch x := v.(type) {
+	case string:
+		tr := TranslateValue(x, sc)
+		tc.take(tr, what)
+		return valueOrTodo(tr, x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = c.translateAny(e, tc, sc, what)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = c.translateAny(e, tc, sc, what+"."+k)
+		}
+		return out
+	}
+	return v
+}
+
+// block converts a block; rescue and always have no equivalent.
+func (c *converter) block(t *Task, loopVar string) omap {
+	tc := &taskConv{}
+	out := newMap()
+	if t.Name != "" {
+		out.set("name", t.Name, "")
+	}
+	c.keywords(t, out, tc, "", loopVar)
+	if len(t.Rescue) > 0 {
+		tc.need("rescue: Soul Stack has no rescue; a task with onfail: [register] runs after a failure, but the run still fails")
+	}
+	if len(t.Always) > 0 {
+		tc.need("always: Soul Stack has no always section; the tasks are kept after the block")
+	}
+	out.set("block", c.tasks(t.Block, loopVar), "")
+	if cm := comment(tc); cm != "" {
+		out.n.HeadComment = cm
+	}
+	c.row(t, out, "block", tc)
+	return out
+}
+
+// include splices the tasks of an included file; with when: (or other
+// keywords) they become a block.
+func (c *converter) include(t *Task, loopVar string) []omap {
+	tc := &taskConv{}
+	file := t.FreeForm
+	if f, ok := t.Args["file"].(string); ok {
+		file = f
+	}
+	rel := path.Clean(file)
+	ts, ok := c.role.TaskFiles[rel]
+	switch {
+	case strings.Contains(file, "{{"):
+		tc.need("%s: the file name is an expression; include each file under a when: instead", file)
+	case !ok:
+		tc.need("%s: no such file in tasks/", file)
+	case c.including[rel]:
+		tc.need("%s includes itself", file)
+	}
+	if len(tc.manual) > 0 {
+		out := newMap()
+		out.set("name", "include "+file, "")
+		out.set("module", "core.test.fail", "")
+		out.set("params", map[string]any{"message": "TODO(import): " + strings.Join(tc.manual, "; "), "todo_import": true}, "")
+		out.n.HeadComment = comment(tc)
+		c.row(t, out, "", tc)
+		return []omap{out}
+	}
+	c.including[rel] = true
+	defer delete(c.including, rel)
+	inner := c.tasks(ts, loopVar)
+	if len(t.Keywords) == 0 {
+		c.row(t, newMap(), "spliced", tc)
+		c.rows[len(c.rows)-1].node = firstNode(inner)
+		return inner
+	}
+	out := newMap()
+	out.set("name", "include "+file, "")
+	c.keywords(t, out, tc, "", loopVar)
+	if t.Module == "include_tasks" {
+		if _, ok := t.Keywords["loop"]; ok {
+			tc.need("include_tasks with loop: loop each task of the file instead")
+		}
+	}
+	out.set("block", inner, "")
+	if cm := comment(tc); cm != "" {
+		out.n.HeadComment = cm
+	}
+	c.row(t, out, "block", tc)
+	return []omap{out}
+}
+
+func firstNode(ts []omap) *yaml.Node {
+	if len(ts) == 0 {
+		return nil
+	}
+	return ts[0].n
+}
+
+// setFact turns a set_fact into a block around the tasks after it, whose
+// vars: hold the facts; ok is false when the facts could not be expressed
+// (it then stays a manual task in place).
+func (c *converter) setFact(t *Task, rest []*Task, loopVar string) (omap, bool) {
+	tc := &taskConv{}
+	sc := c.scope("", loopVar)
+	vars := newMap()
+	cond := ""
+	if n, ok := t.Keywords["when"]; ok {
+		tr := TranslateCondition(conditions(n), sc)
+		tc.take(tr, "when")
+		cond = tr.CEL
+	}
+	var names []string
+	for k := range t.Args {
+		if k != "cacheable" {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		var expr string
+		switch v := t.Args[k].(type) {
+		case string:
+			tr := TranslateValue(v, sc)
+			tc.take(tr, "set_fact "+k)
+			expr = tr.CEL
+			if tr.Manual == "" && !strings.HasPrefix(expr, "${") {
+				expr = "${ " + strconv.Quote(expr) + " }"
+			}
+		default:
+			tc.need("set_fact %s: only string values are imported", k)
+		}
+		if cond != "" {
+			if cond == "!has(vars."+k+")" {
+				// The "unless already set" idiom: exact.
+				expr = fmt.Sprintf("${ has(vars.%s) ? vars.%s : %s }", k, k, unwrap(expr))
+			} else {
+				tc.approx("set_fact %s with when: where the condition is false and %s was never set, it is null (Ansible: undefined)", k, k)
+				expr = fmt.Sprintf("${ (%s) ? (%s) : (has(vars.%s) ? vars.%s : null) }", cond, unwrap(expr), k, k)
+			}
+		}
+		vars.set(k, expr, "")
+	}
+	for _, k := range names {
+		c.vars[k] = KindUnknown
+	}
+	for _, k := range []string{"loop", "with_items", "register", "delegate_to", "run_once"} {
+		if _, ok := t.Keywords[k]; ok {
+			tc.need("set_fact with %s", k)
+		}
+	}
+	out := newMap()
+	name := t.Name
+	if name == "" {
+		name = "set_fact " + strings.Join(names, ", ")
+	}
+	out.set("name", name, "")
+	out.set("vars", vars, "")
+	if cm := comment(tc); cm != "" {
+		out.n.HeadComment = cm
+	}
+	c.row(t, out, "vars", tc)
+	out.set("block", c.tasks(rest, loopVar), "")
+	return out, true
+}
+
+// unwrap is the CEL inside a whole ${ } value.
+func unwrap(v string) string {
+	s := strings.TrimSpace(v)
+	if strings.HasPrefix(s, "${") && strings.HasSuffix(s, "}") && strings.Count(s, "${") == 1 {
+		return strings.TrimSpace(s[2 : len(s)-1])
+	}
+	return strconv.Quote(v)
+}

@@ -1,0 +1,159 @@
+package ansibleimport
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/soulstack/soulstack/internal/module"
+)
+
+// margs reads one task's module arguments for a converter of the module
+// table, remembering which ones it used: the rest are reported.
+type margs struct {
+	t    *Task
+	c    *converter
+	tc   *taskConv
+	sc   Scope
+	used map[string]bool
+}
+
+func (a *margs) has(k string) bool { _, ok := a.t.Args[k]; return ok }
+
+// str is the raw string value of k ("" when absent), marking it used.
+func (a *margs) str(k string) string {
+	a.used[k] = true
+	switch v := a.t.Args[k].(type) {
+	case string:
+		return v
+	case nil:
+		return ""
+	case bool:
+		if v {
+			return "true"
+		}
+		return "false"
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// first returns the name of the first of keys (aliases) that is given.
+func (a *margs) first(keys ...string) string {
+	for _, k := range keys {
+		if a.has(k) {
+			return k
+		}
+	}
+	return ""
+}
+
+// val is the translated value of k.
+func (a *margs) val(k string) any {
+	a.used[k] = true
+	return a.c.translateAny(a.t.Args[k], a.tc, a.sc, k)
+}
+
+// into builds the params of module mod: each pair maps an Ansible argument
+// (with its aliases, "dest|path|name") to our parameter. A parameter the
+// module's schema does not have is reported, never written.
+type into struct {
+	a      *margs
+	mod    string
+	params omap
+	schema module.Schema
+}
+
+func (a *margs) into(mod string) *into {
+	m, ok := module.Lookup(mod)
+	in := &into{a: a, mod: mod, params: newMap()}
+	if ok {
+		in.schema = m.Schema()
+	}
+	return in
+}
+
+// set writes param = v.
+func (in *into) set(param string, v any) {
+	if _, ok := in.schema.Params[param]; !ok {
+		in.a.tc.need("%s has no parameter %s", in.mod, param)
+		return
+	}
+	in.params.set(param, v, "")
+}
+
+// copy maps the Ansible argument (or its aliases, "a|b") to param when
+// given.
+func (in *into) copy(ansible, param string) {
+	for _, k := range strings.Split(ansible, "|") {
+		if in.a.has(k) {
+			in.set(param, in.a.val(k))
+			return
+		}
+	}
+}
+
+// same copies each argument that has the same name here.
+func (in *into) same(names ...string) {
+	for _, n := range names {
+		in.copy(n, n)
+	}
+}
+
+// convertModule maps one task's module and arguments; what it cannot map
+// is reported through a.tc.
+func convertModule(a *margs) (string, omap) {
+	conv, ok := moduleTable[a.t.Module]
+	if !ok {
+		return placeholder(a, fmt.Sprintf("the module %s has no Soul Stack equivalent in the import table", a.t.FQCN))
+	}
+	in := conv(a)
+	if in == nil {
+		return placeholder(a, "")
+	}
+	a.rest(in.mod)
+	return in.mod, in.params
+}
+
+// placeholder is a task that fails validation at its line until a person
+// decides (SPEC §17: nothing is dropped silently).
+func placeholder(a *margs, why string) (string, omap) {
+	if why != "" {
+		a.tc.need("%s", why)
+	}
+	p := newMap()
+	p.set("command", "false", "")
+	p.set("todo_import", fmt.Sprintf("%s %v", a.t.FQCN, a.t.Args), "")
+	for k := range a.t.Args {
+		a.used[k] = true
+	}
+	return "core.exec.run", p
+}
+
+// ignorable are arguments whose absence changes nothing here: Soul Stack
+// does what they ask for by default, or they only shape Ansible's output.
+var ignorable = map[string]string{
+	"force_apt_get": "", "lock_timeout": "", "unsafe_writes": "", "attributes": "attributes (chattr) are not set",
+	"seuser": "SELinux contexts are not set", "serole": "SELinux contexts are not set", "setype": "SELinux contexts are not set", "selevel": "SELinux contexts are not set",
+	"follow": "", "use": "", "daemon_reexec": "",
+}
+
+// rest reports the arguments no converter used.
+func (a *margs) rest(mod string) {
+	var left []string
+	for k := range a.t.Args {
+		if !a.used[k] {
+			left = append(left, k)
+		}
+	}
+	sort.Strings(left)
+	for _, k := range left {
+		if why, ok := ignorable[k]; ok {
+			if why != "" {
+				a.tc.approx("%s: %s", k, why)
+			}
+			continue
+		}
+		a.tc.need("%s=%v is not imported into %s", k, a.t.Args[k], mod)
+	}
+}
