@@ -432,6 +432,12 @@ func (c *converter) setFact(t *Task, rest []*Task, loopVar string) (omap, bool) 
 		default:
 			tc.need("set_fact %s: only string values are imported", k)
 		}
+		_, known := c.vars[k]
+		if cond != "" && !known && (cond == "true" || cond == "!has(vars."+k+")") {
+			// "Unless already set" of a variable the role never sets:
+			// always set here.
+			cond = ""
+		}
 		if cond != "" {
 			if cond == "!has(vars."+k+")" {
 				// The "unless already set" idiom: exact.

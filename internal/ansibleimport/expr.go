@@ -252,6 +252,12 @@ func (tr *translator) expr(n nodes.Node) val {
 		return tr.item(x)
 	case *nodes.Negation:
 		v := tr.cond(x.Term)
+		switch v.code {
+		case "true":
+			return val{code: "false", kind: KindBool}
+		case "false":
+			return val{code: "true", kind: KindBool}
+		}
 		return val{code: "!" + paren(v), kind: KindBool}
 	case *nodes.UnaryExpression:
 		v := tr.expr(x.Term)

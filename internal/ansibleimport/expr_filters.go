@@ -25,15 +25,17 @@ func (tr *translator) filter(v val, f *nodes.FilterCall) val {
 		tr.fail("the filter %s with keyword arguments has no CEL translation", f.Name)
 		return val{}
 	}
-	a := tr.args(f)
-	switch f.Name {
-	case "default", "d":
+	if f.Name == "default" || f.Name == "d" {
 		if len(f.Args) > 0 {
 			if n, ok := f.Args[0].(*nodes.Name); ok && n.Name.Val == "omit" {
 				tr.approx("default(omit): the parameter is given (empty) where Ansible left it out")
 				return v
 			}
 		}
+	}
+	a := tr.args(f)
+	switch f.Name {
+	case "default", "d":
 		if len(a) == 0 {
 			a = append(a, val{code: `""`, kind: KindString})
 		}

@@ -205,7 +205,7 @@ func (tr *translator) defined(n nodes.Expression, not bool) val {
 		// A name the role never defines comes, in Ansible, from the
 		// inventory or extra vars, which are not imported.
 		tr.approx("%s is not a variable of the role: in Ansible the inventory or extra vars could define it", x.Name.Val)
-		return val{code: bang + "has(vars." + x.Name.Val + ")", kind: KindBool}
+		return val{code: strconv.FormatBool(not), kind: KindBool}
 	case *nodes.GetAttribute:
 		if x.Attribute != "" {
 			if _, ok := factPath(x); ok {

@@ -230,7 +230,15 @@ func convPackage(a *margs) *into {
 	}
 	packageNames(a, in)
 	if in.mod == "core.pkg.installed" {
-		in.same("update_cache", "cache_valid_time", "default_release", "install_recommends", "allow_unauthenticated", "allow_downgrade", "enablerepo", "deb")
+		in.same("update_cache", "cache_valid_time", "default_release", "install_recommends", "allow_unauthenticated", "allow_downgrade", "deb")
+		if a.has("enablerepo") {
+			// Ansible takes one repository or a comma list; ours a list.
+			v := a.val("enablerepo")
+			if _, isList := v.([]any); !isList {
+				v = []any{v}
+			}
+			in.set("enablerepo", v)
+		}
 	}
 	if a.t.Module == "package" && a.has("use") {
 		a.tc.approx("use: the package manager follows the host's family")

@@ -360,3 +360,37 @@ func (c *converter) scenario(im *Import, input omap) error {
 	im.Files["scenario/apply/main.yml"] = b
 	return nil
 }
+
+// WriteTo writes the repository into dir, which must not exist or be
+// empty: the files are written in a directory beside it and renamed into
+// place, so a failed import leaves nothing half-written.
+func (im *Import) WriteTo(dir string) error {
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return fmt.Errorf("%s is not empty: import into a new directory", dir)
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	tmp, err := os.MkdirTemp(parent, ".import-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	paths := make([]string, 0, len(im.Files))
+	for p := range im.Files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		full := filepath.Join(tmp, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, im.Files[p], 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	_ = os.Remove(dir) // an empty directory the caller made
+	return os.Rename(tmp, dir)
+}
