@@ -102,6 +102,11 @@ type converter struct {
 	// (include_vars: "{{ ansible_facts.os_family }}.yml"): the files are
 	// written under soulprint's spelling of the values.
 	varFileFact *Fact
+	// inScenario is set while converting a playbook's own tasks: they
+	// are scenario steps, where run_once: exists.
+	inScenario bool
+	// playbook is the playbook's file name, for the report.
+	playbook string
 }
 
 func newConverter(r *Role) *converter {

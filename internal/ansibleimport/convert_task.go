@@ -188,7 +188,11 @@ func (c *converter) keywords(t *Task, out omap, tc *taskConv, self, loopVar stri
 		tc.need("delegate_to: a destiny runs on its own host; delegate in the scenario with delegate: [coven]")
 	}
 	if t.keyword("run_once") != "" && isTrue(t.keyword("run_once")) {
-		tc.need("run_once: a destiny runs on its own host; put the task in the scenario with run_once: true")
+		if c.inScenario {
+			out.set("run_once", true, "")
+		} else {
+			tc.need("run_once: a destiny runs on its own host; put the task in the scenario with run_once: true")
+		}
 	}
 	if isTrue(t.keyword("no_log")) {
 		tc.approx("no_log: declare the values it hid as secret inputs (secret: true) so Soul Stack masks them")

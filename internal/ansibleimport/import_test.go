@@ -53,3 +53,48 @@ func TestImportRedisRole(t *testing.T) {
 		}
 	}
 }
+
+func TestImportPlaybook(t *testing.T) {
+	im, err := ImportPlaybook("testdata/playbooks/site.yml", []string{"testdata/roles"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := writeImport(t, im)
+	_, problems := dsl.Load(dir)
+	site := string(im.Files["scenario/site/main.yml"])
+	for _, want := range []string{"on:\n      - cache", "serial: 2", "destiny: redis", "failed_when: '!contains(register.self.stdout, \"PONG\")'"} {
+		if !strings.Contains(site, want) {
+			t.Errorf("scenario/site/main.yml lacks %q:\n%s", want, site)
+		}
+	}
+	// The play gives redis_maxmemory a string where the role's default is
+	// an integer: that row is manual, and validation stops there too.
+	var found bool
+	for _, r := range im.Rows {
+		if r.Name == "role redis" {
+			found = true
+			if r.Fidelity != Manual || !strings.Contains(strings.Join(r.Notes, " "), "redis_maxmemory") {
+				t.Errorf("role row = %s %v, want manual about redis_maxmemory", r.Fidelity, r.Notes)
+			}
+			if r.Upstream != "site.yml:14" {
+				t.Errorf("role row upstream = %s, want site.yml:14", r.Upstream)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no row for the play's role")
+	}
+	var mentions bool
+	for _, p := range problems {
+		if strings.Contains(p.Message, "redis_maxmemory") {
+			mentions = true
+		}
+	}
+	if !mentions {
+		t.Errorf("validation does not stop at redis_maxmemory: %v", problems)
+	}
+	ess := string(im.Files["essence/_default.yaml"])
+	if !strings.Contains(ess, "redis_port: 6380") {
+		t.Errorf("the play's role var is not the essence's value:\n%s", ess)
+	}
+}

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -39,8 +38,9 @@ type importSummary struct {
 
 func newImportAnsibleCmd(g *Globals) *cobra.Command {
 	var out string
+	var roleDirs []string
 	c := &cobra.Command{
-		Use:   "ansible ROLE_DIR --out DIR",
+		Use:   "ansible ROLE_DIR|PLAYBOOK.yml --out DIR",
 		Short: "Turn an Ansible role into a service repository, with a report of every task",
 		Long: `Reads an Ansible role (tasks/ with includes and blocks, handlers/, defaults/,
 vars/, templates/, files/, meta/argument_specs.yml) and writes a service
@@ -49,8 +49,10 @@ tasks, its templates unchanged (Jinja), its defaults as typed input fed from
 the essence, and scenario/apply. IMPORT.md lists every upstream task as
 exact, approximated (what is lost) or manual (why), with file:line on both
 sides; manual tasks fail 'soulctl scenario validate' at their line until a
-person decides. Offline and deterministic: no Keeper is needed.
-Playbooks are not imported yet.`,
+person decides. A playbook becomes scenario/site: each play a block
+targeting its hosts: group as a coven (on:), with serial:, its tasks, and
+its roles applied as destinies (found in roles/ beside the playbook or
+under --roles DIR). Offline and deterministic: no Keeper is needed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.capture {
@@ -59,7 +61,7 @@ Playbooks are not imported yet.`,
 			if out == "" {
 				return cmdutil.Usage(fmt.Errorf("--out DIR is required: the directory to write the service repository into"))
 			}
-			sum, err := runImportAnsible(args[0], out)
+			sum, err := runImportAnsible(args[0], out, roleDirs)
 			if err != nil {
 				return err
 			}
@@ -67,20 +69,25 @@ Playbooks are not imported yet.`,
 		},
 	}
 	c.Flags().StringVar(&out, "out", "", "directory to write the service repository into (new or empty)")
+	c.Flags().StringSliceVar(&roleDirs, "roles", nil, "directories holding the roles a playbook names (besides roles/ beside it)")
 	return c
 }
 
-func runImportAnsible(src, out string) (*importSummary, error) {
-	if st, err := os.Stat(src); err == nil && !st.IsDir() {
-		return nil, cmdutil.Usage(fmt.Errorf("%s is a file: playbooks are not imported yet, give a role directory", src))
-	}
-	role, err := ansibleimport.LoadRole(src)
-	if err != nil {
-		return nil, cmdutil.Usage(err)
-	}
-	im, err := ansibleimport.ImportRole(role)
-	if err != nil {
-		return nil, cmdutil.Failed(fmt.Errorf("importing %s: %w", src, err))
+func runImportAnsible(src, out string, roleDirs []string) (*importSummary, error) {
+	var im *ansibleimport.Import
+	if ansibleimport.IsPlaybook(src) {
+		var err error
+		if im, err = ansibleimport.ImportPlaybook(src, roleDirs); err != nil {
+			return nil, cmdutil.Usage(fmt.Errorf("importing %s: %w", src, err))
+		}
+	} else {
+		role, err := ansibleimport.LoadRole(src)
+		if err != nil {
+			return nil, cmdutil.Usage(err)
+		}
+		if im, err = ansibleimport.ImportRole(role); err != nil {
+			return nil, cmdutil.Failed(fmt.Errorf("importing %s: %w", src, err))
+		}
 	}
 	if err := im.WriteTo(out); err != nil {
 		return nil, cmdutil.Failed(fmt.Errorf("writing %s: %w", out, err))
@@ -98,7 +105,7 @@ func runImportAnsible(src, out string) (*importSummary, error) {
 
 // table is the human form: the counts, then what stops validation.
 func (s *importSummary) table(w io.Writer) error {
-	fmt.Fprintf(w, "imported role %s into %s: %d tasks, %d exact, %d approximated, %d manual (see %s)\n",
+	fmt.Fprintf(w, "imported %s into %s: %d tasks, %d exact, %d approximated, %d manual (see %s)\n",
 		s.Service, s.Out, len(s.Tasks), s.Exact, s.Approximate, s.Manual, filepath.Join(s.Out, "IMPORT.md"))
 	if s.Valid {
 		fmt.Fprintf(w, "soulctl scenario validate %s: ok\n", s.Out)
