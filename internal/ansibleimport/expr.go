@@ -120,9 +120,11 @@ func TranslateValue(src string, sc Scope) Translation {
 	return tr.result(b.String())
 }
 
-// parse parses src with Ansible's Jinja settings.
+// parse parses src with Ansible's Jinja settings for templated values: a
+// trailing newline is kept (Templar's preserve_trailing_newlines).
 func parse(src string) (*nodes.Template, error) {
 	cfg := config.New()
+	cfg.KeepTrailingNewline = true
 	p := parser.NewParser("expression", tokens.Lex(src, cfg), cfg, nil, builtins.ControlStructures)
 	return p.Parse()
 }

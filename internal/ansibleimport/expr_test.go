@@ -189,6 +189,7 @@ func TestTranslateManualAndValues(t *testing.T) {
 		{`plain text`, `plain text`},
 		{`{{ users | join(',') }}`, `${ join(vars.users, ",") }`},
 		{`{{ item.name }}`, `${ item.name }`},
+		{"{{ nginx_user }}\n", "${ vars.nginx_user }\n"},
 	} {
 		got := TranslateValue(c.src, testScope())
 		if diff := cmp.Diff(Translation{CEL: c.want}, got); diff != "" {
