@@ -17,4 +17,6 @@ cat > "$work/play.yml" <<PLAY
 PLAY
 ANSIBLE_LOCALHOST_WARNING=0 ANSIBLE_INVENTORY_UNPARSED_WARNING=0 ansible-playbook -i localhost, "$work/play.yml" >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
 rm -rf motd && mkdir motd && cp -a "$work/motd.d/." motd/
-ls -la motd
+# git keeps no modes but 644/755: the modes Ansible set are written down.
+(cd "$work/motd.d" && stat -c '%n %a' .[!.]* * | sort) > motd.modes
+cat motd.modes
