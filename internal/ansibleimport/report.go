@@ -22,7 +22,7 @@ func (im *Import) report(r *Role) []byte {
 	b.WriteString("- **exact**: the task does here what it did in Ansible.\n")
 	b.WriteString("- **approximated**: it nearly does; the notes say what is lost. The task carries an `# import: approximated` comment.\n")
 	b.WriteString("- **manual**: a person must decide. The task carries a `# TODO(import)` comment and fails `soulctl scenario validate` at its line until then.\n\n")
-	b.WriteString("The role's variables keep their names: the destiny's tasks run in one block whose `vars:` give them (defaults come from the destiny's typed `input:`, fed from `essence/_default.yaml` by `scenario/apply`), so templates read them unchanged.\n\n")
+	b.WriteString("The role's variables keep their names: the destiny's tasks run in one block whose `vars:` give them (defaults come from the destiny's typed `input:`, fed from `essence/_default.yaml` by `scenario/create`), so templates read them unchanged.\n\n")
 	for _, note := range im.notes {
 		fmt.Fprintf(&b, "- Note: %s\n", note)
 	}

@@ -46,7 +46,7 @@ func newImportAnsibleCmd(g *Globals) *cobra.Command {
 vars/, templates/, files/, meta/argument_specs.yml) and writes a service
 repository into --out (a new or empty directory): a destiny with the role's
 tasks, its templates unchanged (Jinja), its defaults as typed input fed from
-the essence, and scenario/apply. IMPORT.md lists every upstream task as
+the essence, and scenario/create. IMPORT.md lists every upstream task as
 exact, approximated (what is lost) or manual (why), with file:line on both
 sides; manual tasks fail 'soulctl scenario validate' at their line until a
 person decides. A playbook becomes scenario/site: each play a block
