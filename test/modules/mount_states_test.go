@@ -13,7 +13,9 @@ func TestMountEphemeralOnLabHost(t *testing.T) {
 	h := host(t)
 	const mp, bmp = "/srv/me/tmp", "/srv/me/bind"
 	sh(t, h, "mkdir -p /srv/me/bsrc; echo hi > /srv/me/bsrc/f; touch /etc/fstab; cp /etc/fstab /etc/fstab.soulbak-e")
-	t.Cleanup(func() { sh(t, h, "umount "+mp+" 2>/dev/null; umount "+bmp+" 2>/dev/null; mv /etc/fstab.soulbak-e /etc/fstab") })
+	t.Cleanup(func() {
+		sh(t, h, "umount "+mp+" 2>/dev/null; umount "+bmp+" 2>/dev/null; mv /etc/fstab.soulbak-e /etc/fstab")
+	})
 	fstab := stamp(t, h, "/etc/fstab")
 	task := func(src, size string) string {
 		return `{name: t, module: core.mount.mounted, params: {path: ` + mp + `, src: ` + src + `, fstype: tmpfs, state: ephemeral, opts: "size=` + size + `,mode=0750"}}`
