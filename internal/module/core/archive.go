@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/bzip2"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -32,7 +33,7 @@ const (
 
 func init() {
 	register("core.archive.extracted", module.Schema{
-		Summary: "Extract a tar (plain, gz, xz, zst) or zip archive into a directory, by library, never by shelling out",
+		Summary: "Extract a tar (plain, gz, bz2, xz, zst) or zip archive into a directory, by library, never by shelling out",
 		Params: map[string]module.Param{
 			"path":       str(true, "absolute path of the destination directory (it must exist)"),
 			"src":        str(true, "the archive: a path under the scenario's or destiny's files/ directory, or an absolute path on the host"),
@@ -51,7 +52,7 @@ func init() {
 		Output: map[string]module.Field{
 			"path":    fileOutput["path"],
 			"src":     outputField(module.TypeString, "the archive"),
-			"format":  outputField(module.TypeString, "tar, tar.gz, tar.xz, tar.zst or zip"),
+			"format":  outputField(module.TypeString, "tar, tar.gz, tar.bz2, tar.xz, tar.zst or zip"),
 			"entries": outputField(module.TypeInt, "entries in the archive"),
 			"written": outputField(module.TypeStrList, "entries created or replaced (or to be, in check mode)"),
 			"files":   outputField(module.TypeStrList, "with list_files: the names of the entries include/exclude select, in archive order"),
@@ -356,6 +357,9 @@ func listArchive(raw []byte) (string, []archiveEntry, error) {
 		}
 		es, err := listTar(r)
 		return "tar.xz", es, err
+	case bytes.HasPrefix(raw, []byte("BZh")):
+		es, err := listTar(bzip2.NewReader(bytes.NewReader(raw)))
+		return "tar.bz2", es, err
 	case bytes.HasPrefix(raw, []byte{0x28, 0xb5, 0x2f, 0xfd}):
 		d, err := zstd.NewReader(bytes.NewReader(raw), zstd.WithDecoderMaxMemory(archiveEntryMax))
 		if err != nil {
@@ -367,7 +371,7 @@ func listArchive(raw []byte) (string, []archiveEntry, error) {
 	}
 	es, err := listTar(bytes.NewReader(raw))
 	if err != nil {
-		err = fmt.Errorf("not a tar (plain, gz, xz, zst) or zip archive: %w", err)
+		err = fmt.Errorf("not a tar (plain, gz, bz2, xz, zst) or zip archive: %w", err)
 	}
 	return "tar", es, err
 }

@@ -343,3 +343,21 @@ func TestArchiveGlob(t *testing.T) {
 		})
 	}
 }
+
+// TestArchiveExtractedBzip2: a tar.bz2 (testdata/app.tar.bz2, made with
+// GNU tar -j: Go has no bzip2 writer) extracts and then converges.
+func TestArchiveExtractedBzip2(t *testing.T) {
+	raw, err := os.ReadFile("testdata/app.tar.bz2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := t.TempDir()
+	env := &module.Env{Files: fstest.MapFS{"files/app.tar.bz2": {Data: raw}}}
+	params := map[string]any{"path": dest, "src": "app.tar.bz2", "list_files": true}
+	res := run(t, "core.archive.extracted", params, env)
+	wantChanged(t, res, true)
+	if res.Data["format"] != "tar.bz2" || readFile(t, filepath.Join(dest, "app/bin/run")) != "#!/bin/sh\necho run\n" {
+		t.Fatalf("format %v, files %v", res.Data["format"], res.Data["files"])
+	}
+	wantChanged(t, run(t, "core.archive.extracted", params, env), false)
+}
