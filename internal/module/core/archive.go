@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/bzip2"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -13,6 +14,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
@@ -31,21 +33,29 @@ const (
 
 func init() {
 	register("core.archive.extracted", module.Schema{
-		Summary: "Extract a tar (plain, gz, xz, zst) or zip archive into a directory, by library, never by shelling out",
+		Summary: "Extract a tar (plain, gz, bz2, xz, zst) or zip archive into a directory, by library, never by shelling out",
 		Params: map[string]module.Param{
-			"path":     str(true, "absolute path of the destination directory (it must exist)"),
-			"src":      str(true, "the archive: a path under the scenario's or destiny's files/ directory, or an absolute path on the host"),
-			"creates":  str(false, "absolute path; when it exists the archive is not looked at (changed: false)"),
-			"owner":    typed(module.TypeAny, "owner of every extracted entry (default: root, whatever the archive says)"),
-			"group":    typed(module.TypeAny, "group of every extracted entry"),
-			"max_size": {Type: module.TypeInt, Default: int64(defaultArchiveMax), Description: "largest archive accepted, in bytes"},
+			"path":       str(true, "absolute path of the destination directory (it must exist)"),
+			"src":        str(true, "the archive: a path under the scenario's or destiny's files/ directory, or an absolute path on the host"),
+			"creates":    str(false, "absolute path; when it exists the archive is not looked at (changed: false)"),
+			"owner":      typed(module.TypeAny, "owner of every extracted entry (default: root, whatever the archive says)"),
+			"group":      typed(module.TypeAny, "group of every extracted entry"),
+			"max_size":   {Type: module.TypeInt, Default: int64(defaultArchiveMax), Description: "largest archive accepted, in bytes"},
+			"list_files": {Type: module.TypeBool, Default: false, Description: "return the names of the archive's entries (those include/exclude select) in the result as files"},
+			"include": typed(module.TypeStrList, "extract only these entries: paths or shell-style globs (* and ? match / too, as Python's fnmatch), "+
+				"matched against each entry's name and its parent directories (a directory brings its content); each must match something; not with exclude"),
+			"exclude":    typed(module.TypeStrList, "do not extract these entries: paths or globs, matched as include; not with include"),
+			"keep_newer": {Type: module.TypeBool, Default: false, Description: "leave an existing file alone when it is newer (mtime) than its entry in the archive"},
+			"mode": str(false, `mode of every extracted file and directory, octal ("0640") or symbolic as chmod ("u+rwX,g-w,o="), `+
+				"applied to each entry's mode from the archive; default: the archive's modes (directories at least u+rwx)"),
 		},
 		Output: map[string]module.Field{
 			"path":    fileOutput["path"],
 			"src":     outputField(module.TypeString, "the archive"),
-			"format":  outputField(module.TypeString, "tar, tar.gz, tar.xz, tar.zst or zip"),
+			"format":  outputField(module.TypeString, "tar, tar.gz, tar.bz2, tar.xz, tar.zst or zip"),
 			"entries": outputField(module.TypeInt, "entries in the archive"),
 			"written": outputField(module.TypeStrList, "entries created or replaced (or to be, in check mode)"),
+			"files":   outputField(module.TypeStrList, "with list_files: the names of the entries include/exclude select, in archive order"),
 		},
 	}, archiveExtracted)
 }
@@ -56,6 +66,7 @@ type archiveEntry struct {
 	kind   byte // 'd' directory, 'f' regular file, 'l' symlink
 	mode   fs.FileMode
 	target string // symlink target
+	mtime  time.Time
 	open   func() (io.Reader, error)
 }
 
@@ -71,6 +82,11 @@ func archiveExtracted(_ context.Context, p map[string]any, env *module.Env) (dom
 	dest, src, creates := a.str("path"), a.str("src"), a.str("creates")
 	owner, group := a.scalar("owner"), a.scalar("group")
 	maxSize, hasMax := a.integer("max_size")
+	listFiles := a.boolean("list_files", false)
+	sel, err := newArchiveSelect(a)
+	if err != nil {
+		return domain.Result{}, err
+	}
 	if a.err != nil {
 		return domain.Result{}, a.err
 	}
@@ -86,6 +102,9 @@ func archiveExtracted(_ context.Context, p map[string]any, env *module.Env) (dom
 		return domain.Result{}, err
 	}
 	data := map[string]any{"path": dest, "src": src, "format": "", "entries": int64(0), "written": []string{}}
+	if listFiles {
+		data["files"] = []string{}
+	}
 	if creates != "" {
 		if t, err := fsOf(env).Open(creates, safefs.Options{}); err == nil {
 			_, ok, _ := t.Lstat()
@@ -106,6 +125,16 @@ func archiveExtracted(_ context.Context, p map[string]any, env *module.Env) (dom
 		return domain.Result{}, fmt.Errorf("archive %s: %w", src, err)
 	}
 	data["format"], data["entries"] = format, int64(len(entries))
+	if entries, err = sel.pick(entries); err != nil {
+		return domain.Result{}, fmt.Errorf("archive %s: %w", src, err)
+	}
+	if listFiles {
+		files := make([]string, 0, len(entries))
+		for _, e := range entries {
+			files = append(files, e.name)
+		}
+		data["files"] = files
+	}
 	// Refuse every bad entry before writing anything.
 	for _, e := range entries {
 		if err := checkEntry(e); err != nil {
@@ -118,7 +147,7 @@ func archiveExtracted(_ context.Context, p map[string]any, env *module.Env) (dom
 	}
 	var written []string
 	for _, e := range entries {
-		changed, err := extractEntry(into, e, uid, gid, env.Check)
+		changed, err := extractEntry(into, e, uid, gid, sel, env.Check)
 		if err != nil {
 			return domain.Result{Data: data}, fmt.Errorf("extracting %s from %s into %s: %w", e.name, src, dest, err)
 		}
@@ -219,7 +248,7 @@ func escapes(name, target string) bool {
 
 // extractEntry converges one entry; it reports whether it wrote (or
 // would write) something.
-func extractEntry(into safefs.FS, e archiveEntry, uid, gid int, check bool) (bool, error) {
+func extractEntry(into safefs.FS, e archiveEntry, uid, gid int, sel archiveSelect, check bool) (bool, error) {
 	name := "/" + strings.TrimSuffix(path.Clean(e.name), "/")
 	if name == "/" || name == "/." {
 		return false, nil
@@ -239,8 +268,19 @@ func extractEntry(into safefs.FS, e archiveEntry, uid, gid int, check bool) (boo
 	attrs := safefs.Attrs{UID: uid, GID: gid}
 	switch e.kind {
 	case 'd':
+		m := e.mode.Perm() | 0o700
+		if sel.mode != nil {
+			m = sel.mode.apply(e.mode, true)
+		}
+		attrs.Mode = &m
 		if exists && fi.IsDir() {
-			return false, nil
+			if sel.mode == nil || fi.Mode&permBits == m {
+				return false, nil
+			}
+			if check {
+				return true, nil
+			}
+			return true, t.SetAttrs(safefs.Attrs{UID: -1, GID: -1, Mode: &m})
 		}
 		if exists {
 			return false, fmt.Errorf("%s exists and is not a directory", name)
@@ -248,8 +288,6 @@ func extractEntry(into safefs.FS, e archiveEntry, uid, gid int, check bool) (boo
 		if check {
 			return true, nil
 		}
-		m := e.mode.Perm() | 0o700
-		attrs.Mode = &m
 		return true, t.Mkdir(attrs)
 	case 'l':
 		if exists && fi.IsSymlink() {
@@ -277,6 +315,12 @@ func extractEntry(into safefs.FS, e archiveEntry, uid, gid int, check bool) (boo
 		return false, fmt.Errorf("larger than %d bytes", archiveEntryMax)
 	}
 	mode := e.mode & permBits
+	if sel.mode != nil {
+		mode = sel.mode.apply(e.mode, false)
+	}
+	if exists && fi.IsRegular() && sel.keepNewer && fi.ModTime.After(e.mtime) {
+		return false, nil
+	}
 	if exists && fi.IsRegular() && fi.Mode&permBits == mode && fi.Size == int64(len(content)) &&
 		(uid < 0 || fi.UID == uid) && (gid < 0 || fi.GID == gid) {
 		old, err := t.ReadFile(archiveEntryMax)
@@ -313,6 +357,9 @@ func listArchive(raw []byte) (string, []archiveEntry, error) {
 		}
 		es, err := listTar(r)
 		return "tar.xz", es, err
+	case bytes.HasPrefix(raw, []byte("BZh")):
+		es, err := listTar(bzip2.NewReader(bytes.NewReader(raw)))
+		return "tar.bz2", es, err
 	case bytes.HasPrefix(raw, []byte{0x28, 0xb5, 0x2f, 0xfd}):
 		d, err := zstd.NewReader(bytes.NewReader(raw), zstd.WithDecoderMaxMemory(archiveEntryMax))
 		if err != nil {
@@ -324,7 +371,7 @@ func listArchive(raw []byte) (string, []archiveEntry, error) {
 	}
 	es, err := listTar(bytes.NewReader(raw))
 	if err != nil {
-		err = fmt.Errorf("not a tar (plain, gz, xz, zst) or zip archive: %w", err)
+		err = fmt.Errorf("not a tar (plain, gz, bz2, xz, zst) or zip archive: %w", err)
 	}
 	return "tar", es, err
 }
@@ -346,7 +393,7 @@ func listTar(r io.Reader) ([]archiveEntry, error) {
 		if len(out) >= archiveMaxEntries {
 			return nil, fmt.Errorf("more than %d entries", archiveMaxEntries)
 		}
-		e := archiveEntry{name: h.Name, mode: fs.FileMode(h.Mode) & fs.ModePerm}
+		e := archiveEntry{name: h.Name, mode: fs.FileMode(h.Mode) & fs.ModePerm, mtime: h.ModTime}
 		if h.Mode&0o4000 != 0 {
 			e.mode |= fs.ModeSetuid
 		}
@@ -385,7 +432,7 @@ func listZip(raw []byte) ([]archiveEntry, error) {
 	}
 	out := make([]archiveEntry, 0, len(zr.File))
 	for _, f := range zr.File {
-		e := archiveEntry{name: f.Name, mode: f.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid)}
+		e := archiveEntry{name: f.Name, mode: f.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid), mtime: f.Modified}
 		m := f.Mode()
 		switch {
 		case m.IsDir():

@@ -16,15 +16,18 @@ import (
 
 func init() {
 	registerNamed("core.mount.mounted", module.Schema{
-		Summary: "Ensure a filesystem's /etc/fstab entry and mount state: mounted, present (fstab only), unmounted or absent",
+		Summary: "Ensure a filesystem's /etc/fstab entry and mount state: mounted, present (fstab only), unmounted, absent, ephemeral (mounted, fstab untouched) or remounted",
 		Params: map[string]module.Param{
 			"path":   str(true, "absolute mount point"),
-			"src":    str(false, "what to mount: a device, UUID=…, LABEL=…, host:/export, or the fstype for tmpfs; required for mounted and present"),
-			"fstype": str(false, "filesystem type (ext4, xfs, tmpfs, nfs, …); required for mounted and present; unknown types are refused"),
-			"opts":   {Type: module.TypeString, Default: "defaults", Description: "mount options, comma-separated"},
+			"src":    str(false, "what to mount: a device, UUID=…, LABEL=…, host:/export, or the fstype for tmpfs; required for mounted, present and ephemeral"),
+			"fstype": str(false, "filesystem type (ext4, xfs, tmpfs, nfs, …); required for mounted, present and ephemeral; unknown types are refused"),
+			"opts":   {Type: module.TypeString, Default: "defaults", Description: "mount options, comma-separated; with remounted, the options of the remount (fstab untouched)"},
+			"boot":   {Type: module.TypeBool, Default: true, Description: "mount at boot; false adds noauto to the fstab entry's options (mounted, present)"},
 			"dump":   {Type: module.TypeInt, Default: int64(0), Description: "fstab dump field"},
 			"passno": {Type: module.TypeInt, Default: int64(0), Description: "fstab fsck pass number"},
-			"state":  {Type: module.TypeString, Default: "mounted", Description: "mounted (fstab entry and mounted), present (fstab entry only), unmounted (unmount, keep the entry) or absent (unmount and remove the entry)"},
+			"state": {Type: module.TypeString, Default: "mounted", Description: "mounted (fstab entry and mounted), present (fstab entry only), unmounted (unmount, keep the entry), absent (unmount and remove the entry), " +
+				"ephemeral (mount without reading or writing fstab; changed only when not mounted, or mounted from src without every option of opts, which remounts; a mount of another source is an error) " +
+				"or remounted (mount -o remount[,opts] of what is mounted at path, fstab untouched; always changed)"},
 		},
 		Unconfinable: true,
 		Output: map[string]module.Field{
@@ -131,6 +134,7 @@ func isMounted(mp string) (bool, error) {
 func mountMounted(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
 	a := newArgs(p)
 	mp, src, fstype, opts, state := a.str("path"), a.str("src"), a.str("fstype"), a.str("opts"), a.str("state")
+	boot := a.boolean("boot", true)
 	dump, _ := a.integer("dump")
 	passno, _ := a.integer("passno")
 	if a.err != nil {
@@ -148,7 +152,12 @@ func mountMounted(ctx context.Context, p map[string]any, env *module.Env) (domai
 	}
 	entry := ""
 	switch state {
-	case "mounted", "present":
+	case "remounted":
+		if strings.ContainsAny(opts, " \t\n") {
+			return domain.Result{}, paramErr("opts", "%q: options are comma-separated, without spaces", opts)
+		}
+		return mountRemounted(ctx, env, mp, opts)
+	case "mounted", "present", "ephemeral":
 		if src == "" {
 			return domain.Result{}, paramErr("src", "required when state is %s", state)
 		}
@@ -164,10 +173,16 @@ func mountMounted(ctx context.Context, p map[string]any, env *module.Env) (domai
 		if dump < 0 || dump > 9 || passno < 0 || passno > 9 {
 			return domain.Result{}, paramErr("passno", "dump and passno are 0-9")
 		}
+		if state == "ephemeral" {
+			return mountEphemeral(ctx, env, mp, src, fstype, opts)
+		}
+		if !boot {
+			opts = withNoauto(opts)
+		}
 		entry = fmt.Sprintf("%s %s %s %s %d %d", fstabEscape(src), fstabEscape(mp), fstype, opts, dump, passno)
 	case "unmounted", "absent":
 	default:
-		return domain.Result{}, paramErr("state", "%q: want mounted, present, unmounted or absent", state)
+		return domain.Result{}, paramErr("state", "%q: want mounted, present, unmounted, absent, ephemeral or remounted", state)
 	}
 	mounted, err := isMounted(mp)
 	if err != nil {
