@@ -172,7 +172,6 @@ func encoded(fn string) func(string, error) *exec.Value {
 	}
 }
 
-
 func intArg(p *exec.VarArgs, pos int, kw string, def int) int {
 	if len(p.Args) > pos && p.Args[pos].IsInteger() {
 		return p.Args[pos].Integer()
@@ -193,7 +192,7 @@ func boolArg(p *exec.VarArgs, pos int, kw string) bool {
 	return false
 }
 
-// filterDefault is Jinja's default(value='', boolean=false): the value
+// filterDefault is Jinja's default(value=”, boolean=false): the value
 // when the input is undefined (or false with boolean), never for None.
 func filterDefault(_ *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exec.Value {
 	def := p.GetKeywordArgument("default_value", "")
