@@ -40,6 +40,33 @@ func Default() Options {
 // NewlineSequences are the values newline_sequence accepts.
 var NewlineSequences = []string{"\n", "\r\n", "\r"}
 
+// OnlyParams are the params of core.file.rendered that only the Jinja
+// engine takes.
+func OnlyParams() []string { return []string{"trim_blocks", "lstrip_blocks", "newline_sequence"} }
+
+// Selected tells whether a template renders with Jinja: engine is
+// "jinja", or engine is empty and the name ends in .j2.
+func Selected(name, engine string) bool {
+	if engine != "" {
+		return engine == "jinja"
+	}
+	return strings.HasSuffix(name, ".j2")
+}
+
+// ParseNewline reads a newline_sequence as Ansible does: the escapes
+// \n, \r\n, \r or the characters themselves.
+func ParseNewline(s string) (string, error) {
+	switch s {
+	case `\n`, "\n":
+		return "\n", nil
+	case `\r\n`, "\r\n":
+		return "\r\n", nil
+	case `\r`, "\r":
+		return "\r", nil
+	}
+	return "", fmt.Errorf("newline_sequence %q: want \\n, \\r\\n or \\r", s)
+}
+
 // ManagedDefault is the value of ansible_managed unless the data sets it.
 const ManagedDefault = "Soul Stack managed"
 
