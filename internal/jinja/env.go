@@ -16,9 +16,9 @@ const MaxRange = 100_000
 // environment builds a fresh gonja environment (nothing global is
 // changed): Jinja's builtins, with Ansible's filters and tests, and
 // bounded versions of those that grow their output (limit 0: unbounded).
-func environment(limit int) *exec.Environment {
+func environment(limit int, newline string) *exec.Environment {
 	filters := exec.NewFilterSet(map[string]exec.FilterFunction{}).Update(builtins.Filters)
-	for name, fn := range ansibleFilters(limit) {
+	for name, fn := range ansibleFilters(limit, newline) {
 		if filters.Exists(name) {
 			_ = filters.Replace(name, fn)
 		} else {

@@ -19,16 +19,18 @@ import (
 // ansibleFilters are Ansible's filters (ansible.builtin) and the Jinja
 // builtins whose gonja version differs from Jinja2's or grows its output
 // without a bound.
-func ansibleFilters(limit int) map[string]exec.FilterFunction {
+func ansibleFilters(limit int, newline string) map[string]exec.FilterFunction {
 	builtin := func(name string) exec.FilterFunction {
 		fn, _ := builtins.Filters.Get(name)
 		return fn
 	}
-	join, indent, wordwrap, center, replace := builtin("join"), builtin("indent"), builtin("wordwrap"), builtin("center"), builtin("replace")
+	join, indent, center, replace := builtin("join"), builtin("indent"), builtin("center"), builtin("replace")
+	wordwrap := filterWordwrap(newline)
 	return map[string]exec.FilterFunction{
 		"default": filterDefault,
 		"d":       filterDefault,
 		"bool":    filterBool,
+		"reverse": filterReverse,
 		"join": func(e *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exec.Value {
 			d := p.GetKeywordArgument("d", "")
 			if len(p.Args) > 0 {

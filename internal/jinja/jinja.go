@@ -96,7 +96,7 @@ func Render(fsys fs.FS, name string, data map[string]any, o Options) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	t, err := exec.NewTemplate(name, cfg, newLoader(fsys, name, body), environment(o.MaxBytes))
+	t, err := exec.NewTemplate(name, cfg, newLoader(fsys, name, body), environment(o.MaxBytes, cfg.NewlineSequence))
 	if err != nil {
 		return nil, syntaxError(name, shift, err)
 	}
@@ -137,7 +137,7 @@ func Check(fsys fs.FS, name string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := exec.NewTemplate(name, cfg, newLoader(fsys, name, body), environment(0)); err != nil {
+	if _, err := exec.NewTemplate(name, cfg, newLoader(fsys, name, body), environment(0, cfg.NewlineSequence)); err != nil {
 		return syntaxError(name, shift, err)
 	}
 	return nil

@@ -125,11 +125,7 @@ func (y yamlWriter) child(v any, col int, inSeq bool) error {
 		if err != nil {
 			return err
 		}
-		gap := " "
-		if inSeq {
-			gap = strings.Repeat(" ", y.indent-1)
-		}
-		return y.w.put(gap + s + "\n")
+		return y.w.put(" " + s + "\n")
 	}
 	if inSeq {
 		// PyYAML puts the first key or item of a collection in a sequence
