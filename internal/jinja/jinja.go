@@ -98,7 +98,7 @@ func Render(fsys fs.FS, name string, data map[string]any, o Options) ([]byte, er
 	}
 	t, err := exec.NewTemplate(name, cfg, newLoader(fsys, name, body), environment(o.MaxBytes, cfg.NewlineSequence))
 	if err != nil {
-		return nil, syntaxError(name, shift, err)
+		return nil, syntaxError(fsys, name, body, cfg, shift, err)
 	}
 	vars := make(map[string]any, len(data)+4)
 	for k, v := range data {
@@ -138,7 +138,7 @@ func Check(fsys fs.FS, name string) error {
 		return err
 	}
 	if _, err := exec.NewTemplate(name, cfg, newLoader(fsys, name, body), environment(0, cfg.NewlineSequence)); err != nil {
-		return syntaxError(name, shift, err)
+		return syntaxError(fsys, name, body, cfg, shift, err)
 	}
 	return nil
 }
@@ -251,23 +251,63 @@ var (
 )
 
 // syntaxError turns a gonja parse error into an Error with the line; the
-// template source gonja puts in its message is left out.
-func syntaxError(name string, shift int, err error) error {
+// template source gonja puts in its message is left out. Some gonja
+// errors (in a tag's arguments) carry no line: the line is then the first
+// one whose prefix of body fails with the same message.
+func syntaxError(fsys fs.FS, name, body string, cfg *config.Config, shift int, err error) error {
+	msg, line := parseMessage(err)
+	if line == 0 {
+		line = failingLine(fsys, name, body, cfg, msg)
+	}
+	if line > 0 {
+		line += shift
+	}
+	return &Error{File: name, Line: line, Msg: "syntax error: " + msg}
+}
+
+// failingLine finds, by bisection, the first line whose prefix of body
+// fails with msg (an error in a tag keeps failing the same way as lines
+// are added after it).
+func failingLine(fsys fs.FS, name, body string, cfg *config.Config, msg string) int {
+	ls := strings.SplitAfter(body, "\n")
+	fails := func(n int) bool {
+		prefix := strings.Join(ls[:n], "")
+		_, err := exec.NewTemplate(name, cfg, newLoader(fsys, name, prefix), environment(0, cfg.NewlineSequence))
+		if err == nil {
+			return false
+		}
+		m, _ := parseMessage(err)
+		return m == msg
+	}
+	lo, hi := 1, len(ls)
+	if !fails(hi) {
+		return 0
+	}
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+func parseMessage(err error) (string, int) {
 	var se *parser.SyntaxError
-	if errors.As(err, &se) {
-		return &Error{File: name, Line: se.Line + shift, Msg: "syntax error: " + se.Message}
+	if errors.As(err, &se) && se.Line > 0 {
+		return se.Message, se.Line
 	}
 	if inner := errors.Unwrap(err); inner != nil {
 		err = inner
 	}
 	msg := err.Error()
-	line := 0
 	if m := syntaxLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		line += shift
-		msg = strings.TrimSpace(strings.TrimSuffix(msg, m[0]))
+		line, _ := strconv.Atoi(m[1])
+		return strings.TrimSpace(strings.TrimSuffix(msg, m[0])), line
 	}
-	return &Error{File: name, Line: line, Msg: "syntax error: " + msg}
+	return msg, 0
 }
 
 // renderError keeps the outermost line gonja reports: the line in name of
