@@ -38,11 +38,15 @@ func environment(limit int, newline string) *exec.Environment {
 		"none":  nil, "None": nil,
 		"True": true, "False": false,
 	}))
+	structures := exec.NewControlStructureSet(map[string]parser.ControlStructureParser{}).Update(builtins.ControlStructures)
+	if inner, ok := structures.Get("macro"); ok {
+		_ = structures.Replace("macro", macroParser(inner))
+	}
 	return &exec.Environment{
 		Context:           ctx,
 		Filters:           filters,
 		Tests:             tests,
-		ControlStructures: exec.NewControlStructureSet(map[string]parser.ControlStructureParser{}).Update(builtins.ControlStructures),
+		ControlStructures: structures,
 		Methods:           builtins.Methods,
 	}
 }

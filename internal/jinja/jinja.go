@@ -87,7 +87,8 @@ func (e *Error) Error() string {
 // Render renders the template name of fsys with data as its variables.
 // Includes and imports resolve from the template's own directory, then
 // templates/, then the root of fsys. An undefined variable is an error.
-func Render(fsys fs.FS, name string, data map[string]any, o Options) ([]byte, error) {
+func Render(fsys fs.FS, name string, data map[string]any, o Options) (out []byte, err error) {
+	defer recoverPanic(name, &err)
 	src, err := readTemplate(fsys, name)
 	if err != nil {
 		return nil, err
@@ -114,7 +115,7 @@ func Render(fsys fs.FS, name string, data map[string]any, o Options) ([]byte, er
 		}
 		return nil, renderError(name, shift, err)
 	}
-	out := buf.Bytes()
+	out = buf.Bytes()
 	// Ansible renders without keep_trailing_newline and then adds back
 	// the newlines the source ended with that the output lacks.
 	want, have := trailingNewlines(src), trailingNewlines(out)
@@ -128,7 +129,8 @@ func Render(fsys fs.FS, name string, data map[string]any, o Options) ([]byte, er
 
 // Check parses the template name of fsys and reports its syntax errors
 // with file:line; included templates are checked when rendered.
-func Check(fsys fs.FS, name string) error {
+func Check(fsys fs.FS, name string) (err error) {
+	defer recoverPanic(name, &err)
 	src, err := readTemplate(fsys, name)
 	if err != nil {
 		return err
@@ -141,6 +143,14 @@ func Check(fsys fs.FS, name string) error {
 		return syntaxError(fsys, name, body, cfg, shift, err)
 	}
 	return nil
+}
+
+// recoverPanic turns a panic of gonja (e.g. 'x' * -1) into an error of
+// the template rather than the end of the process.
+func recoverPanic(name string, err *error) {
+	if r := recover(); r != nil {
+		*err = &Error{File: name, Msg: fmt.Sprintf("rendering failed: %v", r)}
+	}
 }
 
 func readTemplate(fsys fs.FS, name string) ([]byte, error) {

@@ -36,6 +36,9 @@ func newLoader(fsys fs.FS, root, body string) *fsLoader {
 
 // Read returns the body of the template at a resolved or relative path.
 func (l *fsLoader) Read(name string) (io.Reader, error) {
+	if err := checkStack(name); err != nil {
+		return nil, err
+	}
 	if name == l.root {
 		return strings.NewReader(l.body), nil
 	}
