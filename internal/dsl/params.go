@@ -3,13 +3,16 @@ package dsl
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
+	"testing/fstest"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 
 	"github.com/soulstack/soulstack/internal/expr"
+	"github.com/soulstack/soulstack/internal/jinja"
 	"github.com/soulstack/soulstack/internal/module"
 	"go.yaml.in/yaml/v3"
 )
@@ -120,11 +123,7 @@ func (p *parser) moduleCall(u *unit, file string, t *Task, modNode, paramsNode *
 		}
 	}
 	if TemplateModule(name) {
-		for _, e := range ents {
-			if e.key == "template" {
-				p.templateFile(u, file, e.value)
-			}
-		}
+		p.templateParams(u, file, ents)
 	}
 }
 
@@ -383,4 +382,57 @@ func (p *parser) shellLine(u *unit, file, name, key string, n *yaml.Node) {
 		}
 		p.warn(exprPos(file, n, e.Offset, 1), key, fmt.Sprintf("%s: ${ %s } is put unquoted into a /bin/sh command line: %s value holding ; or $( ) would run as shell code; %s", key, src, article(root)+" "+root, fix))
 	}
+}
+
+// templateParams checks the params of a template module: the template
+// exists; the Jinja-only settings are not given to a Go template; a
+// literal Jinja template parses (its syntax errors name the template's
+// file:line next to the task's).
+func (p *parser) templateParams(u *unit, file string, ents []entry) {
+	var tmpl, engine *yaml.Node
+	for _, e := range ents {
+		switch e.key {
+		case "template":
+			tmpl = e.value
+			p.templateFile(u, file, e.value)
+		case "engine":
+			engine = e.value
+		}
+	}
+	path, ok := literalString(tmpl)
+	if !ok {
+		return
+	}
+	kind, known := literalString(engine)
+	if engine != nil && (!known || kind != "jinja" && kind != "go") {
+		return
+	}
+	if !jinja.Selected(path, kind) {
+		for _, e := range ents {
+			if slices.Contains(jinja.OnlyParams(), e.key) {
+				p.add(posOf(file, deref(e.value)), "params."+e.key, fmt.Sprintf("%s is a Jinja setting, but template %s renders with the Go engine: drop %s, or set engine: jinja", e.key, path, e.key))
+			}
+		}
+		return
+	}
+	clean := strings.TrimPrefix(path, "./")
+	if _, ok := u.files[clean]; !ok {
+		return
+	}
+	files := make(fstest.MapFS, len(u.files))
+	for f, data := range u.files {
+		files[f] = &fstest.MapFile{Data: data, Mode: 0o644}
+	}
+	if err := jinja.Check(files, clean); err != nil {
+		p.add(posOf(file, deref(tmpl)), "params.template", fmt.Sprintf("template %s/%v", u.dir, err))
+	}
+}
+
+// literalString is the value of a plain string node without ${ }.
+func literalString(n *yaml.Node) (string, bool) {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag != "!!str" || expr.HasInterpolation(n.Value) {
+		return "", false
+	}
+	return n.Value, true
 }

@@ -41,12 +41,12 @@ func init() {
 	}, filePresent)
 	register("core.file.rendered", module.Schema{
 		Summary: "Render a template of the scenario or destiny into a file",
-		Params: fileParams(map[string]module.Param{
+		Params: fileParams(jinjaParams(map[string]module.Param{
 			"template": str(true, "template path relative to the scenario or destiny directory"),
 			"vars":     typed(module.TypeMap, "extra template data, merged over the task's data"),
 			"makedirs": {Type: module.TypeBool, Default: false, Description: "create missing parent directories (0755)"},
 			"validate": validateParam,
-		}),
+		})),
 	}, fileRendered)
 	register("core.file.absent", module.Schema{
 		Summary: "Ensure a file or directory (with its content) does not exist",

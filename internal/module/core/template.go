@@ -17,17 +17,22 @@ import (
 	"github.com/soulstack/soulstack/internal/module"
 )
 
-// fileRendered renders a Go text/template from the bundle files with
-// missingkey=error and converges the file to the result like file.present.
+// fileRendered renders a template of the bundle files (Go text/template
+// with missingkey=error, or Jinja2 as Ansible renders it) and converges the
+// file to the result like file.present.
 func fileRendered(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
 	a := newArgs(p)
 	name := a.str("template")
 	vars := a.anyMap("vars")
+	eng, err := parseEngine(a, name)
+	if err != nil {
+		return domain.Result{}, err
+	}
 	w, err := parseFileWant(a)
 	if err != nil {
 		return domain.Result{}, err
 	}
-	out, err := renderTemplate(env, name, vars)
+	out, err := renderWith(env, name, vars, eng)
 	if err != nil {
 		return domain.Result{}, err
 	}
@@ -44,6 +49,11 @@ func fileRendered(ctx context.Context, p map[string]any, env *module.Env) (domai
 // the top level ({{ .port }}) and under .vars ({{ .vars.port }}), next to the
 // task vars the executor put there.
 func renderTemplate(env *module.Env, name string, vars map[string]any) ([]byte, error) {
+	return renderWith(env, name, vars, engineOf(name))
+}
+
+// renderWith renders name with the engine eng chose.
+func renderWith(env *module.Env, name string, vars map[string]any, eng engine) ([]byte, error) {
 	if env.Files == nil {
 		return nil, fmt.Errorf("template %s: no bundle files are available to this task (templates render inside a scenario or destiny)", name)
 	}
@@ -57,6 +67,9 @@ func renderTemplate(env *module.Env, name string, vars map[string]any) ([]byte, 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading template %s: %w", name, err)
+	}
+	if eng.jinja {
+		return renderJinja(env, clean, vars, eng.opts)
 	}
 	t, err := template.New(clean).Option("missingkey=error").Funcs(templateFuncs).Parse(string(src))
 	if err != nil {
