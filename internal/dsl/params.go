@@ -35,7 +35,17 @@ func (p *parser) moduleCall(u *unit, file string, t *Task, modNode, paramsNode *
 	}
 	t.Params = make(map[string]any, len(ents))
 	exprTypes := map[string]*cel.Type{}
+	known, _ := u.moduleSchema(name)
 	for _, e := range ents {
+		if n := deref(e.value); known.Params[e.key].CheckSource != nil && n != nil && n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
+			if err := known.Params[e.key].CheckSource(n.Value); err != nil {
+				// Reported instead of what the ${ } would say as an
+				// expression.
+				p.add(posOf(file, n), "params."+e.key, fmt.Sprintf("param %s of %s: %v", e.key, name, err))
+				t.Params[e.key] = p.value(file, e.value)
+				continue
+			}
+		}
 		exprTypes[e.key] = p.templates(u, file, e.value, "params."+e.key, templateOpts{})
 		t.Params[e.key] = p.value(file, e.value)
 	}

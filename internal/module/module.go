@@ -39,6 +39,10 @@ type Param struct {
 	// Check, when set, validates a literal string value at load time (a
 	// value with ${…} is checked by the module when it runs).
 	Check func(string) error `json:"-"`
+	// CheckSource, when set, validates a literal string value as written,
+	// ${…} included, before interpolation: it rejects text that reads as
+	// something else there (a regexp group ${1} in a replacement).
+	CheckSource func(string) error `json:"-"`
 }
 
 // Field declares one module-specific field of a module's result.

@@ -22,6 +22,7 @@ func init() {
 			"sha256":   str(false, "expected SHA-256 of the source, hex: a different source fails the task before anything is written"),
 			"makedirs": {Type: module.TypeBool, Default: false, Description: "create missing parent directories (0755)"},
 			"validate": validateParam,
+			"backup":   backupParam,
 		}),
 		Output: withFields(fileOutput, map[string]module.Field{
 			"src": outputField(module.TypeString, "the source, relative to files/"),

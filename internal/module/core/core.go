@@ -67,6 +67,9 @@ func register(name string, schema module.Schema, apply applyFunc) {
 	if schema.Output == nil {
 		schema.Output = coreOutputs[name]
 	}
+	if _, ok := schema.Params["backup"]; ok {
+		schema.Output = withFields(schema.Output, map[string]module.Field{"backup_file": backupOutput})
+	}
 	module.Register(&fn{name: name, schema: schema, apply: apply})
 }
 

@@ -32,6 +32,7 @@ func init() {
 			"max_size": {Type: module.TypeInt, Default: int64(defaultDownloadMax), Description: "largest download accepted, in bytes"},
 			"makedirs": {Type: module.TypeBool, Default: false, Description: "create missing parent directories (0755)"},
 			"validate": validateParam,
+			"backup":   backupParam,
 		}),
 		Output: withFields(fileOutput, map[string]module.Field{
 			"url":        outputField(module.TypeString, "the URL"),

@@ -16,7 +16,8 @@ import (
 func editParams(extra map[string]module.Param) map[string]module.Param {
 	p := fileParams(map[string]module.Param{
 		"validate": validateParam,
-		"makedirs": {Type: module.TypeBool, Default: false, Description: "with create: true, create missing parent directories (0755)"},
+		"backup":   backupParam,
+		"makedirs": {Type: module.TypeBool, Default: false, Description: "create missing parent directories (0755); create: true implies it, as in Ansible"},
 	})
 	for k, v := range extra {
 		p[k] = v
@@ -26,10 +27,34 @@ func editParams(extra map[string]module.Param) map[string]module.Param {
 
 var (
 	stateParam        = module.Param{Type: module.TypeString, Default: "present", Description: "present or absent"}
-	createParam       = module.Param{Type: module.TypeBool, Default: false, Description: "create the file when it does not exist (else that is an error for state: present)"}
-	insertAfterParam  = str(false, "where to insert when nothing matches yet: after the last line matching this regexp, or EOF (the default)")
-	insertBeforeParam = str(false, "where to insert when nothing matches yet: before the last line matching this regexp, or BOF")
+	createParam       = module.Param{Type: module.TypeBool, Default: false, Description: "create the file, and its missing parent directories (0755), when it does not exist (else that is an error for state: present)"}
+	insertAfterParam  = module.Param{Type: module.TypeString, Check: checkInsertParam, Description: "where to insert when nothing matches yet: after the last line matching this regexp (Go RE2), EOF (the default) or BOF"}
+	insertBeforeParam = module.Param{Type: module.TypeString, Check: checkInsertParam, Description: "where to insert when nothing matches yet: before the last line matching this regexp (Go RE2), or BOF"}
 )
+
+// regexpParam is a string param holding a Go RE2 regexp, checked when the
+// scenario is validated.
+func regexpParam(req bool, desc string) module.Param {
+	p := str(req, desc)
+	p.Check = checkRegexp
+	return p
+}
+
+// checkRegexp is the Check of a regexp param (the DSL names the param).
+func checkRegexp(s string) error {
+	if _, err := regexp.Compile(s); err != nil {
+		return fmt.Errorf("%q is not a valid regexp (Go RE2 syntax): %w", s, err)
+	}
+	return nil
+}
+
+// checkInsertParam is the Check of insert_after and insert_before.
+func checkInsertParam(s string) error {
+	if s == "BOF" || s == "EOF" {
+		return nil
+	}
+	return checkRegexp(s)
+}
 
 // textLines is a text file as lines without their newlines.
 type textLines []string
@@ -79,12 +104,14 @@ func compileParam(name, expr string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// insertPos says where new lines go: insert_after (a regexp, or EOF),
-// insert_before (a regexp, or BOF); at most one may be given. A regexp
-// that matches nothing means EOF, as in Ansible.
+// insertPos says where new lines go: insert_after (a regexp, EOF or
+// BOF), insert_before (a regexp, or BOF); at most one may be given. A
+// regexp that matches nothing means EOF, as in Ansible. first
+// (firstmatch) uses the first matching line instead of the last.
 type insertPos struct {
 	after, before *regexp.Regexp
 	bof           bool
+	first         bool
 }
 
 func parseInsertPos(a *args) (insertPos, error) {
@@ -95,7 +122,7 @@ func parseInsertPos(a *args) (insertPos, error) {
 	}
 	var err error
 	switch {
-	case before == "BOF":
+	case before == "BOF" || after == "BOF":
 		p.bof = true
 	case before != "":
 		p.before, err = compileParam("insert_before", before)
@@ -105,25 +132,39 @@ func parseInsertPos(a *args) (insertPos, error) {
 	return p, err
 }
 
-// index returns the position in lines where an insertion goes.
+// re is the regexp of insert_after or insert_before, if any.
+func (p insertPos) re() *regexp.Regexp {
+	if p.after != nil {
+		return p.after
+	}
+	return p.before
+}
+
+// index returns the position in lines where an insertion goes: before
+// or after the last (with first: the first) line the regexp matches.
 func (p insertPos) index(lines textLines) int {
-	switch {
-	case p.bof:
+	if p.bof {
 		return 0
-	case p.before != nil:
-		for i := len(lines) - 1; i >= 0; i-- {
-			if p.before.MatchString(lines[i]) {
-				return i
-			}
-		}
-	case p.after != nil:
-		for i := len(lines) - 1; i >= 0; i-- {
-			if p.after.MatchString(lines[i]) {
-				return i + 1
+	}
+	re, at := p.re(), -1
+	if re == nil {
+		return len(lines)
+	}
+	for i, l := range lines {
+		if re.MatchString(l) {
+			at = i
+			if p.first {
+				break
 			}
 		}
 	}
-	return len(lines)
+	switch {
+	case at < 0:
+		return len(lines)
+	case p.after != nil:
+		return at + 1
+	}
+	return at
 }
 
 func insertAt(lines textLines, i int, add ...string) textLines {
@@ -141,6 +182,7 @@ func editorWant(a *args) (fileWant, string, bool, error) {
 	}
 	create := a.boolean("create", false)
 	w, err := parseFileWant(a)
+	w.makedirs = w.makedirs || create // as Ansible: create makes the parents too
 	if err != nil {
 		return w, state, create, err
 	}

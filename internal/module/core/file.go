@@ -37,6 +37,7 @@ func init() {
 			"content":  str(false, "file content; omitted: the file is created empty if missing and its content left alone"),
 			"makedirs": {Type: module.TypeBool, Default: false, Description: "create missing parent directories (0755)"},
 			"validate": validateParam,
+			"backup":   backupParam,
 		}),
 	}, filePresent)
 	register("core.file.rendered", module.Schema{
@@ -46,6 +47,7 @@ func init() {
 			"vars":     typed(module.TypeMap, "extra template data, merged over the task's data"),
 			"makedirs": {Type: module.TypeBool, Default: false, Description: "create missing parent directories (0755)"},
 			"validate": validateParam,
+			"backup":   backupParam,
 		})),
 	}, fileRendered)
 	register("core.file.absent", module.Schema{
@@ -75,10 +77,11 @@ type fileWant struct {
 	makedirs  bool
 	follow    bool
 	validate  string
+	backup    bool // keep a copy of the old content (backup.go)
 }
 
 func parseFileWant(a *args) (fileWant, error) {
-	w := fileWant{path: a.str("path"), makedirs: a.boolean("makedirs", false), follow: a.boolean("follow", false), validate: a.str("validate")}
+	w := fileWant{path: a.str("path"), makedirs: a.boolean("makedirs", false), follow: a.boolean("follow", false), validate: a.str("validate"), backup: a.boolean("backup", false)}
 	modeStr, owner, group := a.str("mode"), a.scalar("owner"), a.scalar("group")
 	if a.has("content") {
 		w.content, w.hasContent = []byte(a.str("content")), true
@@ -148,6 +151,9 @@ func openFile(env *module.Env, w fileWant) (t *safefs.Target, missingParent bool
 	t, err = fsys.Open(w.path, safefs.Options{Follow: w.follow})
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return t, false, err
+	}
+	if w.missingOK != "" {
+		return nil, false, nil // nothing to remove in a directory that is not there
 	}
 	if !w.makedirs {
 		return nil, false, fmt.Errorf("parent directory %s of %s does not exist; create it with core.file.directory or set makedirs: true", filepath.Dir(w.path), w.path)
@@ -260,6 +266,13 @@ func ensureFile(ctx context.Context, env *module.Env, w fileWant) (domain.Result
 			if gid < 0 {
 				gid = fi.GID
 			}
+		}
+		if exists && w.backup {
+			name, err := writeBackup(env, w.path, old, fi)
+			if err != nil {
+				return domain.Result{}, err
+			}
+			data["backup_file"] = name
 		}
 		if err := t.WriteFile(content, mode, uid, gid); err != nil {
 			return domain.Result{}, err

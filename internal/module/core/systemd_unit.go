@@ -23,6 +23,7 @@ func init() {
 			"vars":     typed(module.TypeMap, "extra template data"),
 			"state":    str(false, "started, stopped, restarted or reloaded"),
 			"enabled":  typed(module.TypeBool, "start at boot (true) or not (false)"),
+			"backup":   backupParam,
 		},
 		ExactlyOne:   [][]string{{"content", "template"}},
 		Unconfinable: true,
@@ -92,12 +93,15 @@ func systemdUnit(ctx context.Context, p map[string]any, env *module.Env) (domain
 		}
 	}
 	w := fileWant{path: path.Join("/etc/systemd/system", name), content: body, hasContent: true,
-		mode: 0o644, hasMode: true, uid: 0, gid: 0}
+		mode: 0o644, hasMode: true, uid: 0, gid: 0, backup: a.boolean("backup", false)}
 	fr, err := ensureFile(ctx, env, w)
 	if err != nil {
 		return domain.Result{}, err
 	}
 	data := map[string]any{"name": name, "path": w.path, "sha256": fr.Data["sha256"], "unit_changed": fr.Changed, "daemon_reload": fr.Changed}
+	if b, ok := fr.Data["backup_file"]; ok {
+		data["backup_file"] = b
+	}
 	out := domain.Result{Changed: fr.Changed, Diff: fr.Diff, Msg: fr.Msg, Data: data}
 	if fr.Changed && !env.Check {
 		argv := []string{"systemctl", "daemon-reload"}
