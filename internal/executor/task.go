@@ -11,8 +11,8 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"strings"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/dispatch"
