@@ -19,7 +19,7 @@ import (
 func fileParams(extra map[string]module.Param) map[string]module.Param {
 	p := map[string]module.Param{
 		"path":   str(true, "absolute path of the file"),
-		"mode":   str(false, `octal mode as a string, e.g. "0644"`),
+		"mode":   str(false, `octal mode as a string, e.g. "0644", or a symbolic one as chmod and Ansible take it, e.g. "u=rwX,g=rX,o=" (X: execute for directories and for files that already have an execute bit)`),
 		"owner":  typed(module.TypeAny, "owner user name or numeric uid"),
 		"group":  typed(module.TypeAny, "group name or numeric gid"),
 		"follow": {Type: module.TypeBool, Default: false, Description: "write through a symlink at path (its target must be safe to reach); without it a symlink there fails with \"path is a symlink\""},
@@ -67,10 +67,12 @@ type fileWant struct {
 	missingOK string
 	mode      fs.FileMode
 	hasMode   bool
-	uid, gid  int // -1: leave alone
-	makedirs  bool
-	follow    bool
-	validate  string
+	// symbolic, when set, computes mode from the current one (forMode).
+	symbolic symbolicMode
+	uid, gid int // -1: leave alone
+	makedirs bool
+	follow   bool
+	validate string
 }
 
 func parseFileWant(a *args) (fileWant, error) {
@@ -89,7 +91,12 @@ func parseFileWant(a *args) (fileWant, error) {
 		return w, err
 	}
 	var err error
-	if modeStr != "" {
+	if isSymbolicMode(modeStr) {
+		if w.symbolic, err = parseSymbolicMode(modeStr); err != nil {
+			return w, err
+		}
+		w.hasMode = true
+	} else if modeStr != "" {
 		if w.mode, err = parseMode(modeStr); err != nil {
 			return w, err
 		}
@@ -184,6 +191,11 @@ func ensureFile(ctx context.Context, env *module.Env, w fileWant) (domain.Result
 	}
 	if exists && !fi.IsRegular() {
 		return domain.Result{}, fmt.Errorf("%s exists and is not a regular file (%s)", w.path, describeKind(fi))
+	}
+	if exists {
+		w = w.forMode(fi.Mode, false)
+	} else {
+		w = w.forMode(0o644, false)
 	}
 	if !exists && w.missingOK != "" {
 		return converged(w.missingOK, map[string]any{"path": w.path}), nil

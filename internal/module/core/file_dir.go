@@ -60,6 +60,12 @@ func fileDirectory(_ context.Context, p map[string]any, env *module.Env) (domain
 	if exists && !fi.IsDir() {
 		return domain.Result{}, fmt.Errorf("%s exists and is not a directory (%s)", w.path, describeKind(fi))
 	}
+	inW := w // the tree gets only what was asked, not the top's defaults
+	if exists {
+		w = w.forMode(fi.Mode, true)
+	} else {
+		w = w.forMode(0o755, true)
+	}
 	mode := w.mode
 	if !w.hasMode {
 		mode = 0o755
@@ -79,7 +85,6 @@ func fileDirectory(_ context.Context, p map[string]any, env *module.Env) (domain
 	atime, mtime, timeChanges := ft.resolve(cur, time.Now())
 	changes = append(changes, timeChanges...)
 	var inner []string
-	inW := w // the tree gets only what was asked, not the top's defaults
 	if recurse && exists {
 		if err := t.ChangeTree(treeVisit(inW, &inner), true); err != nil {
 			return domain.Result{}, err
@@ -130,7 +135,7 @@ func treeVisit(w fileWant, changes *[]string) safefs.TreeVisit {
 		if rel == "" {
 			return safefs.Attrs{UID: -1, GID: -1}
 		}
-		ww := w
+		ww := w.forMode(fi.Mode, fi.IsDir())
 		if !fi.IsDir() && !fi.IsRegular() {
 			ww.hasMode = false
 		}

@@ -68,6 +68,11 @@ func fileTouched(_ context.Context, p map[string]any, env *module.Env) (domain.R
 	if exists && !fi.IsRegular() && !fi.IsDir() {
 		return domain.Result{}, fmt.Errorf("%s exists and is a %s, not a file or a directory", w.path, fileType(fi.Mode))
 	}
+	if exists {
+		w = w.forMode(fi.Mode, fi.IsDir())
+	} else {
+		w = w.forMode(0o644, false)
+	}
 	mode := w.mode
 	if !w.hasMode {
 		mode = 0o644
