@@ -111,7 +111,9 @@ func fileCopied(ctx context.Context, p map[string]any, env *module.Env) (domain.
 	if into, err := copiesInto(env, c); err != nil {
 		return domain.Result{}, err
 	} else if into {
-		w.path = path.Join(w.path, path.Base(c.src))
+		// A destination ending with "/" is a directory, created when
+		// missing (with its parents), as in Ansible.
+		w.path, w.makedirs = path.Join(w.path, path.Base(c.src)), w.makedirs || c.toDirPath
 	}
 	w.content, w.hasContent = data, true
 	res, err := copyOne(ctx, env, c, w)

@@ -187,7 +187,7 @@ func copyTree(ctx context.Context, env *module.Env, c copySpec, src *copySource)
 		var res domain.Result
 		switch e.kind {
 		case "directory":
-			res, err = copyDir(env, c, dest, e.rel == "")
+			res, err = copyDir(env, c, dest)
 		case "symlink":
 			files++
 			res, err = copyLink(env, c, dest, e.target)
@@ -226,8 +226,10 @@ func copyTree(ctx context.Context, env *module.Env, c copySpec, src *copySource)
 
 // copyDir makes sure dest is a directory: created with directory_mode and
 // the module's owner and group; an existing one gets only owner and group.
-func copyDir(env *module.Env, c copySpec, dest string, top bool) (domain.Result, error) {
-	w := fileWant{path: dest, uid: c.w.uid, gid: c.w.gid, makedirs: !top || c.w.makedirs}
+func copyDir(env *module.Env, c copySpec, dest string) (domain.Result, error) {
+	// Missing parents of the destination are created (0755), as Ansible
+	// creates the destination of a directory copy.
+	w := fileWant{path: dest, uid: c.w.uid, gid: c.w.gid, makedirs: true}
 	t, _, err := openFile(env, w)
 	if err != nil {
 		return domain.Result{}, err

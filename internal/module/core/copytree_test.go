@@ -58,9 +58,9 @@ func TestFileCopiedTree(t *testing.T) {
 		prefix string
 	}{{"site", "site/"}, {"site/", ""}} {
 		t.Run(tc.src, func(t *testing.T) {
-			dest := filepath.Join(t.TempDir(), "www")
+			dest := filepath.Join(t.TempDir(), "srv/www") // parents created, as in Ansible
 			env := &module.Env{Files: bundleTree()}
-			params := map[string]any{"path": dest, "src": tc.src, "mode": "0640", "directory_mode": "0750", "makedirs": true}
+			params := map[string]any{"path": dest, "src": tc.src, "mode": "0640", "directory_mode": "0750"}
 			res := run(t, "core.file.copied", params, &module.Env{Files: env.Files, Check: true})
 			wantChanged(t, res, true)
 			if _, err := os.Lstat(dest); !os.IsNotExist(err) {
@@ -148,6 +148,21 @@ func TestFileCopiedIntoDirectory(t *testing.T) {
 	if readFile(t, filepath.Join(sub, "index.html")) != "<h1>hi</h1>\n" {
 		t.Fatal("not copied into path/")
 	}
+	// path/ that does not exist yet is created, with its parents.
+	deep := filepath.Join(dir, "new/deeper") + "/"
+	ep := map[string]any{"path": deep, "src": "other"}
+	wantChanged(t, run(t, "core.file.copied", ep, &module.Env{Files: env.Files, Check: true}), true)
+	if _, err := os.Lstat(filepath.Join(dir, "new")); !os.IsNotExist(err) {
+		t.Fatal("check mode created directories")
+	}
+	wantChanged(t, run(t, "core.file.copied", ep, env), true)
+	if readFile(t, filepath.Join(deep, "other")) != "x" {
+		t.Fatal("not copied into a new path/")
+	}
+	wantChanged(t, run(t, "core.file.copied", ep, env), false)
+	// Without the slash a missing parent is still an error (makedirs).
+	_, err := runErr(t, "core.file.copied", map[string]any{"path": filepath.Join(dir, "nope/x"), "src": "other"}, env)
+	wantErrContains(t, err, "makedirs")
 }
 
 // TestFileCopiedRemoteSrc: a file and a tree of the host, symlinks inside
@@ -176,7 +191,7 @@ func TestFileCopiedRemoteSrc(t *testing.T) {
 	wantChanged(t, run(t, "core.file.copied", fp, nil), false)
 
 	dest := filepath.Join(dir, "dest")
-	tp := map[string]any{"path": dest, "src": src, "remote_src": true, "makedirs": true}
+	tp := map[string]any{"path": dest, "src": src, "remote_src": true}
 	res := run(t, "core.file.copied", tp, &module.Env{Check: true})
 	wantChanged(t, res, true)
 	if _, err := os.Lstat(dest); !os.IsNotExist(err) {
