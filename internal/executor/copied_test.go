@@ -25,3 +25,26 @@ func TestCopiedFiles(t *testing.T) {
 		}
 	}
 }
+
+// A directory src ships the files under it (and nothing beside it: "a"
+// is not a prefix of "ab"); remote_src ships nothing.
+func TestCopiedFilesTree(t *testing.T) {
+	files := map[string][]byte{"files/a/b.bin": {0, 1}, "files/a/d/e": []byte("e"), "files/ab": []byte("x"), "main.yml": nil}
+	tree := map[string][]byte{"files/a/b.bin": {0, 1}, "files/a/d/e": []byte("e")}
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		want   map[string][]byte
+	}{
+		{"dir", map[string]any{"src": "a"}, tree},
+		{"dir/", map[string]any{"src": "a/"}, tree},
+		{"root", map[string]any{"src": "./"}, map[string][]byte{"files/a/b.bin": {0, 1}, "files/a/d/e": []byte("e"), "files/ab": []byte("x")}},
+		{"remote_src", map[string]any{"src": "a", "remote_src": true}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := CopiedFiles(files, tc.params); !cmp.Equal(got, tc.want) {
+				t.Errorf("shipped %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/dispatch"
@@ -398,17 +399,29 @@ func readsItem(v any, env *expr.Env) bool {
 }
 
 // CopiedFiles is what a core.file.copied (or core.archive.extracted) call
-// ships: only its src, from
-// the files/ directory of the scenario or destiny (nothing when src is
-// missing or not a string: the module then says so).
+// ships: only its src, from the files/ directory of the scenario or
+// destiny, or every file under src when it is a directory (nothing when
+// src is missing or not a string, or names a path on the host with
+// remote_src: the module then says so).
 func CopiedFiles(files map[string][]byte, params map[string]any) map[string][]byte {
 	src, _ := params["src"].(string)
-	name := path.Join("files", path.Clean("/"+src))
-	data, ok := files[name]
-	if src == "" || !ok {
+	if remote, _ := params["remote_src"].(bool); remote || src == "" {
 		return nil
 	}
-	return map[string][]byte{name: data}
+	name := path.Join("files", path.Clean("/"+src))
+	if data, ok := files[name]; ok {
+		return map[string][]byte{name: data}
+	}
+	var out map[string][]byte
+	for n, data := range files {
+		if strings.HasPrefix(n, name+"/") {
+			if out == nil {
+				out = map[string][]byte{}
+			}
+			out[n] = data
+		}
+	}
+	return out
 }
 
 // Wire is m as it travels with a call or a bundle.

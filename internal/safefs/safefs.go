@@ -111,8 +111,10 @@ type Info struct {
 	Size    int64
 	Nlink   uint64
 	ModTime time.Time
-	dev     uint64
-	ino     uint64
+	// ATime is the last access time.
+	ATime time.Time
+	dev   uint64
+	ino   uint64
 }
 
 // IsDir reports whether the file is a directory.
@@ -154,7 +156,8 @@ func infoOf(st *unix.Stat_t) Info {
 	}
 	return Info{
 		Mode: m, UID: int(st.Uid), GID: int(st.Gid), Size: st.Size, Nlink: uint64(st.Nlink),
-		ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec), dev: uint64(st.Dev), ino: st.Ino,
+		ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec), ATime: time.Unix(st.Atim.Sec, st.Atim.Nsec),
+		dev: uint64(st.Dev), ino: st.Ino,
 	}
 }
 

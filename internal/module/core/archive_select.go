@@ -139,10 +139,10 @@ func (s archiveSelect) pick(entries []archiveEntry) ([]archiveEntry, error) {
 // ("u+rwX,g-w,o="), applied to each extracted entry's mode.
 type archiveModeSpec struct {
 	octal   *fs.FileMode
-	clauses []modeClause
+	clauses []archiveModeClause
 }
 
-type modeClause struct {
+type archiveModeClause struct {
 	who   uint32 // bits of u, g, o this clause changes
 	op    byte   // + - =
 	perms string // letters of r w x X s t
@@ -174,7 +174,7 @@ func parseArchiveMode(s string) (archiveModeSpec, error) {
 			if j < 0 {
 				j = len(rest) - 1
 			}
-			spec.clauses = append(spec.clauses, modeClause{who: who, op: rest[0], perms: rest[1 : j+1]})
+			spec.clauses = append(spec.clauses, archiveModeClause{who: who, op: rest[0], perms: rest[1 : j+1]})
 			rest = rest[j+1:]
 		}
 	}

@@ -214,7 +214,7 @@ func ensureSSHDir(env *module.Env, dir string, uid, gid int) error {
 			return fmt.Errorf("%s: path is a symlink; root does not write through a link in the user's home: remove it", dir)
 		}
 		if !fi.IsDir() {
-			return fmt.Errorf("%s exists and is not a directory (%s)", dir, fi.Mode.Type())
+			return fmt.Errorf("%s exists and is not a directory (%s)", dir, describeKind(fi))
 		}
 		return nil
 	}

@@ -156,7 +156,7 @@ func cronAbsent(env *module.Env, file string) (domain.Result, error) {
 		return converged(file+" does not exist", data), nil
 	}
 	if !fi.IsRegular() && !fi.IsSymlink() {
-		return domain.Result{}, fmt.Errorf("%s is not a regular file (%s)", file, fi.Mode.Type())
+		return domain.Result{}, fmt.Errorf("%s is not a regular file (%s)", file, describeKind(fi))
 	}
 	diff := fmt.Sprintf("remove %s\n", file)
 	if env.Check {

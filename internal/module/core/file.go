@@ -19,7 +19,7 @@ import (
 func fileParams(extra map[string]module.Param) map[string]module.Param {
 	p := map[string]module.Param{
 		"path":   str(true, "absolute path of the file"),
-		"mode":   str(false, `octal mode as a string, e.g. "0644"`),
+		"mode":   str(false, `octal mode as a string, e.g. "0644", or a symbolic one as chmod and Ansible take it, e.g. "u=rwX,g=rX,o=" (X: execute for directories and for files that already have an execute bit)`),
 		"owner":  typed(module.TypeAny, "owner user name or numeric uid"),
 		"group":  typed(module.TypeAny, "group name or numeric gid"),
 		"follow": {Type: module.TypeBool, Default: false, Description: "write through a symlink at path (its target must be safe to reach); without it a symlink there fails with \"path is a symlink\""},
@@ -54,10 +54,6 @@ func init() {
 		Summary: "Ensure a file or directory (with its content) does not exist",
 		Params:  map[string]module.Param{"path": str(true, "path to remove (a directory is removed with its content; a symlink is removed, never its target)")},
 	}, fileAbsent)
-	register("core.file.directory", module.Schema{
-		Summary: "Ensure a directory exists, with the given mode and owner",
-		Params:  fileParams(nil),
-	}, fileDirectory)
 }
 
 // fileWant is the wanted state of one file or directory.
@@ -73,11 +69,13 @@ type fileWant struct {
 	missingOK string
 	mode      fs.FileMode
 	hasMode   bool
-	uid, gid  int // -1: leave alone
-	makedirs  bool
-	follow    bool
-	validate  string
-	backup    bool // keep a copy of the old content (backup.go)
+	// symbolic, when set, computes mode from the current one (forMode).
+	symbolic symbolicMode
+	uid, gid int // -1: leave alone
+	makedirs bool
+	follow   bool
+	validate string
+	backup   bool // keep a copy of the old content (backup.go)
 }
 
 func parseFileWant(a *args) (fileWant, error) {
@@ -96,7 +94,12 @@ func parseFileWant(a *args) (fileWant, error) {
 		return w, err
 	}
 	var err error
-	if modeStr != "" {
+	if isSymbolicMode(modeStr) {
+		if w.symbolic, err = parseSymbolicMode(modeStr); err != nil {
+			return w, err
+		}
+		w.hasMode = true
+	} else if modeStr != "" {
 		if w.mode, err = parseMode(modeStr); err != nil {
 			return w, err
 		}
@@ -193,7 +196,12 @@ func ensureFile(ctx context.Context, env *module.Env, w fileWant) (domain.Result
 		return domain.Result{}, symlinkErr(w.path)
 	}
 	if exists && !fi.IsRegular() {
-		return domain.Result{}, fmt.Errorf("%s exists and is not a regular file (%s)", w.path, fi.Mode.Type())
+		return domain.Result{}, fmt.Errorf("%s exists and is not a regular file (%s)", w.path, describeKind(fi))
+	}
+	if exists {
+		w = w.forMode(fi.Mode, false)
+	} else {
+		w = w.forMode(0o644, false)
 	}
 	if !exists && w.missingOK != "" {
 		return converged(w.missingOK, map[string]any{"path": w.path}), nil
@@ -330,7 +338,7 @@ func fileAbsent(_ context.Context, p map[string]any, env *module.Env) (domain.Re
 			diff = fmt.Sprintf("--- %s (empty)\n+++ /dev/null\n", path)
 		}
 	default:
-		diff = fmt.Sprintf("--- %s (%s, %d bytes)\n+++ /dev/null\n", path, fi.Mode.Type(), fi.Size)
+		diff = fmt.Sprintf("--- %s (%s, %d bytes)\n+++ /dev/null\n", path, describeKind(fi), fi.Size)
 	}
 	data := map[string]any{"path": path}
 	if env.Check {
@@ -340,61 +348,4 @@ func fileAbsent(_ context.Context, p map[string]any, env *module.Env) (domain.Re
 		return domain.Result{}, err
 	}
 	return domain.Result{Changed: true, Diff: diff, Msg: "removed " + path, Data: data}, nil
-}
-
-func fileDirectory(_ context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
-	w, err := parseFileWant(newArgs(p))
-	if err != nil {
-		return domain.Result{}, err
-	}
-	w.makedirs = true // parents of a directory are created, as before
-	t, _, err := openFile(env, w)
-	if err != nil {
-		return domain.Result{}, err
-	}
-	var fi safefs.Info
-	exists := false
-	if t != nil {
-		defer t.Close()
-		if fi, exists, err = t.Lstat(); err != nil {
-			return domain.Result{}, err
-		}
-	}
-	if exists && fi.IsSymlink() {
-		return domain.Result{}, symlinkErr(w.path)
-	}
-	if exists && !fi.IsDir() {
-		return domain.Result{}, fmt.Errorf("%s exists and is not a directory (%s)", w.path, fi.Mode.Type())
-	}
-	mode := w.mode
-	if !w.hasMode {
-		mode = 0o755
-		if exists {
-			mode = fi.Mode & permBits
-		}
-	}
-	data := map[string]any{"path": w.path, "mode": formatMode(mode)}
-	var changes []string
-	if exists {
-		changes = attrChanges(w, fi)
-	} else {
-		changes = []string{"create directory " + w.path + " mode " + formatMode(mode)}
-	}
-	if len(changes) == 0 {
-		return converged(w.path+" is in the wanted state", data), nil
-	}
-	diff := strings.Join(changes, "\n") + "\n"
-	if env.Check {
-		return domain.Result{Changed: true, Diff: diff, Msg: "would have changed directory " + w.path, Data: data}, nil
-	}
-	w.mode, w.hasMode = mode, true
-	if !exists {
-		err = t.Mkdir(w.attrs())
-	} else {
-		err = t.SetAttrs(w.attrs())
-	}
-	if err != nil {
-		return domain.Result{}, err
-	}
-	return domain.Result{Changed: true, Diff: diff, Msg: "changed directory " + w.path, Data: data}, nil
 }

@@ -115,7 +115,7 @@ func readSmallFile(env *module.Env, file string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", file, fi.Mode.Type())
+		return nil, fmt.Errorf("%s is not a regular file (%s)", file, describeKind(fi))
 	}
 	return t.ReadFile(1 << 20)
 }

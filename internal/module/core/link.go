@@ -15,11 +15,12 @@ import (
 
 func init() {
 	register("core.file.link", module.Schema{
-		Summary: "Ensure a symlink exists and points at a target",
+		Summary: "Ensure a symlink (or, with hard: true, a hard link) exists and points at a target",
 		Params: map[string]module.Param{
 			"path":     str(true, "absolute path of the symlink"),
 			"target":   str(true, "what the link points at (absolute, or relative to the link's directory), written as given"),
-			"force":    {Type: module.TypeBool, Default: false, Description: "replace a regular file at path, and allow a target that does not exist"},
+			"force":    {Type: module.TypeBool, Default: false, Description: "replace a regular file at path (for a hard link: a file that is not already the target), and allow a symlink's target that does not exist"},
+			"hard":     {Type: module.TypeBool, Default: false, Description: "make a hard link (Ansible's state=hard): path becomes another name of the regular file target, which must exist on the same filesystem; a symlink at target is followed (under the safe-path rules)"},
 			"makedirs": {Type: module.TypeBool, Default: false, Description: "create missing parent directories (0755)"},
 		},
 		Output: map[string]module.Field{
@@ -36,7 +37,7 @@ func init() {
 func fileLink(_ context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
 	a := newArgs(p)
 	w := fileWant{path: a.str("path"), makedirs: a.boolean("makedirs", false)}
-	target, force := a.str("target"), a.boolean("force", false)
+	target, force, hard := a.str("target"), a.boolean("force", false), a.boolean("hard", false)
 	if a.err != nil {
 		return domain.Result{}, a.err
 	}
@@ -45,6 +46,9 @@ func fileLink(_ context.Context, p map[string]any, env *module.Env) (domain.Resu
 	}
 	if target == "" {
 		return domain.Result{}, errors.New("param \"target\" must not be empty")
+	}
+	if hard {
+		return hardLink(env, w, target, force)
 	}
 	t, missingParent, err := openFile(env, w)
 	if err != nil {
@@ -67,7 +71,7 @@ func fileLink(_ context.Context, p map[string]any, env *module.Env) (domain.Resu
 	case exists && fi.IsDir():
 		return domain.Result{}, fmt.Errorf("%s is a directory; remove it first with core.file.absent to put a link there", w.path)
 	case exists && !force:
-		return domain.Result{}, fmt.Errorf("%s exists and is not a symlink (%s); set force: true to replace it", w.path, fi.Mode.Type())
+		return domain.Result{}, fmt.Errorf("%s exists and is not a symlink (%s); set force: true to replace it", w.path, describeKind(fi))
 	}
 	data := map[string]any{"path": w.path, "target": target, "previous": previous}
 	if previous == target {
@@ -81,7 +85,7 @@ func fileLink(_ context.Context, p map[string]any, env *module.Env) (domain.Resu
 	case previous != "":
 		diff = fmt.Sprintf("--- %s -> %s\n+++ %s -> %s\n", w.path, previous, w.path, target)
 	case exists:
-		diff = fmt.Sprintf("--- %s (%s, %d bytes)\n+++ %s -> %s\n", w.path, fi.Mode.Type(), fi.Size, w.path, target)
+		diff = fmt.Sprintf("--- %s (%s, %d bytes)\n+++ %s -> %s\n", w.path, describeKind(fi), fi.Size, w.path, target)
 	default:
 		diff = fmt.Sprintf("--- /dev/null\n+++ %s -> %s\n", w.path, target)
 	}

@@ -262,7 +262,7 @@ func ensureMountPoint(env *module.Env, mp string) error {
 	}
 	if exists {
 		if !fi.IsDir() {
-			return fmt.Errorf("mount point %s exists and is not a directory (%s)", mp, fi.Mode.Type())
+			return fmt.Errorf("mount point %s exists and is not a directory (%s)", mp, describeKind(fi))
 		}
 		return nil
 	}

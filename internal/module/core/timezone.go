@@ -101,7 +101,7 @@ func systemTimezone(ctx context.Context, p map[string]any, env *module.Env) (dom
 		if !exists {
 			was = "(none)"
 		} else if !fi.IsSymlink() {
-			was = fmt.Sprintf("(%s, %d bytes)", fi.Mode.Type(), fi.Size)
+			was = fmt.Sprintf("(%s, %d bytes)", describeKind(fi), fi.Size)
 		}
 		diff = fmt.Sprintf("--- %s -> %s\n+++ %s -> %s\n", link, was, link, zone)
 	}
