@@ -25,12 +25,41 @@ var aptEnv = map[string]string{
 	"NEEDRESTART_MODE":         "a",
 }
 
-// aptOpts keep configuration files the admin changed, take the package's
-// new default otherwise, and wait for a dpkg lock held by another apt run
-// instead of failing at once.
-var aptOpts = []string{"-y", "-q",
-	"-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold",
-	"-o", "DPkg::Lock::Timeout=300"}
+// aptOpts answer yes and wait for a dpkg lock held by another apt run
+// instead of failing at once; aptFlags.args adds the dpkg options.
+var aptOpts = []string{"-y", "-q", "-o", "DPkg::Lock::Timeout=300"}
+
+// args are the apt-get switches of f: the dpkg options (by default keep
+// configuration files the admin changed, take the package's new default
+// otherwise) and the allow_* and install_recommends params.
+func (f aptFlags) args() []string {
+	opts := f.dpkgOptions
+	if opts == nil {
+		opts, _ = parseDpkgOptions(defaultDpkgOptions)
+	}
+	var argv []string
+	for _, o := range opts {
+		argv = append(argv, "-o", "Dpkg::Options::=--"+o)
+	}
+	if f.allowUnauthenticated {
+		argv = append(argv, "--allow-unauthenticated")
+	}
+	if f.allowDowngrade {
+		argv = append(argv, "--allow-downgrades")
+	}
+	if f.allowHeld {
+		argv = append(argv, "--allow-change-held-packages")
+	}
+	if f.recommends != nil && *f.recommends {
+		argv = append(argv, "-o", "APT::Install-Recommends=true")
+	} else if f.recommends != nil {
+		argv = append(argv, "--no-install-recommends")
+	}
+	if f.onlyUpgrade {
+		argv = append(argv, "--only-upgrade")
+	}
+	return argv
+}
 
 func (aptManager) name() string { return "apt-get" }
 
@@ -105,23 +134,7 @@ func (m aptManager) install(ctx context.Context, specs []pkgSpec, o installOpts)
 	if len(o.enableRepo) > 0 {
 		return paramErr("enablerepo", "is a dnf option; apt has default_release (-t) instead")
 	}
-	argv := append([]string{"apt-get", "install"}, aptOpts...)
-	if o.defaultRelease != "" {
-		argv = append(argv, "-t", o.defaultRelease)
-	}
-	for _, s := range specs {
-		if s.version != "" {
-			argv = append(argv, "--allow-downgrades")
-			break
-		}
-	}
-	for _, s := range specs {
-		if s.version != "" {
-			argv = append(argv, s.name+"="+s.version)
-		} else {
-			argv = append(argv, s.name)
-		}
-	}
+	argv := aptInstallArgv(specs, o)
 	for attempt := 0; ; attempt++ {
 		r, err := runPkgCmd(ctx, aptEnv, argv...)
 		if err != nil {
@@ -147,12 +160,16 @@ func (m aptManager) install(ctx context.Context, specs []pkgSpec, o installOpts)
 	}
 }
 
-func (aptManager) remove(ctx context.Context, names []string, purge bool) error {
+func (aptManager) remove(ctx context.Context, names []string, o removeOpts) error {
 	verb := "remove"
-	if purge {
+	if o.purge {
 		verb = "purge"
 	}
-	argv := append(append([]string{"apt-get", verb}, aptOpts...), names...)
+	argv := append(append([]string{"apt-get", verb}, aptOpts...), o.apt.args()...)
+	if o.autoremove {
+		argv = append(argv, "--auto-remove")
+	}
+	argv = append(argv, names...)
 	r, err := runPkgCmd(ctx, aptEnv, argv...)
 	if err != nil {
 		return fmt.Errorf("removing %s: %w", strings.Join(names, ", "), err)

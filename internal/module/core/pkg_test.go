@@ -109,7 +109,7 @@ func TestPkgInstallAndRemove(t *testing.T) {
 	before.untouched(t, status)
 
 	// A different version is a change that check mode reports.
-	res = run(t, "core.pkg.installed", map[string]any{"name": testPkg, "version": "0.1-soulstack"}, checkEnv)
+	res = run(t, "core.pkg.installed", map[string]any{"name": testPkg, "version": "0.1-soulstack", "allow_downgrade": true}, checkEnv)
 	wantChanged(t, res, true)
 	if res.Diff != "~ "+testPkg+" "+st.version+" -> 0.1-soulstack\n" {
 		t.Errorf("version diff %q", res.Diff)
