@@ -35,7 +35,7 @@ func init() {
 	}, pkgInstalled)
 	registerNamed("core.pkg.removed", module.Schema{
 		Summary: "Ensure packages are not installed (apt or dnf), optionally purging their configuration",
-		Params: aptParams(map[string]module.Param{
+		Params: aptRemoveParams(map[string]module.Param{
 			"name":       str(false, "package to remove"),
 			"names":      typed(module.TypeStrList, "packages to remove"),
 			"purge":      typed(module.TypeBool, "also remove configuration files"),

@@ -14,11 +14,16 @@ import (
 // admin changed, take the package's new default otherwise.
 const defaultDpkgOptions = "force-confdef,force-confold"
 
-// aptParams are the apt-only switches core.pkg.installed, core.pkg.removed
-// and core.pkg.upgraded share, named as Ansible's apt module names them.
+// aptParams are the apt-only switches core.pkg.installed and
+// core.pkg.upgraded share, named as Ansible's apt module names them.
 func aptParams(m map[string]module.Param) map[string]module.Param {
 	m["allow_unauthenticated"] = module.Param{Type: module.TypeBool, Default: false, Description: "apt only: install packages that cannot be authenticated (--allow-unauthenticated), e.g. from a repository without a signed Release file"}
 	m["allow_downgrade"] = module.Param{Type: module.TypeBool, Default: false, Description: "apt only: allow replacing an installed package with an older version (--allow-downgrades); without it a downgrade is refused"}
+	return aptRemoveParams(m)
+}
+
+// aptRemoveParams are the apt-only switches core.pkg.removed has too.
+func aptRemoveParams(m map[string]module.Param) map[string]module.Param {
 	m["allow_change_held_packages"] = module.Param{Type: module.TypeBool, Default: false, Description: "apt only: allow installing, upgrading or removing packages held by apt-mark hold (--allow-change-held-packages)"}
 	m["dpkg_options"] = module.Param{Type: module.TypeString, Default: defaultDpkgOptions, Description: "apt only: comma-separated dpkg options, each passed as -o Dpkg::Options::=--<option>", Check: checkDpkgOptions}
 	return m

@@ -108,6 +108,9 @@ func TestPkgInstallAndRemove(t *testing.T) {
 	}
 	before.untouched(t, status)
 
+	// An older version is a downgrade, refused without allow_downgrade.
+	_, err := runErr(t, "core.pkg.installed", map[string]any{"name": testPkg, "version": "0.1-soulstack"}, checkEnv)
+	wantErrContains(t, err, `param "allow_downgrade"`, testPkg+" "+st.version+" is installed")
 	// A different version is a change that check mode reports.
 	res = run(t, "core.pkg.installed", map[string]any{"name": testPkg, "version": "0.1-soulstack", "allow_downgrade": true}, checkEnv)
 	wantChanged(t, res, true)
