@@ -13,13 +13,14 @@ import (
 
 // toyScript builds the toy packages of the apt tests on the host with
 // dpkg-deb: soultoy 1.0.0 and 1.0.1; soultoy-lib 1.0; soultoy-needs 1.0
-// (depends on soultoy-lib) and 2.0 (conflicts with it); soultoy-app 1.0
+// (depends on soultoy-lib) and 2.0 (conflicts with it); soultoy-rec 1.0
+// (recommends soultoy-lib); soultoy-app 1.0
 // and 1.1 (depend on hello, from the lab's repository), kept out of the
 // repository as bare files for deb:. The repository is flat and has no
 // Release file, so apt only takes its packages as unauthenticated.
 const toyScript = `set -e
 rm -rf /srv/toy; mkdir -p /srv/toy/repo /srv/toy/files
-mk() { # name version dir [depends] [conflicts]
+mk() { # name version dir [depends] [conflicts] [recommends]
 	d=$(mktemp -d); mkdir -p "$d/DEBIAN" "$d/usr/share/$1"
 	echo "$2" > "$d/usr/share/$1/version"
 	{
@@ -27,6 +28,7 @@ mk() { # name version dir [depends] [conflicts]
 		echo "Maintainer: Soul Stack tests <tests@example.invalid>"
 		if [ -n "$4" ]; then echo "Depends: $4"; fi
 		if [ -n "$5" ]; then echo "Conflicts: $5"; fi
+		if [ -n "$6" ]; then echo "Recommends: $6"; fi
 		echo "Description: toy package of the apt tests"
 	} > "$d/DEBIAN/control"
 	dpkg-deb --build --root-owner-group "$d" "/srv/toy/$3/$1_$2_all.deb" >/dev/null
@@ -35,6 +37,7 @@ mk() { # name version dir [depends] [conflicts]
 mk soultoy 1.0.0 repo; mk soultoy 1.0.1 repo
 mk soultoy-lib 1.0 repo
 mk soultoy-needs 1.0 repo soultoy-lib; mk soultoy-needs 2.0 repo "" soultoy-lib
+mk soultoy-rec 1.0 repo "" "" soultoy-lib
 mk soultoy-app 1.0 files hello; mk soultoy-app 1.1 files hello
 cd /srv/toy/repo
 for f in *.deb; do
@@ -46,7 +49,7 @@ apt-get update -q >/dev/null 2>&1
 `
 
 // toyPackages are every package the apt tests install.
-const toyPackages = "soultoy soultoy-lib soultoy-needs soultoy-app hello"
+const toyPackages = "soultoy soultoy-lib soultoy-needs soultoy-rec soultoy-app hello"
 
 // toyRepo builds the toy packages and their repository on the host, with
 // nothing of them installed; the cleanup removes them all.
@@ -165,7 +168,20 @@ func TestAptVersionLatestDowngradeOnLabHost(t *testing.T) {
 	}
 	wantVersion(t, h, "soultoy-lib", "")
 
+	// install_recommends: false leaves the recommended soultoy-lib out,
+	// true brings it (Ansible's url-with-deps.yml, on a repository package).
+	converge(t, h, "/srv/m/apt-norec", `{name: t, module: core.pkg.installed, params: {name: soultoy-rec, install_recommends: false, allow_unauthenticated: true}}`, dpkgStatus)
+	wantVersion(t, h, "soultoy-rec", "1.0")
+	wantVersion(t, h, "soultoy-lib", "")
+	sh(t, h, "dpkg --purge soultoy-rec >/dev/null")
+	r = apply(t, h, "/srv/m/apt-rec", "  - {name: t, module: core.pkg.installed, params: {name: soultoy-rec, install_recommends: true, allow_unauthenticated: true}}\n", false)
+	if r.Failed || !r.Changed {
+		t.Fatalf("install_recommends: true: %+v", r)
+	}
+	wantVersion(t, h, "soultoy-lib", "1.0")
+
 	// Bad input: an unknown version, latest with version, a bad dpkg option.
+	wantFailsReal(t, h, "/srv/m/apt-bad", `{name: t, module: core.pkg.installed, params: {name: soultoy-lib, version: "99", allow_unauthenticated: true}}`, "version 99 of package soultoy-lib", "not found")
 	wantFails(t, h, "/srv/m/apt-bad", `{name: t, module: core.pkg.installed, params: {name: soultoy, latest: true, version: "1.0.0"}}`, `param "latest"`)
 	wantFails(t, h, "/srv/m/apt-bad", `{name: t, module: core.pkg.installed, params: {name: soultoy, latest: true, allow_unauthenticated: true, default_release: nosuchrelease}}`, "nosuchrelease")
 	wantRefused(t, h, "/srv/m/apt-bad2", `{name: t, module: core.pkg.installed, params: {name: soultoy, dpkg_options: "force-confold; rm -rf /"}}`, "core.pkg.installed", "dpkg_options")
@@ -250,6 +266,9 @@ func TestAptUpgradedOnLabHost(t *testing.T) {
 	wantVersion(t, h, "soultoy", "1.0.1")
 	wantVersion(t, h, "soultoy-needs", "1.0") // 2.0 conflicts with soultoy-lib: kept back
 
+	// dist would remove soultoy-lib: fail_on_autoremove refuses that.
+	wantFails(t, h, "/srv/m/up-noremove", `{name: t, module: core.pkg.upgraded, params: {upgrade: dist, allow_unauthenticated: true, fail_on_autoremove: true}}`, "remove")
+	wantVersion(t, h, "soultoy-lib", "1.0")
 	r = apply(t, h, "/srv/m/up-dist", "  - {name: t, module: core.pkg.upgraded, params: {upgrade: dist, allow_unauthenticated: true}}\n", true)
 	if r.Failed || !r.Changed || r.Diff != "- soultoy-lib 1.0\n~ soultoy-needs 1.0 -> 2.0\n" {
 		t.Fatalf("dist upgrade in check mode: %+v", r)
@@ -262,6 +281,10 @@ func TestAptUpgradedOnLabHost(t *testing.T) {
 	// needed goes (Ansible issue 26298).
 	sh(t, h, "apt-get install -y -q --allow-unauthenticated --allow-downgrades soultoy-needs=1.0 >/dev/null 2>&1; apt-mark auto soultoy-lib >/dev/null")
 	wantVersion(t, h, "soultoy-lib", "1.0")
+	r = apply(t, h, "/srv/m/up-ar", "  - {name: t, module: core.pkg.removed, params: {name: soultoy-needs, autoremove: true}}\n", true)
+	if r.Failed || !r.Changed || !strings.Contains(r.Diff, "- soultoy-lib 1.0\n") || !strings.Contains(r.Diff, "- soultoy-needs 1.0\n") {
+		t.Fatalf("remove with autoremove in check mode: %+v", r)
+	}
 	converge(t, h, "/srv/m/up-ar", `{name: t, module: core.pkg.removed, params: {name: soultoy-needs, autoremove: true}}`, dpkgStatus)
 	wantVersion(t, h, "soultoy-lib", "")
 	sh(t, h, "apt-get install -y -q --allow-unauthenticated soultoy-needs=1.0 >/dev/null 2>&1; apt-mark auto soultoy-lib >/dev/null; apt-mark auto soultoy-needs >/dev/null")

@@ -339,13 +339,23 @@ func pkgRemoved(ctx context.Context, p map[string]any, env *module.Env) (domain.
 	if o.purge {
 		verb = "purge"
 	}
+	diffText := strings.Join(diff, "\n") + "\n"
+	if _, isApt := mgr.(aptManager); isApt && o.autoremove {
+		// apt decides what else goes: its simulation is the diff.
+		plan, err := aptSimulate(ctx, aptRemoveArgv(todo, o))
+		if err != nil {
+			return domain.Result{}, err
+		}
+		diffText = plan.diff()
+		data["removed"] = toAnyList(plan.names())
+	}
 	if env.Check {
-		return domain.Result{Changed: true, Diff: strings.Join(diff, "\n") + "\n", Msg: "would " + verb + " " + strings.Join(todo, ", "), Data: data}, nil
+		return domain.Result{Changed: true, Diff: diffText, Msg: "would " + verb + " " + strings.Join(todo, ", "), Data: data}, nil
 	}
 	if err := mgr.remove(ctx, todo, o); err != nil {
 		return domain.Result{}, err
 	}
-	res := domain.Result{Changed: true, Diff: strings.Join(diff, "\n") + "\n", Msg: verb + "d " + strings.Join(todo, ", "), Data: data}
+	res := domain.Result{Changed: true, Diff: diffText, Msg: verb + "d " + strings.Join(todo, ", "), Data: data}
 	for _, n := range todo {
 		st, err := mgr.query(ctx, n)
 		if err != nil {

@@ -58,6 +58,9 @@ func (f aptFlags) args() []string {
 	if f.onlyUpgrade {
 		argv = append(argv, "--only-upgrade")
 	}
+	if f.noRemove {
+		argv = append(argv, "--no-remove")
+	}
 	return argv
 }
 
@@ -161,15 +164,7 @@ func (m aptManager) install(ctx context.Context, specs []pkgSpec, o installOpts)
 }
 
 func (aptManager) remove(ctx context.Context, names []string, o removeOpts) error {
-	verb := "remove"
-	if o.purge {
-		verb = "purge"
-	}
-	argv := append(append([]string{"apt-get", verb}, aptOpts...), o.apt.args()...)
-	if o.autoremove {
-		argv = append(argv, "--auto-remove")
-	}
-	argv = append(argv, names...)
+	argv := aptRemoveArgv(names, o)
 	r, err := runPkgCmd(ctx, aptEnv, argv...)
 	if err != nil {
 		return fmt.Errorf("removing %s: %w", strings.Join(names, ", "), err)
@@ -178,6 +173,19 @@ func (aptManager) remove(ctx context.Context, names []string, o removeOpts) erro
 		return fmt.Errorf("removing %s: %w", strings.Join(names, ", "), cmdError(argv, r))
 	}
 	return nil
+}
+
+// aptRemoveArgv is the apt-get remove (or purge) command line for names.
+func aptRemoveArgv(names []string, o removeOpts) []string {
+	verb := "remove"
+	if o.purge {
+		verb = "purge"
+	}
+	argv := append(append([]string{"apt-get", verb}, aptOpts...), o.apt.args()...)
+	if o.autoremove {
+		argv = append(argv, "--auto-remove")
+	}
+	return append(argv, names...)
 }
 
 // aptStamp is touched after each successful apt-get update by a soul (the

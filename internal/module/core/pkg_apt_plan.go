@@ -37,11 +37,11 @@ type aptPlan []aptChange
 var (
 	// "Inst foo [1.0.0] (1.0.1 localhost [all])", "Inst foo (1.0.1 …)"
 	aptInstRe = regexp.MustCompile(`^Inst (\S+) (?:\[([^\]]*)\] )?\((\S+)`)
-	// "Remv foo [1.0.0]"
-	aptRemvRe = regexp.MustCompile(`^Remv (\S+)(?: \[([^\]]*)\])?`)
+	// "Remv foo [1.0.0]", "Purg foo [1.0.0]"
+	aptRemvRe = regexp.MustCompile(`^(?:Remv|Purg) (\S+)(?: \[([^\]]*)\])?`)
 )
 
-// parseAptSimulation reads the Inst and Remv lines of apt-get -s; Conf
+// parseAptSimulation reads the Inst, Remv and Purg lines of apt-get -s; Conf
 // lines repeat the Inst ones. Architecture suffixes (foo:amd64) are kept.
 func parseAptSimulation(out string) aptPlan {
 	var plan aptPlan

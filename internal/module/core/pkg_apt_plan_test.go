@@ -13,25 +13,26 @@ Reading package lists...
 Inst soultoy [1.0.0] (1.0.1 localhost [all])
 Inst hello (2.10-3 lab [amd64])
 Remv soultoy-lib [1.0]
+Purg soultoy-old [0.9]
 Conf soultoy (1.0.1 localhost [all])
 Conf hello (2.10-3 lab [amd64])
 `
 	plan := parseAptSimulation(out)
-	want := aptPlan{{"soultoy", "1.0.0", "1.0.1"}, {"hello", "", "2.10-3"}, {"soultoy-lib", "1.0", ""}}
+	want := aptPlan{{"soultoy", "1.0.0", "1.0.1"}, {"hello", "", "2.10-3"}, {"soultoy-lib", "1.0", ""}, {"soultoy-old", "0.9", ""}}
 	if diff := cmp.Diff(want, plan, cmp.AllowUnexported(aptChange{})); diff != "" {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
-	if got, want := plan.diff(), "~ soultoy 1.0.0 -> 1.0.1\n+ hello 2.10-3\n- soultoy-lib 1.0\n"; got != want {
+	if got, want := plan.diff(), "~ soultoy 1.0.0 -> 1.0.1\n+ hello 2.10-3\n- soultoy-lib 1.0\n- soultoy-old 0.9\n"; got != want {
 		t.Errorf("diff %q, want %q", got, want)
 	}
 	up, rm := plan.data()
 	if diff := cmp.Diff(map[string]any{"soultoy": "1.0.1", "hello": "2.10-3"}, up); diff != "" {
 		t.Errorf("upgraded (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]any{"soultoy-lib"}, rm); diff != "" {
+	if diff := cmp.Diff([]any{"soultoy-lib", "soultoy-old"}, rm); diff != "" {
 		t.Errorf("removed (-want +got):\n%s", diff)
 	}
-	if got := strings.Join(plan.names(), ","); got != "hello,soultoy,soultoy-lib" {
+	if got := strings.Join(plan.names(), ","); got != "hello,soultoy,soultoy-lib,soultoy-old" {
 		t.Errorf("names %q", got)
 	}
 	if len(parseAptSimulation("0 upgraded, 0 newly installed, 0 to remove and 0 not upgraded.\n")) != 0 {
@@ -48,8 +49,8 @@ func TestAptFlagsArgs(t *testing.T) {
 	}{
 		{"defaults", aptFlags{}, []string{"-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold"}},
 		{"no dpkg options", aptFlags{dpkgOptions: []string{}}, nil},
-		{"all", aptFlags{allowUnauthenticated: true, allowDowngrade: true, allowHeld: true, recommends: &yes, onlyUpgrade: true, dpkgOptions: []string{"force-confnew"}},
-			[]string{"-o", "Dpkg::Options::=--force-confnew", "--allow-unauthenticated", "--allow-downgrades", "--allow-change-held-packages", "-o", "APT::Install-Recommends=true", "--only-upgrade"}},
+		{"all", aptFlags{allowUnauthenticated: true, allowDowngrade: true, allowHeld: true, recommends: &yes, onlyUpgrade: true, noRemove: true, dpkgOptions: []string{"force-confnew"}},
+			[]string{"-o", "Dpkg::Options::=--force-confnew", "--allow-unauthenticated", "--allow-downgrades", "--allow-change-held-packages", "-o", "APT::Install-Recommends=true", "--only-upgrade", "--no-remove"}},
 		{"no recommends", aptFlags{recommends: &no, dpkgOptions: []string{}}, []string{"--no-install-recommends"}},
 	}
 	for _, tt := range tests {

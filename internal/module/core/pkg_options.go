@@ -19,6 +19,7 @@ const defaultDpkgOptions = "force-confdef,force-confold"
 func aptParams(m map[string]module.Param) map[string]module.Param {
 	m["allow_unauthenticated"] = module.Param{Type: module.TypeBool, Default: false, Description: "apt only: install packages that cannot be authenticated (--allow-unauthenticated), e.g. from a repository without a signed Release file"}
 	m["allow_downgrade"] = module.Param{Type: module.TypeBool, Default: false, Description: "apt only: allow replacing an installed package with an older version (--allow-downgrades); without it a downgrade is refused"}
+	m["fail_on_autoremove"] = module.Param{Type: module.TypeBool, Default: false, Description: "apt only: fail instead of removing any package to resolve the install or upgrade (--no-remove)"}
 	return aptRemoveParams(m)
 }
 
@@ -44,6 +45,7 @@ type aptFlags struct {
 	allowHeld            bool
 	recommends           *bool // nil: the host's APT::Install-Recommends
 	onlyUpgrade          bool
+	noRemove             bool
 	dpkgOptions          []string
 }
 
@@ -61,6 +63,8 @@ func (f aptFlags) set() string {
 		return "install_recommends"
 	case f.onlyUpgrade:
 		return "only_upgrade"
+	case f.noRemove:
+		return "fail_on_autoremove"
 	case f.dpkgOptions != nil && strings.Join(f.dpkgOptions, ",") != defaultDpkgOptions:
 		return "dpkg_options"
 	}
@@ -98,6 +102,7 @@ func readAptFlags(a *args) (aptFlags, error) {
 		allowDowngrade:       a.boolean("allow_downgrade", false),
 		allowHeld:            a.boolean("allow_change_held_packages", false),
 		onlyUpgrade:          a.boolean("only_upgrade", false),
+		noRemove:             a.boolean("fail_on_autoremove", false),
 	}
 	if a.has("install_recommends") {
 		r := a.boolean("install_recommends", false)
