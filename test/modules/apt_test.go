@@ -186,6 +186,22 @@ func TestAptVersionLatestDowngradeOnLabHost(t *testing.T) {
 	wantFails(t, h, "/srv/m/apt-bad", `{name: t, module: core.pkg.installed, params: {name: soultoy, latest: true, allow_unauthenticated: true, default_release: nosuchrelease}}`, "nosuchrelease")
 	wantRefused(t, h, "/srv/m/apt-bad2", `{name: t, module: core.pkg.installed, params: {name: soultoy, dpkg_options: "force-confold; rm -rf /"}}`, "core.pkg.installed", "dpkg_options")
 	wantRefused(t, h, "/srv/m/apt-bad3", `{name: t, module: core.pkg.installed, params: {name: soultoy, dpkg_options: "${ 'force-confold,--bad option' }"}}`, "core.pkg.installed", "dpkg_options")
+
+	// latest on an index that lost the toy repository: check mode does
+	// not refresh and says the package is unknown; a real run refreshes
+	// the index once and installs.
+	sh(t, h, "dpkg --purge soultoy-lib >/dev/null; rm -f /var/lib/apt/lists/*srv_toy_repo*")
+	latestLib := "  - {name: t, module: core.pkg.installed, params: {name: soultoy-lib, latest: true, allow_unauthenticated: true}}\n"
+	if r := apply(t, h, "/srv/m/apt-stale", latestLib, true); !r.Failed || !strings.Contains(r.Msg, "package soultoy-lib") || !strings.Contains(r.Msg, "not found in the configured apt sources") {
+		t.Fatalf("latest on a stale index in check mode: %+v", r)
+	}
+	if r := apply(t, h, "/srv/m/apt-stale", latestLib, false); r.Failed || !r.Changed {
+		t.Fatalf("latest on a stale index: %+v", r)
+	}
+	wantVersion(t, h, "soultoy-lib", "1.0")
+	if r := apply(t, h, "/srv/m/apt-stale", latestLib, false); r.Failed || r.Changed {
+		t.Fatalf("latest again: %+v", r)
+	}
 }
 
 // TestAptDebOnLabHost: deb: from a path and from a URL, its dependency
@@ -232,6 +248,11 @@ func TestAptDebOnLabHost(t *testing.T) {
 	url := "http://" + ln.Addr().String() + "/soultoy-app_1.1_all.deb"
 	wantFails(t, h, "/srv/m/deb-pin", `{name: t, module: core.pkg.installed, params: {deb: "`+url+`", sha256: "`+strings.Repeat("0", 64)+`"}}`, `param "sha256"`, pin)
 	wantFails(t, h, "/srv/m/deb-404", `{name: t, module: core.pkg.installed, params: {deb: "`+url+`.missing"}}`, "404")
+	// A password in the URL never reaches the result.
+	secretURL := strings.Replace(url, "http://", "http://user:s3cr3t@", 1) + ".missing"
+	if r := apply(t, h, "/srv/m/deb-secret", "  - {name: t, module: core.pkg.installed, params: {deb: \""+secretURL+"\"}}\n", false); !r.Failed || !strings.Contains(r.Msg, "404") || strings.Contains(r.Msg+r.Diff, "s3cr3t") {
+		t.Fatalf("deb URL with a password: %+v", r)
+	}
 	converge(t, h, "/srv/m/deb-url", `{name: t, module: core.pkg.installed, params: {deb: "`+url+`", sha256: "`+pin+`"}}`, dpkgStatus)
 	wantVersion(t, h, "soultoy-app", "1.1")
 

@@ -271,6 +271,14 @@ func pkgInstalled(ctx context.Context, p map[string]any, env *module.Env) (domai
 // -s says what would move (nothing: converged), check mode stops there.
 func aptLatest(ctx context.Context, env *module.Env, todo []pkgSpec, opts installOpts, installed map[string]any, data func() map[string]any) (domain.Result, error) {
 	plan, err := aptSimulate(ctx, aptInstallArgv(todo, opts))
+	var missing *aptMissingError
+	if errors.As(err, &missing) && !env.Check {
+		// As install does: a stale or empty index is refreshed once.
+		if rerr := (aptManager{}).refresh(ctx, env); rerr != nil {
+			return domain.Result{}, fmt.Errorf("%w, and refreshing the index failed: %w", err, rerr)
+		}
+		plan, err = aptSimulate(ctx, aptInstallArgv(todo, opts))
+	}
 	if err != nil {
 		return domain.Result{}, err
 	}

@@ -106,11 +106,18 @@ func aptSimulate(ctx context.Context, argv []string) (aptPlan, error) {
 	}
 	if r.rc != 0 {
 		if missing := aptNotFound(r.stderr); missing != "" {
-			return nil, fmt.Errorf("%s not found in the configured apt sources", missing)
+			return nil, &aptMissingError{missing}
 		}
 		return nil, fmt.Errorf("simulating %s: %w", strings.Join(argv[:2], " "), cmdError(sim, r))
 	}
 	return parseAptSimulation(r.stdout), nil
+}
+
+// aptMissingError is a package or version the apt sources do not know.
+type aptMissingError struct{ what string }
+
+func (e *aptMissingError) Error() string {
+	return e.what + " not found in the configured apt sources"
 }
 
 // aptRun runs argv for real; a package or version apt does not know is

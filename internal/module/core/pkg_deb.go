@@ -17,9 +17,10 @@ import (
 	"github.com/soulstack/soulstack/internal/module"
 )
 
-// debMaxSize and debTimeout bound the download of a deb URL.
+// debMaxSize and debTimeout bound the download of a deb URL, which is
+// held in memory before it is written.
 const (
-	debMaxSize = 1 << 30
+	debMaxSize = 512 << 20
 	debTimeout = 10 * time.Minute
 )
 
@@ -46,6 +47,10 @@ func debInstalled(ctx context.Context, a *args, env *module.Env) (domain.Result,
 		return domain.Result{}, paramErr("deb", "%v", err)
 	}
 	isURL := isHTTPURL(src)
+	shown := src // what messages say: a URL without its password
+	if u, err := url.Parse(src); isURL && err == nil {
+		shown = u.Redacted()
+	}
 	mgr, err := pickManager(env)
 	if err != nil {
 		return domain.Result{}, err
@@ -63,10 +68,10 @@ func debInstalled(ctx context.Context, a *args, env *module.Env) (domain.Result,
 	}
 	defer os.RemoveAll(dir)
 	file := filepath.Join(dir, "package.deb")
-	if err := fetchDeb(ctx, env, src, isURL, file, pin); err != nil {
+	if err := fetchDeb(ctx, env, src, shown, isURL, file, pin); err != nil {
 		return domain.Result{}, err
 	}
-	name, version, err := debFields(ctx, src, file)
+	name, version, err := debFields(ctx, shown, file)
 	if err != nil {
 		return domain.Result{}, err
 	}
@@ -80,7 +85,7 @@ func debInstalled(ctx context.Context, a *args, env *module.Env) (domain.Result,
 		installed[name] = st.version
 	}
 	if st.installed && st.version == version {
-		return converged(fmt.Sprintf("installed: %s %s (from %s)", name, version, src), data()), nil
+		return converged(fmt.Sprintf("installed: %s %s (from %s)", name, version, shown), data()), nil
 	}
 	if st.installed && !opts.apt.allowDowngrade {
 		older, err := dpkgOlder(ctx, version, st.version)
@@ -88,30 +93,30 @@ func debInstalled(ctx context.Context, a *args, env *module.Env) (domain.Result,
 			return domain.Result{}, err
 		}
 		if older {
-			return domain.Result{}, paramErr("allow_downgrade", "%s %s is installed and %s holds the older %s: set allow_downgrade: true to downgrade", name, st.version, src, version)
+			return domain.Result{}, paramErr("allow_downgrade", "%s %s is installed and %s holds the older %s: set allow_downgrade: true to downgrade", name, st.version, shown, version)
 		}
 	}
 	argv := aptInstallArgv([]pkgSpec{{deb: file}}, opts)
 	plan, err := aptSimulate(ctx, argv)
 	if err != nil {
-		return domain.Result{}, fmt.Errorf("param \"deb\": %s: %w", src, err)
+		return domain.Result{}, fmt.Errorf("param \"deb\": %s: %w", shown, err)
 	}
 	diff := plan.diff()
 	if diff == "" {
 		diff = fmt.Sprintf("+ %s %s\n", name, version)
 	}
 	if env.Check {
-		return domain.Result{Changed: true, Diff: diff, Msg: fmt.Sprintf("would install %s %s from %s", name, version, src), Data: data()}, nil
+		return domain.Result{Changed: true, Diff: diff, Msg: fmt.Sprintf("would install %s %s from %s", name, version, shown), Data: data()}, nil
 	}
 	if err := aptRun(ctx, argv); err != nil {
-		return domain.Result{}, fmt.Errorf("installing %s: %w", src, err)
+		return domain.Result{}, fmt.Errorf("installing %s: %w", shown, err)
 	}
 	st, err = mgr.query(ctx, name)
 	if err != nil {
 		return domain.Result{}, err
 	}
 	installed[name] = st.version
-	res := domain.Result{Changed: true, Diff: diff, Msg: fmt.Sprintf("installed %s %s from %s", name, version, src), Data: data()}
+	res := domain.Result{Changed: true, Diff: diff, Msg: fmt.Sprintf("installed %s %s from %s", name, version, shown), Data: data()}
 	if !st.installed || st.version != version {
 		res.Failed = true
 		res.Msg = fmt.Sprintf("apt-get ran but %s is not installed at %s (have %q)", name, version, st.version)
@@ -147,12 +152,12 @@ func checkSHA256(v string) error {
 
 // fetchDeb copies the local file or downloads the URL src to file (mode
 // 0600 in a private directory) and checks the pinned sha256.
-func fetchDeb(ctx context.Context, env *module.Env, src string, isURL bool, file, pin string) error {
+func fetchDeb(ctx context.Context, env *module.Env, src, shown string, isURL bool, file, pin string) error {
 	var body io.Reader
 	if isURL {
 		b, err := download(ctx, env, src, debTimeout, debMaxSize)
 		if err != nil {
-			return fmt.Errorf("param \"deb\": %w", err)
+			return fmt.Errorf("param \"deb\": %s", strings.ReplaceAll(err.Error(), src, shown))
 		}
 		body = bytes.NewReader(b)
 	} else {
@@ -180,10 +185,10 @@ func fetchDeb(ctx context.Context, env *module.Env, src string, isURL bool, file
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("param \"deb\": copying %s: %w", src, err)
+		return fmt.Errorf("param \"deb\": copying %s: %w", shown, err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); pin != "" && got != pin {
-		return fmt.Errorf("param \"sha256\": %s has sha256 %s, not the pinned %s; nothing was installed", src, got, pin)
+		return fmt.Errorf("param \"sha256\": %s has sha256 %s, not the pinned %s; nothing was installed", shown, got, pin)
 	}
 	return nil
 }
