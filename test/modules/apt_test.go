@@ -14,7 +14,8 @@ import (
 // toyScript builds the toy packages of the apt tests on the host with
 // dpkg-deb: soultoy 1.0.0 and 1.0.1; soultoy-lib 1.0; soultoy-needs 1.0
 // (depends on soultoy-lib) and 2.0 (conflicts with it); soultoy-rec 1.0
-// (recommends soultoy-lib); soultoy-app 1.0
+// (recommends soultoy-lib); soultoy-alt 1.0 (conflicts with soultoy);
+// soultoy-app 1.0
 // and 1.1 (depend on hello, from the lab's repository), kept out of the
 // repository as bare files for deb:. The repository is flat and has no
 // Release file, so apt only takes its packages as unauthenticated.
@@ -38,6 +39,7 @@ mk soultoy 1.0.0 repo; mk soultoy 1.0.1 repo
 mk soultoy-lib 1.0 repo
 mk soultoy-needs 1.0 repo soultoy-lib; mk soultoy-needs 2.0 repo "" soultoy-lib
 mk soultoy-rec 1.0 repo "" "" soultoy-lib
+mk soultoy-alt 1.0 repo "" soultoy
 mk soultoy-app 1.0 files hello; mk soultoy-app 1.1 files hello
 cd /srv/toy/repo
 for f in *.deb; do
@@ -49,7 +51,7 @@ apt-get update -q >/dev/null 2>&1
 `
 
 // toyPackages are every package the apt tests install.
-const toyPackages = "soultoy soultoy-lib soultoy-needs soultoy-rec soultoy-app hello"
+const toyPackages = "soultoy soultoy-lib soultoy-needs soultoy-rec soultoy-alt soultoy-app hello"
 
 // toyRepo builds the toy packages and their repository on the host, with
 // nothing of them installed; the cleanup removes them all.
@@ -179,6 +181,19 @@ func TestAptVersionLatestDowngradeOnLabHost(t *testing.T) {
 		t.Fatalf("install_recommends: true: %+v", r)
 	}
 	wantVersion(t, h, "soultoy-lib", "1.0")
+
+	// soultoy-alt conflicts with the installed soultoy: fail_on_autoremove
+	// refuses to remove it (Ansible's apt.yml hello-traditional case);
+	// without it the diff says soultoy goes.
+	wantVersion(t, h, "soultoy", "1.0.1")
+	wantFails(t, h, "/srv/m/apt-conflict", `{name: t, module: core.pkg.installed, params: {name: soultoy-alt, allow_unauthenticated: true, fail_on_autoremove: true}}`, "remove")
+	wantVersion(t, h, "soultoy", "1.0.1")
+	alt := `{name: t, module: core.pkg.installed, params: {name: soultoy-alt, allow_unauthenticated: true}}`
+	if r := apply(t, h, "/srv/m/apt-conflict", "  - "+alt+"\n", true); r.Failed || !r.Changed || r.Diff != "- soultoy 1.0.1\n+ soultoy-alt 1.0\n" {
+		t.Fatalf("a conflicting install in check mode: %+v", r)
+	}
+	converge(t, h, "/srv/m/apt-conflict", alt, dpkgStatus)
+	wantVersion(t, h, "soultoy", "")
 
 	// Bad input: an unknown version, latest with version, a bad dpkg option.
 	wantFailsReal(t, h, "/srv/m/apt-bad", `{name: t, module: core.pkg.installed, params: {name: soultoy-lib, version: "99", allow_unauthenticated: true}}`, "version 99 of package soultoy-lib", "not found")

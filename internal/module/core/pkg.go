@@ -245,13 +245,20 @@ func pkgInstalled(ctx context.Context, p map[string]any, env *module.Env) (domai
 		return converged(msg, data()), nil
 	}
 	what := specList(todo)
+	diffText := strings.Join(diff, "\n") + "\n"
+	if isApt {
+		// apt's simulation shows the dependencies and removals too.
+		if diffText, err = aptInstallDiff(ctx, todo, opts, diffText); err != nil {
+			return domain.Result{}, err
+		}
+	}
 	if env.Check {
-		return domain.Result{Changed: true, Diff: strings.Join(diff, "\n") + "\n", Msg: "would install " + what, Data: map[string]any{"installed": installed, "cache_refreshed": false}}, nil
+		return domain.Result{Changed: true, Diff: diffText, Msg: "would install " + what, Data: map[string]any{"installed": installed, "cache_refreshed": false}}, nil
 	}
 	if err := mgr.install(ctx, todo, opts); err != nil {
 		return domain.Result{}, err
 	}
-	res := domain.Result{Changed: true, Diff: strings.Join(diff, "\n") + "\n", Msg: "installed " + what}
+	res := domain.Result{Changed: true, Diff: diffText, Msg: "installed " + what}
 	for _, s := range todo {
 		st, err := mgr.query(ctx, s.name)
 		if err != nil {
@@ -265,6 +272,22 @@ func pkgInstalled(ctx context.Context, p map[string]any, env *module.Env) (domai
 	}
 	res.Data = data()
 	return res, nil
+}
+
+// aptInstallDiff is apt-get -s's account of installing todo, or fallback
+// when the index does not know a package yet (install refreshes it first).
+func aptInstallDiff(ctx context.Context, todo []pkgSpec, opts installOpts, fallback string) (string, error) {
+	plan, err := aptSimulate(ctx, aptInstallArgv(todo, opts))
+	var missing *aptMissingError
+	switch {
+	case errors.As(err, &missing):
+		return fallback, nil
+	case err != nil:
+		return "", err
+	case len(plan) == 0:
+		return fallback, nil
+	}
+	return plan.diff(), nil
 }
 
 // aptLatest installs or upgrades todo to apt's candidate versions: apt-get

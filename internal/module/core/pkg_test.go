@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 
@@ -76,7 +77,7 @@ func TestPkgInstallAndRemove(t *testing.T) {
 
 	res := run(t, "core.pkg.installed", map[string]any{"name": testPkg}, checkEnv)
 	wantChanged(t, res, true)
-	if res.Diff != "+ "+testPkg+"\n" || res.Msg != "would install "+testPkg {
+	if !strings.HasPrefix(res.Diff, "+ "+testPkg+" ") || res.Msg != "would install "+testPkg {
 		t.Errorf("check result diff %q msg %q", res.Diff, res.Msg)
 	}
 	if dpkgState(t, testPkg).installed {
