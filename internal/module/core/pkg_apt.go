@@ -25,12 +25,44 @@ var aptEnv = map[string]string{
 	"NEEDRESTART_MODE":         "a",
 }
 
-// aptOpts keep configuration files the admin changed, take the package's
-// new default otherwise, and wait for a dpkg lock held by another apt run
-// instead of failing at once.
-var aptOpts = []string{"-y", "-q",
-	"-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold",
-	"-o", "DPkg::Lock::Timeout=300"}
+// aptOpts answer yes and wait for a dpkg lock held by another apt run
+// instead of failing at once; aptFlags.args adds the dpkg options.
+var aptOpts = []string{"-y", "-q", "-o", "DPkg::Lock::Timeout=300"}
+
+// args are the apt-get switches of f: the dpkg options (by default keep
+// configuration files the admin changed, take the package's new default
+// otherwise) and the allow_* and install_recommends params.
+func (f aptFlags) args() []string {
+	opts := f.dpkgOptions
+	if opts == nil {
+		opts, _ = parseDpkgOptions(defaultDpkgOptions)
+	}
+	var argv []string
+	for _, o := range opts {
+		argv = append(argv, "-o", "Dpkg::Options::=--"+o)
+	}
+	if f.allowUnauthenticated {
+		argv = append(argv, "--allow-unauthenticated")
+	}
+	if f.allowDowngrade {
+		argv = append(argv, "--allow-downgrades")
+	}
+	if f.allowHeld {
+		argv = append(argv, "--allow-change-held-packages")
+	}
+	if f.recommends != nil && *f.recommends {
+		argv = append(argv, "-o", "APT::Install-Recommends=true")
+	} else if f.recommends != nil {
+		argv = append(argv, "--no-install-recommends")
+	}
+	if f.onlyUpgrade {
+		argv = append(argv, "--only-upgrade")
+	}
+	if f.noRemove {
+		argv = append(argv, "--no-remove")
+	}
+	return argv
+}
 
 func (aptManager) name() string { return "apt-get" }
 
@@ -105,23 +137,7 @@ func (m aptManager) install(ctx context.Context, specs []pkgSpec, o installOpts)
 	if len(o.enableRepo) > 0 {
 		return paramErr("enablerepo", "is a dnf option; apt has default_release (-t) instead")
 	}
-	argv := append([]string{"apt-get", "install"}, aptOpts...)
-	if o.defaultRelease != "" {
-		argv = append(argv, "-t", o.defaultRelease)
-	}
-	for _, s := range specs {
-		if s.version != "" {
-			argv = append(argv, "--allow-downgrades")
-			break
-		}
-	}
-	for _, s := range specs {
-		if s.version != "" {
-			argv = append(argv, s.name+"="+s.version)
-		} else {
-			argv = append(argv, s.name)
-		}
-	}
+	argv := aptInstallArgv(specs, o)
 	for attempt := 0; ; attempt++ {
 		r, err := runPkgCmd(ctx, aptEnv, argv...)
 		if err != nil {
@@ -147,12 +163,8 @@ func (m aptManager) install(ctx context.Context, specs []pkgSpec, o installOpts)
 	}
 }
 
-func (aptManager) remove(ctx context.Context, names []string, purge bool) error {
-	verb := "remove"
-	if purge {
-		verb = "purge"
-	}
-	argv := append(append([]string{"apt-get", verb}, aptOpts...), names...)
+func (aptManager) remove(ctx context.Context, names []string, o removeOpts) error {
+	argv := aptRemoveArgv(names, o)
 	r, err := runPkgCmd(ctx, aptEnv, argv...)
 	if err != nil {
 		return fmt.Errorf("removing %s: %w", strings.Join(names, ", "), err)
@@ -161,6 +173,19 @@ func (aptManager) remove(ctx context.Context, names []string, purge bool) error 
 		return fmt.Errorf("removing %s: %w", strings.Join(names, ", "), cmdError(argv, r))
 	}
 	return nil
+}
+
+// aptRemoveArgv is the apt-get remove (or purge) command line for names.
+func aptRemoveArgv(names []string, o removeOpts) []string {
+	verb := "remove"
+	if o.purge {
+		verb = "purge"
+	}
+	argv := append(append([]string{"apt-get", verb}, aptOpts...), o.apt.args()...)
+	if o.autoremove {
+		argv = append(argv, "--auto-remove")
+	}
+	return append(argv, names...)
 }
 
 // aptStamp is touched after each successful apt-get update by a soul (the

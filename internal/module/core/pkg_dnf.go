@@ -65,6 +65,9 @@ func (m dnfManager) install(ctx context.Context, specs []pkgSpec, o installOpts)
 	if o.defaultRelease != "" {
 		return paramErr("default_release", "is an apt option (-t); dnf has enablerepo instead")
 	}
+	if p := o.apt.set(); p != "" {
+		return paramErr(p, "is an apt option; %s does not support it here", m.tool)
+	}
 	argv := []string{m.tool, "install", "-y", "-q"}
 	for _, r := range o.enableRepo {
 		argv = append(argv, "--enablerepo="+r)
@@ -99,7 +102,13 @@ func (m dnfManager) install(ctx context.Context, specs []pkgSpec, o installOpts)
 	}
 }
 
-func (m dnfManager) remove(ctx context.Context, names []string, _ bool) error {
+func (m dnfManager) remove(ctx context.Context, names []string, o removeOpts) error {
+	if p := o.apt.set(); p != "" {
+		return paramErr(p, "is an apt option; %s does not support it here", m.tool)
+	}
+	if o.autoremove {
+		return paramErr("autoremove", "is an apt option; %s removes unneeded dependencies by its clean_requirements_on_remove setting", m.tool)
+	}
 	argv := append([]string{m.tool, "remove", "-y", "-q"}, names...)
 	r, err := runCmd(ctx, nil, argv...)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 
@@ -76,7 +77,7 @@ func TestPkgInstallAndRemove(t *testing.T) {
 
 	res := run(t, "core.pkg.installed", map[string]any{"name": testPkg}, checkEnv)
 	wantChanged(t, res, true)
-	if res.Diff != "+ "+testPkg+"\n" || res.Msg != "would install "+testPkg {
+	if !strings.HasPrefix(res.Diff, "+ "+testPkg+" ") || res.Msg != "would install "+testPkg {
 		t.Errorf("check result diff %q msg %q", res.Diff, res.Msg)
 	}
 	if dpkgState(t, testPkg).installed {
@@ -108,8 +109,11 @@ func TestPkgInstallAndRemove(t *testing.T) {
 	}
 	before.untouched(t, status)
 
+	// An older version is a downgrade, refused without allow_downgrade.
+	_, err := runErr(t, "core.pkg.installed", map[string]any{"name": testPkg, "version": "0.1-soulstack"}, checkEnv)
+	wantErrContains(t, err, `param "allow_downgrade"`, testPkg+" "+st.version+" is installed")
 	// A different version is a change that check mode reports.
-	res = run(t, "core.pkg.installed", map[string]any{"name": testPkg, "version": "0.1-soulstack"}, checkEnv)
+	res = run(t, "core.pkg.installed", map[string]any{"name": testPkg, "version": "0.1-soulstack", "allow_downgrade": true}, checkEnv)
 	wantChanged(t, res, true)
 	if res.Diff != "~ "+testPkg+" "+st.version+" -> 0.1-soulstack\n" {
 		t.Errorf("version diff %q", res.Diff)
