@@ -27,6 +27,7 @@ func TestRegistry(t *testing.T) {
 		"core.wait.file", "core.wait.http", "core.wait.port", "core.pkg.repository", "core.mount.mounted")
 	want = append(want, "core.file.touched")
 	want = append(want, "core.pkg.upgraded")
+	want = append(want, "core.file.ini")
 	slices.Sort(want)
 	if diff := cmp.Diff(want, module.Names()); diff != "" {
 		t.Fatalf("registered modules (-want +got):\n%s", diff)
