@@ -25,6 +25,7 @@ func TestRegistry(t *testing.T) {
 	}
 	want = append(want, "core.cron.present", "core.ssh.authorized_key", "core.system.hostname", "core.system.timezone", "core.systemd.unit",
 		"core.wait.file", "core.wait.http", "core.wait.port", "core.pkg.repository", "core.mount.mounted")
+	want = append(want, "core.user.absent", "core.group.absent")
 	slices.Sort(want)
 	if diff := cmp.Diff(want, module.Names()); diff != "" {
 		t.Fatalf("registered modules (-want +got):\n%s", diff)
@@ -34,6 +35,7 @@ func TestRegistry(t *testing.T) {
 		"core.sysctl.present",
 		"core.system.rebooted", "core.user.present",
 		"core.system.hostname", "core.system.timezone", "core.systemd.unit", "core.pkg.repository", "core.mount.mounted"}
+	unconfinable = append(unconfinable, "core.user.absent", "core.group.absent")
 	readOnly := []string{"core.file.stat", "core.test.echo", "core.test.ping", "core.test.sleep"}
 	for _, name := range want {
 		m, _ := module.Lookup(name)
