@@ -38,13 +38,13 @@ func init() {
 	userOut := maps.Clone(coreOutputs["core.user.present"])
 	userOut["comment"] = outputField(module.TypeString, "the comment (GECOS) field")
 	nameOut := map[string]module.Field{"name": outputField(module.TypeString, "the account name")}
-	register("core.user.present", module.Schema{
+	registerNamed("core.user.present", module.Schema{
 		Summary:      "Ensure a user account exists with the given uid, groups, shell, home, password and expiry (or, with state: absent, does not exist)",
 		Params:       userParams,
 		Output:       userOut,
 		Unconfinable: true,
 	}, userPresent)
-	register("core.user.absent", module.Schema{
+	registerNamed("core.user.absent", module.Schema{
 		Summary: "Ensure a user account does not exist; with remove, its home and mail spool go too",
 		Params: map[string]module.Param{
 			"name":   userParams["name"],
@@ -55,7 +55,7 @@ func init() {
 		Output:       nameOut,
 		Unconfinable: true,
 	}, userAbsent)
-	register("core.group.present", module.Schema{
+	registerNamed("core.group.present", module.Schema{
 		Summary: "Ensure a group exists, with the given gid (or, with state: absent, does not exist)",
 		Params: map[string]module.Param{
 			"name":       str(true, "group name"),
@@ -68,7 +68,7 @@ func init() {
 		},
 		Unconfinable: true,
 	}, groupPresent)
-	register("core.group.absent", module.Schema{
+	registerNamed("core.group.absent", module.Schema{
 		Summary: "Ensure a group does not exist",
 		Params: map[string]module.Param{
 			"name":  str(true, "group name"),
