@@ -62,12 +62,13 @@ func removeAccounts(t *testing.T, h *lab.Host, users, groups []string) {
 }
 
 // TestGroupsOnLabHost: a group with a gid, a second one sharing it with
-// non_unique, absent (module and state), and bad input refused.
+// non_unique, absent (module and state; force for a user's primary
+// group), and bad input refused.
 func TestGroupsOnLabHost(t *testing.T) {
 	h := host(t)
 	groups := []string{"soulg1", "soulg2"}
-	removeAccounts(t, h, nil, groups)
-	t.Cleanup(func() { removeAccounts(t, h, nil, groups) })
+	removeAccounts(t, h, []string{"soulgu"}, groups)
+	t.Cleanup(func() { removeAccounts(t, h, []string{"soulgu"}, groups) })
 	gid := freeLabID(t, h, 23000)
 	sh(t, h, "mkdir -p /srv/m")
 
@@ -85,7 +86,10 @@ func TestGroupsOnLabHost(t *testing.T) {
 	wantRefused(t, h, "/srv/m/g-bad", `{name: t, module: core.group.present, params: {name: soulg1, state: gone}}`, "core.group.present", "state")
 
 	converge(t, h, "/srv/m/g2-rm", `{name: t, module: core.group.absent, params: {name: soulg2}}`, accountFiles...)
-	converge(t, h, "/srv/m/g1-rm", `{name: t, module: core.group.present, params: {name: soulg1, state: absent, local: true}}`, accountFiles...)
+	// The primary group of a user goes only with force.
+	sh(t, h, "useradd -M -g soulg1 soulgu")
+	wantFailed(t, h, "/srv/m/g1-prim", `{name: t, module: core.group.absent, params: {name: soulg1}}`, "groupdel", "primary group")
+	converge(t, h, "/srv/m/g1-rm", `{name: t, module: core.group.present, params: {name: soulg1, state: absent, force: true, local: true}}`, accountFiles...)
 	if got := sh(t, h, "getent group soulg1 soulg2 || echo gone"); got != "gone\n" {
 		t.Fatalf("groups left: %q", got)
 	}
