@@ -29,6 +29,11 @@ func init() {
 			"name":         name,
 			"schedule":     sched,
 			"special_time": special,
+			"minute":       typed(module.TypeAny, `the schedule's minute field, as Ansible's cron (0-59, *, */5, …; default *); instead of schedule`),
+			"hour":         typed(module.TypeAny, "the schedule's hour field (0-23, *, …; default *); instead of schedule"),
+			"day":          typed(module.TypeAny, "the schedule's day-of-month field (1-31, *, …; default *); instead of schedule"),
+			"month":        typed(module.TypeAny, "the schedule's month field (1-12, *, …; default *); instead of schedule"),
+			"weekday":      typed(module.TypeAny, "the schedule's day-of-week field (0-6 for Sunday-Saturday, *, …; default *); instead of schedule"),
 			"job":          str(false, "the command line (with env: true, the variable's value); required unless state is absent"),
 			"user":         {Type: module.TypeString, Default: "root", Description: "user the job runs as; with crontab: true, whose crontab is edited"},
 			"crontab":      {Type: module.TypeBool, Default: false, Description: "edit the user's own crontab (crontab -u user) instead of writing /etc/cron.d/<name>; an entry Ansible wrote (\"#Ansible: <name>\") is adopted and its marker rewritten"},
@@ -53,6 +58,9 @@ func init() {
 `,
 	}, cronPresent)
 }
+
+// cronFieldNames are Ansible's five schedule params, in schedule order.
+var cronFieldNames = []string{"minute", "hour", "day", "month", "weekday"}
 
 var (
 	cronNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -113,6 +121,17 @@ func parseCronCall(a *args) (cronCall, error) {
 	c := cronCall{name: a.str("name"), sched: strings.TrimSpace(a.str("schedule")), job: a.str("job"), user: a.str("user"),
 		state: a.str("state"), crontab: a.boolean("crontab", false), disabled: a.boolean("disabled", false)}
 	special := a.str("special_time")
+	var fields []string
+	given := false
+	for _, k := range cronFieldNames {
+		f := a.scalar(k)
+		if f == "" {
+			f = "*"
+		} else {
+			given = true
+		}
+		fields = append(fields, f)
+	}
 	switch v := a.p["env"].(type) {
 	case nil:
 	case bool:
@@ -158,10 +177,19 @@ func parseCronCall(a *args) (cronCall, error) {
 		return c, paramErr("job", "must be one non-empty line")
 	}
 	if c.envEntry {
-		if c.sched != "" || special != "" || c.disabled {
+		if c.sched != "" || special != "" || given || c.disabled {
 			return c, paramErr("env", "a variable entry takes no schedule, special_time or disabled")
 		}
 		return c, nil
+	}
+	if given {
+		if c.sched != "" || special != "" {
+			return c, paramErr("schedule", "give schedule, special_time or the fields minute, hour, day, month and weekday, not two of them")
+		}
+		c.sched = strings.Join(fields, " ")
+		if len(strings.Fields(c.sched)) != 5 {
+			return c, paramErr("minute", "%q: each of minute, hour, day, month and weekday is one field without spaces", c.sched)
+		}
 	}
 	if special != "" {
 		if c.sched != "" {
@@ -170,7 +198,7 @@ func parseCronCall(a *args) (cronCall, error) {
 		c.sched = "@" + special
 	}
 	if c.sched == "" {
-		return c, paramErr("schedule", "required when state is present (or give special_time)")
+		return c, paramErr("schedule", "required when state is present (or give special_time, or minute, hour, day, month and weekday)")
 	}
 	if err := checkCronSchedule(c.sched); err != nil {
 		return c, paramErr("schedule", "%v", err)

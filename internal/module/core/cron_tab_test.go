@@ -72,6 +72,7 @@ func TestParseCronCall(t *testing.T) {
 		sched string
 	}{
 		{"special_time", base("schedule", nil, "special_time", "reboot"), "@reboot"},
+		{"Ansible's fields", base("schedule", nil, "minute", int64(0), "hour", "5,2", "weekday", "1-5"), "0 5,2 * * 1-5"},
 		{"free-text name in a crontab", base("name", "check dirs", "crontab", true), "@daily"},
 		{"variable entry", map[string]any{"name": "PATH", "job": "/opt/bin", "env": true, "crontab": true}, ""},
 		{"env false is no variable entry", base("env", false), "@daily"},
@@ -95,6 +96,9 @@ func TestParseCronCall(t *testing.T) {
 	}{
 		{"schedule and special_time", base("special_time", "daily"), "special_time"},
 		{"neither", base("schedule", nil), "schedule"},
+		{"schedule and a field", base("hour", "2"), "schedule"},
+		{"a field with a space", base("schedule", nil, "hour", "1 2"), "minute"},
+		{"a bad field", base("schedule", nil, "minute", "61"), "schedule"},
 		{"free-text name for a cron.d file", base("name", "check dirs"), "name"},
 		{"two-line name", base("name", "a\nb", "crontab", true), "name"},
 		{"variable entry in cron.d", base("env", true), "env"},
