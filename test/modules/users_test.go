@@ -101,7 +101,7 @@ func TestGroupsOnLabHost(t *testing.T) {
 // with remove deleting the home and mail spool; bad input refused.
 func TestUsersOnLabHost(t *testing.T) {
 	h := host(t)
-	users := []string{"soulu1", "soulu2"}
+	users := []string{"soulu1", "soulu2", "soulu3"}
 	removeAccounts(t, h, users, nil)
 	t.Cleanup(func() { removeAccounts(t, h, users, nil) })
 	uid := freeLabID(t, h, 24000)
@@ -190,6 +190,20 @@ func TestUsersOnLabHost(t *testing.T) {
 	converge(t, h, "/srv/m/u1rm", `{name: t, module: core.user.present, params: {name: soulu1, state: absent, force: true}}`, accountFiles...)
 	if got := sh(t, h, "getent passwd soulu1 || echo no-user; test -d /home/soulu1 && echo home-kept"); got != "no-user\nhome-kept\n" {
 		t.Fatalf("after state absent: %q", got)
+	}
+
+	// A home from a skeleton with a umask, and password aging by chage.
+	sh(t, h, "rm -rf /srv/skel-soul; mkdir -p /srv/skel-soul; echo hi > /srv/skel-soul/.profile")
+	converge(t, h, "/srv/m/u3", `{name: t, module: core.user.present, params: {name: soulu3, skeleton: /srv/skel-soul, umask: "077", password_expire_max: 90, password_expire_warn: 10}}`, accountFiles...)
+	if got := sh(t, h, "stat -c %a /home/soulu3; cat /home/soulu3/.profile; LC_ALL=C chage -l soulu3 | grep -E 'Maximum|warning'"); got != "700\nhi\nMaximum number of days between password change\t\t: 90\nNumber of days of warning before password expires\t: 10\n" {
+		t.Fatalf("home and aging: %q", got)
+	}
+	converge(t, h, "/srv/m/u3b", `{name: t, module: core.user.present, params: {name: soulu3, password_expire_max: -1, password_expire_account_disable: 7}}`, accountFiles...)
+	if got := sh(t, h, "LC_ALL=C chage -l soulu3 | grep Maximum"); !strings.HasSuffix(got, ": -1\n") {
+		t.Fatalf("aging after change: %q", got)
+	}
+	if got := sh(t, h, "getent shadow soulu3 | cut -d: -f5,7"); got != ":7\n" {
+		t.Fatalf("shadow max and inactive: %q", got)
 	}
 
 	// local: true creates and finds the account in /etc/passwd.

@@ -23,7 +23,12 @@ type passwdEntry struct {
 	hash      string
 	hasShadow bool
 	expire    int64
+	// aging is the password aging of /etc/shadow, -1 where unset.
+	aging passwordAging
 }
+
+// passwordAging is the min, max, warn and inactive days of /etc/shadow.
+type passwordAging struct{ min, max, warn, inactive int64 }
 
 type groupEntry struct {
 	name    string
@@ -45,7 +50,8 @@ func readAccounts() (accountDB, error) {
 	err := readColonFile("/etc/passwd", 7, func(f []string) {
 		uid, _ := strconv.Atoi(f[2])
 		gid, _ := strconv.Atoi(f[3])
-		db.users[f[0]] = passwdEntry{name: f[0], uid: uid, gid: gid, gecos: f[4], home: f[5], shel: f[6], expire: -1}
+		db.users[f[0]] = passwdEntry{name: f[0], uid: uid, gid: gid, gecos: f[4], home: f[5], shel: f[6], expire: -1,
+			aging: passwordAging{-1, -1, -1, -1}}
 	})
 	if err != nil {
 		return db, err
@@ -56,9 +62,8 @@ func readAccounts() (accountDB, error) {
 			return
 		}
 		u.hash, u.hasShadow = f[1], true
-		if n, err := strconv.ParseInt(f[7], 10, 64); err == nil {
-			u.expire = n
-		}
+		u.expire = shadowDays(f[7])
+		u.aging = passwordAging{min: shadowDays(f[3]), max: shadowDays(f[4]), warn: shadowDays(f[5]), inactive: shadowDays(f[6])}
 		db.users[f[0]] = u
 	})
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -76,6 +81,15 @@ func readAccounts() (accountDB, error) {
 		}
 	})
 	return db, err
+}
+
+// shadowDays reads a day count of /etc/shadow; -1 when it is empty.
+func shadowDays(f string) int64 {
+	n, err := strconv.ParseInt(f, 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 func readColonFile(path string, fields int, fn func([]string)) error {

@@ -14,26 +14,34 @@ import (
 
 func init() {
 	userParams := map[string]module.Param{
-		"name":            str(true, "user name"),
-		"uid":             typed(module.TypeInt, "numeric uid"),
-		"non_unique":      typed(module.TypeBool, "with uid: allow a uid another account already has (useradd/usermod -o)"),
-		"group":           typed(module.TypeAny, "primary group name or gid"),
-		"groups":          typed(module.TypeStrList, "supplementary groups: exactly these (or at least these with append)"),
-		"append":          typed(module.TypeBool, "add the groups, keep other supplementary groups"),
-		"comment":         str(false, "the account's comment (GECOS field), e.g. the full name"),
-		"shell":           str(false, "login shell"),
-		"home":            str(false, "home directory (set in the account; an existing home is moved only with move_home)"),
-		"move_home":       typed(module.TypeBool, "when home changes, move the contents of the old home to the new one (usermod -m)"),
-		"system":          typed(module.TypeBool, "create a system account"),
-		"create_home":     typed(module.TypeBool, "create the home directory of a new user (default: true unless system)"),
-		"password":        userPasswordParam(),
-		"update_password": choiceParam("always", "always: set password whenever the hash differs; on_create: only when the user is created", "always", "on_create"),
-		"password_lock":   typed(module.TypeBool, "true locks the password (usermod -L, a ! before the hash), false unlocks it; unset leaves it"),
-		"expires":         typed(module.TypeNumber, "account expiry as seconds since the epoch (compared by day, UTC); a negative value removes the expiry"),
-		"local":           typed(module.TypeBool, "look the account up in /etc/passwd and /etc/group only, ignoring NSS (LDAP, SSSD); without it a user only NSS knows is an error"),
-		"state":           choiceParam("present", "present, or absent (as core.user.absent)", "present", "absent"),
-		"remove":          typed(module.TypeBool, "with state absent: also remove the home directory and mail spool (userdel -r)"),
-		"force":           typed(module.TypeBool, "with state absent: remove the user even while logged in, and with remove the home even if another user owns files in it (userdel -f)"),
+		"name":                            str(true, "user name"),
+		"uid":                             typed(module.TypeInt, "numeric uid"),
+		"non_unique":                      typed(module.TypeBool, "with uid: allow a uid another account already has (useradd/usermod -o)"),
+		"group":                           typed(module.TypeAny, "primary group name or gid"),
+		"groups":                          typed(module.TypeStrList, "supplementary groups: exactly these (or at least these with append)"),
+		"append":                          typed(module.TypeBool, "add the groups, keep other supplementary groups"),
+		"comment":                         str(false, "the account's comment (GECOS field), e.g. the full name"),
+		"shell":                           str(false, "login shell"),
+		"home":                            str(false, "home directory (set in the account; an existing home is moved only with move_home)"),
+		"move_home":                       typed(module.TypeBool, "when home changes, move the contents of the old home to the new one (usermod -m)"),
+		"system":                          typed(module.TypeBool, "create a system account"),
+		"create_home":                     typed(module.TypeBool, "create the home directory of a new user (default: true unless system)"),
+		"password":                        userPasswordParam(),
+		"update_password":                 choiceParam("always", "always: set password whenever the hash differs; on_create: only when the user is created", "always", "on_create"),
+		"password_lock":                   typed(module.TypeBool, "true locks the password (usermod -L, a ! before the hash), false unlocks it; unset leaves it"),
+		"expires":                         typed(module.TypeNumber, "account expiry as seconds since the epoch (compared by day, UTC); a negative value removes the expiry"),
+		"password_expire_min":             typed(module.TypeInt, "minimum days between password changes (chage -m; -1 unsets)"),
+		"password_expire_max":             typed(module.TypeInt, "maximum days a password is valid (chage -M; -1 unsets)"),
+		"password_expire_warn":            typed(module.TypeInt, "days of warning before the password expires (chage -W; -1 unsets)"),
+		"password_expire_account_disable": typed(module.TypeInt, "days after the password expired until the account is disabled (chage -I; -1 unsets)"),
+		"skeleton":                        str(false, "with a new home: the directory whose files are copied into it (useradd -k; default /etc/skel)"),
+		"umask":                           str(false, "with a new home: the umask it is created with (useradd -K UMASK=…), e.g. 077"),
+		"uid_min":                         typed(module.TypeInt, "the smallest uid chosen for a new account (useradd -K UID_MIN=…)"),
+		"uid_max":                         typed(module.TypeInt, "the largest uid chosen for a new account (useradd -K UID_MAX=…)"),
+		"local":                           typed(module.TypeBool, "look the account up in /etc/passwd and /etc/group only, ignoring NSS (LDAP, SSSD); without it a user only NSS knows is an error"),
+		"state":                           choiceParam("present", "present, or absent (as core.user.absent)", "present", "absent"),
+		"remove":                          typed(module.TypeBool, "with state absent: also remove the home directory and mail spool (userdel -r)"),
+		"force":                           typed(module.TypeBool, "with state absent: remove the user even while logged in, and with remove the home even if another user owns files in it (userdel -f)"),
 	}
 	userOut := maps.Clone(coreOutputs["core.user.present"])
 	userOut["comment"] = outputField(module.TypeString, "the comment (GECOS) field")
@@ -62,6 +70,8 @@ func init() {
 			"gid":        typed(module.TypeInt, "numeric gid"),
 			"non_unique": typed(module.TypeBool, "with gid: allow a gid another group already has (groupadd/groupmod -o)"),
 			"system":     typed(module.TypeBool, "create a system group"),
+			"gid_min":    typed(module.TypeInt, "the smallest gid chosen for a new group (groupadd -K GID_MIN=…)"),
+			"gid_max":    typed(module.TypeInt, "the largest gid chosen for a new group (groupadd -K GID_MAX=…)"),
 			"local":      typed(module.TypeBool, "look the group up in /etc/group only, ignoring NSS (LDAP, SSSD); without it a group only NSS knows is an error"),
 			"state":      choiceParam("present", "present, or absent (as core.group.absent)", "present", "absent"),
 			"force":      typed(module.TypeBool, "with state absent: remove the group even if it is the primary group of a user (groupdel -f)"),
@@ -136,6 +146,8 @@ func groupPresent(ctx context.Context, p map[string]any, env *module.Env) (domai
 	}
 	name, system, nonUnique, local := a.str("name"), a.boolean("system", false), a.boolean("non_unique", false), a.boolean("local", false)
 	gid, hasGID := a.integer("gid")
+	gidMin, hasMin := a.integer("gid_min")
+	gidMax, hasMax := a.integer("gid_max")
 	if a.err != nil {
 		return domain.Result{}, a.err
 	}
@@ -168,6 +180,12 @@ func groupPresent(ctx context.Context, p map[string]any, env *module.Env) (domai
 		}
 		if system {
 			argv = append(argv, "-r")
+		}
+		if hasMin {
+			argv = append(argv, "-K", fmt.Sprintf("GID_MIN=%d", gidMin))
+		}
+		if hasMax {
+			argv = append(argv, "-K", fmt.Sprintf("GID_MAX=%d", gidMax))
 		}
 		argv = append(argv, "--", name)
 	case hasGID && int64(g.gid) != gid:
@@ -226,10 +244,13 @@ func userPresent(ctx context.Context, p map[string]any, env *module.Env) (domain
 			w.groupsMissing = append(w.groupsMissing, g)
 		}
 	}
+	u, exists := db.users[w.name]
 	argv, diff := userCommand(db, w)
-	if argv == nil {
+	chage, chageDiff := chageCommand(u, exists, w)
+	if argv == nil && chage == nil {
 		return converged("user "+w.name+" is in the wanted state", userData(db, w.name)), nil
 	}
+	diff = append(diff, chageDiff...)
 	if len(w.groupsMissing) > 0 {
 		diff = append(diff, "(groups not existing yet: "+strings.Join(w.groupsMissing, ", ")+")")
 	}
@@ -237,16 +258,31 @@ func userPresent(ctx context.Context, p map[string]any, env *module.Env) (domain
 	if env.Check {
 		return domain.Result{Changed: true, Diff: diffText, Msg: "would change user " + w.name, Data: map[string]any{"name": w.name}}, nil
 	}
-	if err := runAccountCmd(ctx, argv, w.password); err != nil {
-		return domain.Result{}, fmt.Errorf("user %s: %w", w.name, err)
+	if argv != nil {
+		if err := runAccountCmd(ctx, argv, w.password); err != nil {
+			return domain.Result{}, fmt.Errorf("user %s: %w", w.name, err)
+		}
+		if db, err = readAccounts(); err != nil {
+			return domain.Result{}, err
+		}
+		// A new account's aging comes from login.defs: compare again.
+		chage, _ = chageCommand(db.users[w.name], true, w)
 	}
-	if db, err = readAccounts(); err != nil {
-		return domain.Result{}, err
+	if chage != nil {
+		if err := runAccountCmd(ctx, chage, ""); err != nil {
+			return domain.Result{}, fmt.Errorf("user %s: %w", w.name, err)
+		}
+		if db, err = readAccounts(); err != nil {
+			return domain.Result{}, err
+		}
 	}
 	res := domain.Result{Changed: true, Diff: diffText, Msg: "changed user " + w.name, Data: userData(db, w.name)}
-	if again, _ := userCommand(db, w); again != nil {
+	// The diff, never argv, says what is still off: argv may hold the hash.
+	again, againDiff := userCommand(db, w)
+	againChage, againChageDiff := chageCommand(db.users[w.name], true, w)
+	if again != nil || againChage != nil {
 		res.Failed = true
-		res.Msg = fmt.Sprintf("%s succeeded but user %s is still not in the wanted state", argv[0], w.name)
+		res.Msg = fmt.Sprintf("user %s is still not in the wanted state: %s", w.name, strings.Join(append(againDiff, againChageDiff...), "; "))
 	}
 	return res, nil
 }

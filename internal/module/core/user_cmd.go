@@ -28,6 +28,9 @@ type userWant struct {
 	updateAlways  bool
 	lock          *bool
 	expireDays    *int64 // days since the epoch, -1 = never
+	aging         passwordAging
+	agingGiven    map[string]bool // the aging params given
+	creation      userCreation
 	groupsMissing []string
 }
 
@@ -58,6 +61,9 @@ func parseUserWant(a *args) (userWant, error) {
 	}
 	if a.err != nil {
 		return w, a.err
+	}
+	if err := parseUserExtras(a, &w); err != nil {
+		return w, err
 	}
 	if !accountNameRe.MatchString(w.name) {
 		return w, fmt.Errorf("%q is not a valid user name", w.name)
@@ -241,6 +247,7 @@ func userAddCommand(w userWant) ([]string, []string) {
 	} else {
 		argv = append(argv, "-M")
 	}
+	argv = append(argv, w.creation.args(w.createHome)...)
 	if w.expireDays != nil {
 		argv = append(argv, "-e", expiryArg(*w.expireDays))
 		diff += " expires " + expiryText(*w.expireDays)

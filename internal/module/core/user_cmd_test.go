@@ -131,3 +131,66 @@ func TestParseUserWant(t *testing.T) {
 		})
 	}
 }
+
+func TestChageCommand(t *testing.T) {
+	have := passwdEntry{name: "alice", aging: passwordAging{min: 0, max: 99999, warn: 7, inactive: -1}}
+	tests := []struct {
+		name   string
+		given  map[string]int64
+		exists bool
+		argv   []string
+		diff   []string
+	}{
+		{"nothing given", nil, true, nil, nil},
+		{"same values", map[string]int64{"password_expire_max": 99999, "password_expire_warn": 7}, true, nil, nil},
+		{"max and inactive change", map[string]int64{"password_expire_max": 90, "password_expire_account_disable": 30, "password_expire_min": 0}, true,
+			[]string{"chage", "-M", "90", "-I", "30", "--", "alice"},
+			[]string{"user alice: password max age 99999 -> 90", "user alice: days inactive after password expiry unset -> 30"}},
+		{"unset", map[string]int64{"password_expire_max": -1}, true, []string{"chage", "-M", "-1", "--", "alice"}, []string{"user alice: password max age 99999 -> unset"}},
+		{"new account shows every value", map[string]int64{"password_expire_warn": 7}, false, []string{"chage", "-W", "7", "--", "alice"}, []string{"user alice: password warn days 7"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := map[string]any{"name": "alice"}
+			for k, v := range tc.given {
+				p[k] = v
+			}
+			w, err := parseUserWant(newArgs(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			argv, diff := chageCommand(have, tc.exists, w)
+			if d := cmp.Diff(tc.argv, argv); d != "" {
+				t.Errorf("argv (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.diff, diff); d != "" {
+				t.Errorf("diff (-want +got):\n%s", d)
+			}
+		})
+	}
+	_, err := parseUserWant(newArgs(map[string]any{"name": "a", "password_expire_max": int64(-2)}))
+	wantErrContains(t, err, `"password_expire_max"`)
+	_, err = parseUserWant(newArgs(map[string]any{"name": "a", "umask": "0999"}))
+	wantErrContains(t, err, `"umask"`)
+}
+
+func TestUserAddCreationArgs(t *testing.T) {
+	p := map[string]any{"name": "bob", "skeleton": "/etc/skel.app", "umask": "077", "uid_min": int64(5000), "uid_max": int64(5999)}
+	w, err := parseUserWant(newArgs(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.createHome = true
+	argv, _ := userCommand(accountDB{}, w)
+	want := []string{"useradd", "-m", "-k", "/etc/skel.app", "-K", "UMASK=077", "-K", "UID_MIN=5000", "-K", "UID_MAX=5999", "--", "bob"}
+	if d := cmp.Diff(want, argv); d != "" {
+		t.Errorf("argv (-want +got):\n%s", d)
+	}
+	// Without a home, skeleton and umask have nothing to apply to.
+	w.createHome = false
+	argv, _ = userCommand(accountDB{}, w)
+	want = []string{"useradd", "-M", "-K", "UID_MIN=5000", "-K", "UID_MAX=5999", "--", "bob"}
+	if d := cmp.Diff(want, argv); d != "" {
+		t.Errorf("argv without home (-want +got):\n%s", d)
+	}
+}
