@@ -208,4 +208,12 @@ func TestUsersOnLabHost(t *testing.T) {
 
 	// local: true creates and finds the account in /etc/passwd.
 	converge(t, h, "/srv/m/u1local", `{name: t, module: core.user.present, params: {name: soulu1, local: true, create_home: false}}`, accountFiles...)
+
+	// create_home: true makes the missing home of an existing user, from
+	// the skeleton and owned by them, as Ansible does.
+	sh(t, h, "rm -rf /home/soulu1")
+	converge(t, h, "/srv/m/u1home", `{name: t, module: core.user.present, params: {name: soulu1, create_home: true}}`, "/home/soulu1")
+	if got := sh(t, h, "stat -c %U /home/soulu1 /home/soulu1/.profile"); got != "soulu1\nsoulu1\n" {
+		t.Fatalf("created home: %q", got)
+	}
 }

@@ -25,7 +25,7 @@ func init() {
 		"home":                            str(false, "home directory (set in the account; an existing home is moved only with move_home)"),
 		"move_home":                       typed(module.TypeBool, "when home changes, move the contents of the old home to the new one (usermod -m)"),
 		"system":                          typed(module.TypeBool, "create a system account"),
-		"create_home":                     typed(module.TypeBool, "create the home directory of a new user (default: true unless system)"),
+		"create_home":                     typed(module.TypeBool, "create the home directory of a new user (default: true unless system); given true, also create the missing home of an existing user (from the skeleton, with pam's mkhomedir_helper)"),
 		"password":                        userPasswordParam(),
 		"update_password":                 choiceParam("always", "always: set password whenever the hash differs; on_create: only when the user is created", "always", "on_create"),
 		"password_lock":                   typed(module.TypeBool, "true locks the password (usermod -L, a ! before the hash), false unlocks it; unset leaves it"),
@@ -247,10 +247,14 @@ func userPresent(ctx context.Context, p map[string]any, env *module.Env) (domain
 	u, exists := db.users[w.name]
 	argv, diff := userCommand(db, w)
 	chage, chageDiff := chageCommand(u, exists, w)
-	if argv == nil && chage == nil {
+	home := homeToCreate(u, exists, w)
+	if argv == nil && chage == nil && home == "" {
 		return converged("user "+w.name+" is in the wanted state", userData(db, w.name)), nil
 	}
 	diff = append(diff, chageDiff...)
+	if home != "" {
+		diff = append(diff, fmt.Sprintf("user %s: create home %s", w.name, home))
+	}
 	if len(w.groupsMissing) > 0 {
 		diff = append(diff, "(groups not existing yet: "+strings.Join(w.groupsMissing, ", ")+")")
 	}
@@ -276,11 +280,19 @@ func userPresent(ctx context.Context, p map[string]any, env *module.Env) (domain
 			return domain.Result{}, err
 		}
 	}
+	if homeToCreate(db.users[w.name], true, w) != "" {
+		if err := runAccountCmd(ctx, mkhomeCommand(w), ""); err != nil {
+			return domain.Result{}, fmt.Errorf("user %s: creating the home: %w", w.name, err)
+		}
+	}
 	res := domain.Result{Changed: true, Diff: diffText, Msg: "changed user " + w.name, Data: userData(db, w.name)}
 	// The diff, never argv, says what is still off: argv may hold the hash.
 	again, againDiff := userCommand(db, w)
 	againChage, againChageDiff := chageCommand(db.users[w.name], true, w)
-	if again != nil || againChage != nil {
+	if h := homeToCreate(db.users[w.name], true, w); h != "" {
+		againDiff = append(againDiff, "home "+h+" still missing")
+	}
+	if again != nil || againChage != nil || len(againDiff) > 0 {
 		res.Failed = true
 		res.Msg = fmt.Sprintf("user %s is still not in the wanted state: %s", w.name, strings.Join(append(againDiff, againChageDiff...), "; "))
 	}

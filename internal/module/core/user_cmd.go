@@ -11,27 +11,30 @@ import (
 
 // userWant is the wanted state of an account; nil pointers are not managed.
 type userWant struct {
-	name          string
-	uid           *int64
-	nonUnique     bool
-	group         string
-	groups        []string
-	manageGroups  bool
-	append        bool
-	comment       *string
-	shell, home   string
-	moveHome      bool
-	system        bool
-	createHome    bool
-	local         bool
-	password      string // a crypt hash; "" = not managed
-	updateAlways  bool
-	lock          *bool
-	expireDays    *int64 // days since the epoch, -1 = never
-	aging         passwordAging
-	agingGiven    map[string]bool // the aging params given
-	creation      userCreation
-	groupsMissing []string
+	name         string
+	uid          *int64
+	nonUnique    bool
+	group        string
+	groups       []string
+	manageGroups bool
+	append       bool
+	comment      *string
+	shell, home  string
+	moveHome     bool
+	system       bool
+	createHome   bool
+	// createHomeGiven: create_home was given, so a missing home of an
+	// existing account is created too.
+	createHomeGiven bool
+	local           bool
+	password        string // a crypt hash; "" = not managed
+	updateAlways    bool
+	lock            *bool
+	expireDays      *int64 // days since the epoch, -1 = never
+	aging           passwordAging
+	agingGiven      map[string]bool // the aging params given
+	creation        userCreation
+	groupsMissing   []string
 }
 
 func parseUserWant(a *args) (userWant, error) {
@@ -39,7 +42,7 @@ func parseUserWant(a *args) (userWant, error) {
 		append: a.boolean("append", false), shell: a.str("shell"), home: a.str("home"), system: a.boolean("system", false),
 		nonUnique: a.boolean("non_unique", false), moveHome: a.boolean("move_home", false), local: a.boolean("local", false),
 		password: a.str("password")}
-	w.createHome = a.boolean("create_home", !w.system)
+	w.createHome, w.createHomeGiven = a.boolean("create_home", !w.system), a.has("create_home")
 	if uid, ok := a.integer("uid"); ok {
 		w.uid = &uid
 	}

@@ -1,7 +1,10 @@
 package core
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"regexp"
 	"strconv"
 )
@@ -107,4 +110,39 @@ func agingText(n int64) string {
 		return "unset"
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// homeToCreate is the home directory core.user.present creates for an
+// existing account, as Ansible's user does: with create_home: true given,
+// the account's home when it does not exist ("" otherwise). A new
+// account's home is useradd's.
+func homeToCreate(u passwdEntry, exists bool, w userWant) string {
+	if !exists || !w.createHomeGiven || !w.createHome {
+		return ""
+	}
+	home := u.home
+	if w.home != "" {
+		home = w.home
+	}
+	if home == "" || home == "/" {
+		return ""
+	}
+	if _, err := os.Lstat(home); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	return home
+}
+
+// mkhomeCommand creates the home of an existing account from the skeleton
+// with pam's mkhomedir_helper (what pam_mkhomedir runs), which copies the
+// skeleton and gives the home to the user.
+func mkhomeCommand(w userWant) []string {
+	umask, skel := "0022", "/etc/skel"
+	if w.creation.umask != "" {
+		umask = w.creation.umask
+	}
+	if w.creation.skeleton != "" {
+		skel = w.creation.skeleton
+	}
+	return []string{"mkhomedir_helper", w.name, umask, skel}
 }
