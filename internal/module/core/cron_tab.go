@@ -94,8 +94,8 @@ func normalizeCrontab(text string) string {
 // crontabPresent converges one entry of a user's crontab, read with
 // crontab -l and installed whole with crontab - (as Ansible's cron does).
 func crontabPresent(ctx context.Context, env *module.Env, c cronCall) (domain.Result, error) {
-	if env.Root != "" {
-		return domain.Result{}, fmt.Errorf("crontab: true edits a user's crontab, host-global state that cannot be confined to --root %s; run the soul without --root or write an /etc/cron.d file", env.Root)
+	if env.Root != "" || env.InKeeper {
+		return domain.Result{}, fmt.Errorf("crontab: true edits a user's crontab, host-global state that cannot be confined to a soul's --root or run inside the Keeper; run it on a soul without --root, or write an /etc/cron.d file")
 	}
 	if _, err := exec.LookPath("crontab"); err != nil {
 		return domain.Result{}, errors.New("crontab is not installed: install cron first (core.pkg.installed name: cron, or cronie on the RedHat family)")
