@@ -28,6 +28,7 @@ func TestRegistry(t *testing.T) {
 	want = append(want, "core.file.touched")
 	want = append(want, "core.pkg.upgraded")
 	want = append(want, "core.file.ini")
+	want = append(want, "core.user.absent", "core.group.absent")
 	slices.Sort(want)
 	if diff := cmp.Diff(want, module.Names()); diff != "" {
 		t.Fatalf("registered modules (-want +got):\n%s", diff)
@@ -38,6 +39,7 @@ func TestRegistry(t *testing.T) {
 		"core.system.rebooted", "core.user.present",
 		"core.system.hostname", "core.system.timezone", "core.systemd.unit", "core.pkg.repository", "core.mount.mounted",
 		"core.pkg.upgraded"}
+	unconfinable = append(unconfinable, "core.user.absent", "core.group.absent")
 	readOnly := []string{"core.file.stat", "core.test.echo", "core.test.ping", "core.test.sleep"}
 	for _, name := range want {
 		m, _ := module.Lookup(name)

@@ -111,7 +111,7 @@ func TestUserPresent(t *testing.T) {
 	}
 	res = run(t, "core.user.present", params, nil)
 	wantChanged(t, res, true)
-	want := map[string]any{"name": user, "uid": int64(uid), "home": home, "shell": "/bin/sh", "groups": []any{g1}}
+	want := map[string]any{"name": user, "uid": int64(uid), "home": home, "shell": "/bin/sh", "comment": "", "groups": []any{g1}}
 	got := res.Data
 	delete(got, "gid")
 	if diff := cmp.Diff(want, got); diff != "" {
