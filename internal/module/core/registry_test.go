@@ -25,6 +25,7 @@ func TestRegistry(t *testing.T) {
 	}
 	want = append(want, "core.cron.present", "core.ssh.authorized_key", "core.system.hostname", "core.system.timezone", "core.systemd.unit",
 		"core.wait.file", "core.wait.http", "core.wait.port", "core.pkg.repository", "core.mount.mounted")
+	want = append(want, "core.git")
 	slices.Sort(want)
 	if diff := cmp.Diff(want, module.Names()); diff != "" {
 		t.Fatalf("registered modules (-want +got):\n%s", diff)

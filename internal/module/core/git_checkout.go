@@ -1,0 +1,510 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5"
+	gitconfig "github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/module"
+)
+
+// fdPath names an open directory by its descriptor, so go-git works below
+// the directory safefs resolved, not below whatever the path names later.
+func fdPath(f *os.File) string { return fmt.Sprintf("/proc/self/fd/%d", f.Fd()) }
+
+// checkoutKind says what the directory holds: "work" (a working tree with
+// .git), "bare" (a bare repository) or "" (empty: a clone may go there).
+func checkoutKind(dir *os.File, bare bool) (string, error) {
+	names, err := dir.Readdirnames(-1)
+	if _, serr := dir.Seek(0, io.SeekStart); serr != nil && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return "", err
+	}
+	has := map[string]bool{}
+	for _, n := range names {
+		has[n] = true
+	}
+	switch {
+	case len(names) == 0:
+		return "", nil
+	case has[".git"] && !bare:
+		st, err := os.Lstat(fdPath(dir) + "/.git")
+		if err != nil {
+			return "", err
+		}
+		if !st.IsDir() {
+			return "", errors.New(".git is not a directory (a separate git dir or a worktree), which core.git does not manage")
+		}
+		return "work", nil
+	case has["HEAD"] && has["objects"] && has["refs"] && bare:
+		return "bare", nil
+	case bare && has[".git"]:
+		return "", errors.New("it is a working tree checkout, not a bare repository (bare: true)")
+	case !bare && has["HEAD"] && has["objects"]:
+		return "", errors.New("it is a bare repository, not a working tree checkout (set bare: true)")
+	}
+	return "", errors.New("it exists, is not empty and is not a git checkout: remove it or choose another dest")
+}
+
+// openRepo opens (or, with create, initializes) the repository below base,
+// through a filesystem that never lets a symlink in the tree lead out of
+// it.
+func openRepo(base string, bare, create bool) (*git.Repository, error) {
+	wt := osfs.New(base, osfs.WithBoundOS())
+	dot := wt
+	if !bare {
+		var err error
+		if dot, err = wt.Chroot(git.GitDirName); err != nil {
+			return nil, err
+		}
+	} else {
+		wt = nil
+	}
+	st := filesystem.NewStorage(dot, cache.NewObjectLRUDefault())
+	var worktree billy.Filesystem
+	if wt != nil {
+		worktree = wt
+	}
+	if create {
+		return git.Init(st, worktree)
+	}
+	return git.Open(st, worktree)
+}
+
+// gitClone clones into the empty directory base; undo (when set) removes
+// what a failed clone left.
+func gitClone(ctx context.Context, r gitReq, base string, data map[string]any, undo func()) (res domain.Result, err error) {
+	defer func() {
+		if err != nil && undo != nil {
+			undo()
+		}
+	}()
+	tg, err := r.remoteTarget(ctx)
+	if err != nil {
+		return domain.Result{}, err
+	}
+	repo, err := openRepo(base, r.bare, true)
+	if err != nil {
+		return domain.Result{}, fmt.Errorf("initializing the repository in %s: %w", r.dest, err)
+	}
+	if _, err := repo.CreateRemote(&gitconfig.RemoteConfig{Name: r.remote, URLs: []string{r.src.url}, Fetch: r.remoteFetchSpecs(tg)}); err != nil {
+		return domain.Result{}, fmt.Errorf("configuring remote %s in %s: %w", r.remote, r.dest, err)
+	}
+	after, err := r.fetchAndCheckout(ctx, repo, tg, false)
+	if err != nil {
+		return domain.Result{}, err
+	}
+	data["after"] = after
+	return domain.Result{Changed: true, Data: data, Diff: shaDiff("", after),
+		Msg: fmt.Sprintf("cloned %s at %s into %s", r.src.shown, r.version, r.dest)}, nil
+}
+
+// gitUpdate converges an existing checkout.
+func gitUpdate(ctx context.Context, r gitReq, env *module.Env, base string, data map[string]any) (domain.Result, error) {
+	repo, err := openRepo(base, r.bare, false)
+	if err != nil {
+		return domain.Result{}, fmt.Errorf("opening the repository in %s: %w", r.dest, err)
+	}
+	before := headHash(repo)
+	data["before"], data["after"] = before, before
+	if !r.update {
+		return converged(fmt.Sprintf("%s exists and update is false: left at %s", r.dest, short(before)), data), nil
+	}
+	dirty := false
+	if !r.bare {
+		if dirty, err = localMods(repo); err != nil {
+			return domain.Result{}, fmt.Errorf("reading the status of %s: %w", r.dest, err)
+		}
+		if dirty && !r.force {
+			return domain.Result{}, fmt.Errorf("local modifications exist in %s (force: false): commit or discard them, or set force: true to discard them", r.dest)
+		}
+	}
+	urlChanged, err := remoteURLChanged(repo, r.remote, r.src.url)
+	if err != nil {
+		return domain.Result{}, fmt.Errorf("reading remote %s of %s: %w", r.remote, r.dest, err)
+	}
+	data["remote_url_changed"] = urlChanged
+	tg, err := r.remoteTarget(ctx)
+	if err != nil {
+		return domain.Result{}, err
+	}
+	if tg.version == "HEAD" && !r.bare {
+		// An existing checkout follows the branch it is on, as git pull.
+		if b := headBranch(repo); b != "" && b != tg.branch {
+			if tg, err = r.branchTarget(ctx, b); err != nil {
+				return domain.Result{}, err
+			}
+		}
+	}
+	if env.Check {
+		after := tg.shown()
+		if tg.short {
+			if h, err := repo.ResolveRevision(plumbing.Revision(tg.version)); err == nil {
+				after = h.String()
+			} else if strings.HasPrefix(before, strings.ToLower(tg.version)) {
+				after = before
+			}
+		}
+		data["after"] = after
+		return gitUpdateResult(r, before, after, dirty, urlChanged, data, true), nil
+	}
+	if urlChanged {
+		if err := setRemoteURL(repo, r, tg); err != nil {
+			return domain.Result{}, err
+		}
+	}
+	after, err := r.fetchAndCheckout(ctx, repo, tg, dirty)
+	if err != nil {
+		return domain.Result{}, err
+	}
+	data["after"] = after
+	return gitUpdateResult(r, before, after, dirty, urlChanged, data, false), nil
+}
+
+func gitUpdateResult(r gitReq, before, after string, dirty, urlChanged bool, data map[string]any, check bool) domain.Result {
+	moved := before != after
+	if !moved && !dirty && !urlChanged {
+		return converged(fmt.Sprintf("%s is at %s (%s)", r.dest, r.version, short(after)), data)
+	}
+	var what []string
+	if moved {
+		what = append(what, fmt.Sprintf("check out %s (%s)", r.version, short(after)))
+	}
+	if dirty {
+		what = append(what, "discard local modifications")
+	}
+	if urlChanged {
+		what = append(what, "set remote "+r.remote+" to "+r.src.shown)
+	}
+	verb := "did"
+	if check {
+		verb = "would"
+	}
+	return domain.Result{Changed: true, Data: data, Diff: shaDiff(before, after),
+		Msg: fmt.Sprintf("%s: %s %s", r.dest, verb, strings.Join(what, ", "))}
+}
+
+// branchTarget is the remote's head of branch b.
+func (r gitReq) branchTarget(ctx context.Context, b string) (gitTarget, error) {
+	refs, err := remoteRefs(ctx, r.src)
+	if err != nil {
+		return gitTarget{}, err
+	}
+	tg, err := pickTarget(refs, "refs/heads/"+b)
+	if err != nil {
+		return gitTarget{}, fmt.Errorf("%s: the checkout is on branch %s, which the remote does not have; set version", r.src.shown, b)
+	}
+	tg.version = "HEAD"
+	return tg, nil
+}
+
+// remoteFetchSpecs are the refspecs recorded for the remote.
+func (r gitReq) remoteFetchSpecs(tg gitTarget) []gitconfig.RefSpec {
+	switch {
+	case r.bare:
+		return []gitconfig.RefSpec{"+refs/heads/*:refs/heads/*"}
+	case r.single && tg.branch != "":
+		return []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+refs/heads/%s:refs/remotes/%s/%s", tg.branch, r.remote, tg.branch))}
+	}
+	return []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+refs/heads/*:refs/remotes/%s/*", r.remote))}
+}
+
+// fetchSpecs are the refspecs of one fetch: the remote's, the tag version
+// names, and the refspec param.
+func (r gitReq) fetchSpecs(tg gitTarget) []gitconfig.RefSpec {
+	specs := r.remoteFetchSpecs(tg)
+	if r.single && tg.branch == "" && tg.tag == "" && !r.bare {
+		specs = nil // a commit: fetch what refspec names, or all branches
+		if r.refspec == "" {
+			specs = []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+refs/heads/*:refs/remotes/%s/*", r.remote))}
+		}
+	}
+	if tg.tag != "" {
+		specs = append(specs, gitconfig.RefSpec(fmt.Sprintf("+refs/tags/%s:refs/tags/%s", tg.tag, tg.tag)))
+	}
+	if r.bare {
+		specs = append(specs, "+refs/tags/*:refs/tags/*")
+	}
+	if r.refspec != "" {
+		s := r.refspec
+		if !strings.Contains(s, ":") {
+			s = strings.TrimPrefix(s, "+") + ":" + strings.TrimPrefix(s, "+")
+		}
+		if !strings.HasPrefix(s, "+") {
+			s = "+" + s
+		}
+		specs = append(specs, gitconfig.RefSpec(s))
+	}
+	return specs
+}
+
+// fetchAndCheckout fetches what version needs and checks it out; dirty
+// discards local modifications first.
+func (r gitReq) fetchAndCheckout(ctx context.Context, repo *git.Repository, tg gitTarget, dirty bool) (string, error) {
+	specs := r.fetchSpecs(tg)
+	for _, s := range specs {
+		if err := s.Validate(); err != nil {
+			return "", fmt.Errorf("param \"refspec\": %q: %w", r.refspec, err)
+		}
+	}
+	tags := git.AllTags
+	if r.single || r.depth > 0 {
+		tags = git.NoTags
+	}
+	opts := &git.FetchOptions{RemoteName: r.remote, RefSpecs: specs, Tags: tags, Force: true, Auth: r.src.auth}
+	if r.src.local {
+		opts.RemoteURL = r.src.fetchURL
+	} else {
+		opts.Depth = r.depth
+	}
+	err := repo.FetchContext(ctx, opts)
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+			return "", fmt.Errorf("repository %s is empty", r.src.shown)
+		}
+		return "", r.src.wrap("fetching from", err)
+	}
+	h, err := r.resolveLocal(repo, tg)
+	if err != nil {
+		return "", err
+	}
+	if r.bare {
+		if tg.branch != "" {
+			if err := repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, plumbing.NewBranchReferenceName(tg.branch))); err != nil {
+				return "", fmt.Errorf("setting HEAD of %s: %w", r.dest, err)
+			}
+		}
+		return headHash(repo), nil
+	}
+	if err := r.checkout(repo, tg, h, dirty); err != nil {
+		return "", err
+	}
+	if r.recursive {
+		if err := updateSubmodules(ctx, repo, r); err != nil {
+			return "", err
+		}
+	}
+	return headHash(repo), nil
+}
+
+// resolveLocal finds version's commit in the fetched repository.
+func (r gitReq) resolveLocal(repo *git.Repository, tg gitTarget) (plumbing.Hash, error) {
+	var h plumbing.Hash
+	switch {
+	case tg.branch != "" && !r.bare:
+		ref, err := repo.Reference(plumbing.NewRemoteReferenceName(r.remote, tg.branch), true)
+		if err != nil {
+			return h, fmt.Errorf("branch %s was not fetched from %s: %w", tg.branch, r.src.shown, err)
+		}
+		h = ref.Hash()
+	case tg.branch != "" && r.bare:
+		ref, err := repo.Reference(plumbing.NewBranchReferenceName(tg.branch), true)
+		if err != nil {
+			return h, fmt.Errorf("branch %s was not fetched from %s: %w", tg.branch, r.src.shown, err)
+		}
+		h = ref.Hash()
+	case tg.tag != "":
+		ref, err := repo.Reference(plumbing.NewTagReferenceName(tg.tag), true)
+		if err != nil {
+			return h, fmt.Errorf("tag %s was not fetched from %s: %w", tg.tag, r.src.shown, err)
+		}
+		h = ref.Hash()
+	default:
+		p, err := repo.ResolveRevision(plumbing.Revision(tg.version))
+		if err != nil {
+			hint := ""
+			if r.depth > 0 || r.single {
+				hint = " (with depth or single_branch the commit may not have been fetched)"
+			}
+			return h, fmt.Errorf("version %q is not a commit of %s%s", tg.version, r.src.shown, hint)
+		}
+		h = *p
+	}
+	if t, err := repo.TagObject(h); err == nil {
+		c, err := t.Commit()
+		if err != nil {
+			return h, fmt.Errorf("tag %s does not point at a commit: %w", tg.version, err)
+		}
+		return c.Hash, nil
+	}
+	if _, err := repo.CommitObject(h); err != nil {
+		return h, fmt.Errorf("version %q (%s) is not a commit of %s: %w", tg.version, short(h.String()), r.src.shown, err)
+	}
+	return h, nil
+}
+
+// checkout moves the working tree to h: on branch tg.branch (reset to h,
+// tracking the remote) or detached for a tag or commit. With dirty, the
+// tracked files are first restored to HEAD (force); untracked files are
+// never removed.
+func (r gitReq) checkout(repo *git.Repository, tg gitTarget, h plumbing.Hash, dirty bool) error {
+	wt, err := repo.Worktree()
+	if err != nil {
+		return fmt.Errorf("opening the working tree of %s: %w", r.dest, err)
+	}
+	if dirty {
+		if err := restoreTracked(repo, wt); err != nil {
+			return fmt.Errorf("discarding the local modifications in %s: %w", r.dest, err)
+		}
+	}
+	head, _ := repo.Head()
+	if tg.branch == "" {
+		if head != nil && headBranch(repo) == "" && head.Hash() == h {
+			return nil
+		}
+		if err := wt.Checkout(&git.CheckoutOptions{Hash: h}); err != nil {
+			return fmt.Errorf("checking out %s in %s: %w", tg.version, r.dest, err)
+		}
+		return nil
+	}
+	name := plumbing.NewBranchReferenceName(tg.branch)
+	if head != nil && head.Name() == name && head.Hash() == h {
+		return nil
+	}
+	if _, err := repo.Branch(tg.branch); errors.Is(err, git.ErrBranchNotFound) {
+		if err := repo.CreateBranch(&gitconfig.Branch{Name: tg.branch, Remote: r.remote, Merge: name}); err != nil {
+			return fmt.Errorf("configuring branch %s of %s: %w", tg.branch, r.dest, err)
+		}
+	}
+	// Point the branch at h first: checking it out then moves the tree
+	// from the current index to h (as git reset --hard origin/branch).
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(name, h)); err != nil {
+		return fmt.Errorf("setting branch %s of %s: %w", tg.branch, r.dest, err)
+	}
+	if err := wt.Checkout(&git.CheckoutOptions{Branch: name}); err != nil {
+		return fmt.Errorf("checking out %s in %s: %w", tg.version, r.dest, err)
+	}
+	return nil
+}
+
+// restoreTracked resets the files the index tracks to HEAD (git reset
+// --hard, but leaving untracked files alone).
+func restoreTracked(repo *git.Repository, wt *git.Worktree) error {
+	idx, err := repo.Storer.Index()
+	if err != nil {
+		return err
+	}
+	files := make([]string, 0, len(idx.Entries))
+	for _, e := range idx.Entries {
+		files = append(files, e.Name)
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return err
+	}
+	return wt.Reset(&git.ResetOptions{Commit: head.Hash(), Mode: git.HardReset, Files: files})
+}
+
+// updateSubmodules clones and updates the submodules, recursively.
+func updateSubmodules(ctx context.Context, repo *git.Repository, r gitReq) error {
+	wt, err := repo.Worktree()
+	if err != nil {
+		return err
+	}
+	subs, err := wt.Submodules()
+	if err != nil {
+		return fmt.Errorf("reading the submodules of %s: %w", r.dest, err)
+	}
+	if len(subs) == 0 {
+		return nil
+	}
+	err = subs.UpdateContext(ctx, &git.SubmoduleUpdateOptions{Init: true, RecurseSubmodules: git.DefaultSubmoduleRecursionDepth, Auth: r.src.auth})
+	if err != nil {
+		return fmt.Errorf("updating the submodules of %s: %w", r.dest, err)
+	}
+	return nil
+}
+
+// headHash is the commit HEAD points at ("" for an unborn branch).
+func headHash(repo *git.Repository) string {
+	h, err := repo.Head()
+	if err != nil {
+		return ""
+	}
+	return h.Hash().String()
+}
+
+// headBranch is the branch HEAD is on ("" when detached).
+func headBranch(repo *git.Repository) string {
+	ref, err := repo.Storer.Reference(plumbing.HEAD)
+	if err != nil || ref.Type() != plumbing.SymbolicReference {
+		return ""
+	}
+	return ref.Target().Short()
+}
+
+// localMods reports modifications of tracked files (staged or not);
+// untracked files do not count, as in Ansible.
+func localMods(repo *git.Repository) (bool, error) {
+	wt, err := repo.Worktree()
+	if err != nil {
+		return false, err
+	}
+	st, err := wt.Status()
+	if err != nil {
+		return false, err
+	}
+	for _, s := range st {
+		if s.Worktree == git.Untracked && s.Staging == git.Untracked {
+			continue
+		}
+		if s.Worktree != git.Unmodified || s.Staging != git.Unmodified {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// remoteURLChanged reports whether remote is missing or has another URL.
+func remoteURLChanged(repo *git.Repository, remote, url string) (bool, error) {
+	cfg, err := repo.Config()
+	if err != nil {
+		return false, err
+	}
+	rc, ok := cfg.Remotes[remote]
+	return !ok || len(rc.URLs) == 0 || rc.URLs[0] != url, nil
+}
+
+// setRemoteURL points the remote at repo (creating it if missing).
+func setRemoteURL(repo *git.Repository, r gitReq, tg gitTarget) error {
+	cfg, err := repo.Config()
+	if err != nil {
+		return fmt.Errorf("reading the config of %s: %w", r.dest, err)
+	}
+	rc, ok := cfg.Remotes[r.remote]
+	if !ok {
+		rc = &gitconfig.RemoteConfig{Name: r.remote, Fetch: r.remoteFetchSpecs(tg)}
+		cfg.Remotes[r.remote] = rc
+	}
+	rc.URLs = []string{r.src.url}
+	if err := repo.SetConfig(cfg); err != nil {
+		return fmt.Errorf("setting the URL of remote %s in %s: %w", r.remote, r.dest, err)
+	}
+	return nil
+}
+
+// short abbreviates a commit SHA for messages.
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	if h == "" {
+		return "no commit"
+	}
+	return h
+}
