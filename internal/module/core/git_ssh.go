@@ -96,8 +96,9 @@ func hostKeyCallback(env *module.Env, o sshOptions) (ssh.HostKeyCallback, error)
 	userFile := filepath.Join(sshDir(), "known_hosts")
 	files := []string{userFile, "/etc/ssh/ssh_known_hosts"}
 	if o.knownHosts != "" {
-		files = append([]string{o.knownHosts}, files...)
+		// As OpenSSH's UserKnownHostsFile: instead of ~/.ssh/known_hosts.
 		userFile = o.knownHosts
+		files[0] = userFile
 	}
 	var paths []string
 	for _, f := range files {
