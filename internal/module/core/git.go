@@ -24,29 +24,32 @@ func init() {
 	register("core.git", module.Schema{
 		Summary: "Clone a git repository and check out a version (Ansible's git), by library: the host needs no git program",
 		Params: map[string]module.Param{
-			"repo": str(true, "the repository: https://, http://, ssh://, git:// or file:// URL, user@host:path (ssh), or an absolute path on the host"),
-			"dest": str(false, "absolute path of the checkout (of the repository itself with bare: true); created with its parents when missing. "+
-				"Required unless clone: false, which with no dest only reports the remote's commit for version"),
+			"repo": {Type: module.TypeString, Required: true, Check: checkRepo,
+				Description: "the repository: https://, http://, ssh://, git:// or file:// URL, user@host:path (ssh), or an absolute path on the host"},
+			"dest": {Type: module.TypeString, Check: checkAbs, Description: "absolute path of the checkout (of the repository itself with bare: true); created with its parents when missing. " +
+				"Required unless clone: false, which with no dest only reports the remote's commit for version"},
 			"version": {Type: module.TypeString, Default: "HEAD", Description: "what to check out: HEAD (the remote's default branch; " +
 				"on an existing checkout, the branch it is on), a branch, a tag (annotated or not), a full ref name, or a full or abbreviated commit SHA"},
 			"force": {Type: module.TypeBool, Default: false, Description: "discard local modifications of tracked files; without it a checkout with local " +
 				"modifications is an error (untracked files are kept either way)"},
 			"depth": {Type: module.TypeInt, Description: "shallow clone or fetch with this many commits of history (ignored for local repositories, " +
-				"as git does for a plain path)", Check: positiveInt},
+				"as git does for a plain path)"},
 			"update": {Type: module.TypeBool, Default: true, Description: "false: leave an existing checkout alone (no fetch, no checkout) and report its commit"},
 			"clone":  {Type: module.TypeBool, Default: true, Description: "false: do not clone when dest is absent; only report the remote's commit for version"},
 			"remote": {Type: module.TypeString, Default: "origin", Description: "name of the remote"},
 			"bare":   {Type: module.TypeBool, Default: false, Description: "dest is a bare repository (no working tree), with all branches and tags"},
 			"single_branch": {Type: module.TypeBool, Default: false, Description: "fetch only the branch (or tag) version names, " +
 				"not every branch and tag"},
-			"refspec":   str(false, "an extra refspec to fetch (e.g. refs/pull/1/head, or src:dst), so version may name a commit only it reaches"),
+			"refspec": {Type: module.TypeString, Check: checkRefspec,
+				Description: "an extra refspec to fetch (e.g. refs/pull/1/head, or src:dst), so version may name a commit only it reaches"},
 			"recursive": {Type: module.TypeBool, Default: true, Description: "also clone and update the submodules, recursively"},
 			"accept_hostkey": {Type: module.TypeBool, Default: false, Description: "ssh: accept an unknown host key and record it in ~/.ssh/known_hosts " +
 				"(a key that differs from a recorded one is still refused)"},
 			"accept_newhostkey": {Type: module.TypeBool, Default: false, Description: "ssh: same as accept_hostkey (OpenSSH's StrictHostKeyChecking=accept-new)"},
-			"key_file":          str(false, "ssh: absolute path on the host of the private key to use (without passphrase); default: ~/.ssh/id_ed25519, id_ecdsa, id_rsa and the ssh agent"),
-			"ssh_opts": str(false, "ssh: a subset of ssh options: -i FILE, -o StrictHostKeyChecking=no|accept-new|yes, -o UserKnownHostsFile=FILE "+
-				"(other options are refused)"),
+			"key_file": {Type: module.TypeString, Check: checkAbs,
+				Description: "ssh: absolute path on the host of the private key to use (without passphrase); default: ~/.ssh/id_ed25519, id_ecdsa, id_rsa and the ssh agent"},
+			"ssh_opts": {Type: module.TypeString, Check: func(s string) error { return parseSSHOpts(s, &sshOptions{}) },
+				Description: "ssh: a subset of ssh options: -i FILE, -o StrictHostKeyChecking=no|accept-new|yes, -o UserKnownHostsFile=FILE (other options are refused)"},
 		},
 		Output: map[string]module.Field{
 			"before":             outputField(module.TypeString, "commit SHA checked out before the task (\"\" when there was no checkout)"),
@@ -57,12 +60,23 @@ func init() {
 	}, gitCheckout)
 }
 
-func positiveInt(s string) error {
-	var n int
-	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 1 {
-		return fmt.Errorf("must be a positive integer, got %q", s)
+// checkAbs refuses a relative path at validation.
+func checkAbs(s string) error {
+	if !strings.HasPrefix(s, "/") {
+		return fmt.Errorf("%q must be an absolute path", s)
 	}
 	return nil
+}
+
+// checkRepo refuses a repo core.git cannot reach, at validation.
+func checkRepo(s string) error {
+	_, _, err := classifyRepo(s)
+	return err
+}
+
+// checkRefspec refuses a malformed refspec at validation.
+func checkRefspec(s string) error {
+	return refspecOf(s).Validate()
 }
 
 // gitReq is one core.git call's params, decoded.
@@ -104,11 +118,10 @@ func parseGitReq(env *module.Env, p map[string]any) (gitReq, error) {
 	if r.dest == "" && r.clone {
 		return r, errors.New("param \"dest\" is required unless clone: false")
 	}
-	if r.dest != "" && !strings.HasPrefix(r.dest, "/") {
-		return r, fmt.Errorf("param \"dest\": %q must be an absolute path", r.dest)
-	}
-	if r.ssh.keyFile != "" && !strings.HasPrefix(r.ssh.keyFile, "/") {
-		return r, fmt.Errorf("param \"key_file\": %q must be an absolute path", r.ssh.keyFile)
+	for k, v := range map[string]string{"dest": r.dest, "key_file": r.ssh.keyFile} {
+		if err := checkAbs(v); v != "" && err != nil {
+			return r, fmt.Errorf("param %q: %w", k, err)
+		}
 	}
 	if err := parseSSHOpts(opts, &r.ssh); err != nil {
 		return r, err

@@ -197,3 +197,38 @@ func TestGitUnsafeDest(t *testing.T) {
 		t.Fatalf("the clone went through the planted symlink: %v", err)
 	}
 }
+
+// TestGitSchemaChecks: literal values a scenario's validation refuses
+// before anything runs (the Check funcs of the schema).
+func TestGitSchemaChecks(t *testing.T) {
+	m, _ := module.Lookup("core.git")
+	params := m.Schema().Params
+	cases := []struct {
+		param, value string
+		ok           bool
+	}{
+		{"repo", "https://example.com/a.git", true},
+		{"repo", "git@example.com:org/a.git", true},
+		{"repo", "ssh://git@example.com:2222/a.git", true},
+		{"repo", "file:///srv/a", true},
+		{"repo", "/srv/a", true},
+		{"repo", "srv/a", false},
+		{"repo", "ftp://example.com/a", false},
+		{"dest", "/srv/app", true},
+		{"dest", "app", false},
+		{"key_file", "~/.ssh/id", false},
+		{"refspec", "refs/pull/1/head", true},
+		{"refspec", "refs/heads/*:refs/x", false},
+		{"ssh_opts", "-o StrictHostKeyChecking=no -i /k", true},
+		{"ssh_opts", "-p 2222", false},
+		{"ssh_opts", "-o StrictHostKeyChecking=maybe", false},
+	}
+	for _, c := range cases {
+		t.Run(c.param+"="+c.value, func(t *testing.T) {
+			err := params[c.param].Check(c.value)
+			if (err == nil) != c.ok {
+				t.Fatalf("Check(%q) = %v, want ok %v", c.value, err, c.ok)
+			}
+		})
+	}
+}

@@ -241,16 +241,19 @@ func (r gitReq) fetchSpecs(tg gitTarget) []gitconfig.RefSpec {
 		specs = append(specs, "+refs/tags/*:refs/tags/*")
 	}
 	if r.refspec != "" {
-		s := r.refspec
-		if !strings.Contains(s, ":") {
-			s = strings.TrimPrefix(s, "+") + ":" + strings.TrimPrefix(s, "+")
-		}
-		if !strings.HasPrefix(s, "+") {
-			s = "+" + s
-		}
-		specs = append(specs, gitconfig.RefSpec(s))
+		specs = append(specs, refspecOf(r.refspec))
 	}
 	return specs
+}
+
+// refspecOf makes the refspec param a forced src:dst refspec: a lone src
+// (refs/pull/1/head) is fetched into the same name.
+func refspecOf(s string) gitconfig.RefSpec {
+	s = strings.TrimPrefix(s, "+")
+	if !strings.Contains(s, ":") {
+		s += ":" + s
+	}
+	return gitconfig.RefSpec("+" + s)
 }
 
 // fetchAndCheckout fetches what version needs and checks it out; dirty

@@ -58,37 +58,45 @@ type gitSource struct {
 	auth      transport.AuthMethod // ssh credentials, nil otherwise
 }
 
-// parseGitSource classifies repo like git does: a URL with a scheme, an
-// scp-like user@host:path (ssh), or a local path. Local paths are
-// resolved inside the confinement root.
-func parseGitSource(env *module.Env, repo string) (gitSource, error) {
-	src := gitSource{url: repo, fetchURL: repo, shown: auth.RedactURL(repo)}
-	var localPath string
+// classifyRepo classifies repo as git does: a URL with a scheme, an
+// scp-like user@host:path (ssh), or a local path (returned).
+func classifyRepo(repo string) (localPath string, isSSH bool, err error) {
+	shown := auth.RedactURL(repo)
 	switch {
 	case strings.HasPrefix(repo, "file://"):
 		u, err := url.Parse(repo)
 		if err != nil || u.Path == "" {
-			return src, fmt.Errorf("param \"repo\": %q is not a valid file:// URL", src.shown)
+			return "", false, fmt.Errorf("%q is not a valid file:// URL", shown)
 		}
-		localPath = u.Path
+		return u.Path, false, nil
 	case strings.Contains(repo, "://"):
 		scheme := strings.ToLower(repo[:strings.Index(repo, "://")])
 		switch scheme {
 		case "http", "https", "git":
+			return "", false, nil
 		case "ssh", "git+ssh", "ssh+git":
-			src.ssh = true
-		default:
-			return src, fmt.Errorf("param \"repo\": URL scheme %q is not supported: use https, http, ssh, git, file or a path", scheme)
+			return "", true, nil
 		}
-		return src, nil
+		return "", false, fmt.Errorf("URL scheme %q is not supported: use https, http, ssh, git, file or a path", scheme)
 	case isSCPLike(repo):
-		src.ssh = true
+		return "", true, nil
+	case path.IsAbs(repo):
+		return repo, false, nil
+	}
+	return "", false, fmt.Errorf("%q is neither a URL (https://, ssh://, file://), user@host:path, nor an absolute path", shown)
+}
+
+// parseGitSource classifies repo and resolves a local path inside the
+// confinement root.
+func parseGitSource(env *module.Env, repo string) (gitSource, error) {
+	src := gitSource{url: repo, fetchURL: repo, shown: auth.RedactURL(repo)}
+	localPath, isSSH, err := classifyRepo(repo)
+	if err != nil {
+		return src, fmt.Errorf("param \"repo\": %w", err)
+	}
+	src.ssh = isSSH
+	if localPath == "" {
 		return src, nil
-	default:
-		if !path.IsAbs(repo) {
-			return src, fmt.Errorf("param \"repo\": %q is neither a URL (https://, ssh://, file://), user@host:path, nor an absolute path", src.shown)
-		}
-		localPath = repo
 	}
 	host, err := fsOf(env).HostPath(localPath)
 	if err != nil {
