@@ -3,6 +3,7 @@ package core
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5"
@@ -230,5 +231,64 @@ func TestGitSchemaChecks(t *testing.T) {
 				t.Fatalf("Check(%q) = %v, want ok %v", c.value, err, c.ok)
 			}
 		})
+	}
+}
+
+// TestGitMovedTag: a tag moved (force-pushed) on the remote is fetched
+// again and the checkout follows it (Ansible's forcefully-fetch-tag).
+func TestGitMovedTag(t *testing.T) {
+	f := newGitFixture(t)
+	if _, err := f.repo.CreateTag("herewego", f.c1, nil); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(t.TempDir(), "co")
+	p := map[string]any{"repo": f.dir, "dest": dest, "version": "herewego"}
+	wantGitData(t, run(t, "core.git", p, nil), "", f.c1.String(), false)
+	if err := f.repo.DeleteTag("herewego"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.repo.CreateTag("herewego", f.c2, nil); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, "core.git", p, nil)
+	wantChanged(t, res, true)
+	wantGitData(t, res, f.c1.String(), f.c2.String(), false)
+}
+
+// TestGitSingleBranchTag: single_branch with a tag fetches that tag and
+// no branch.
+func TestGitSingleBranchTag(t *testing.T) {
+	f := newGitFixture(t)
+	dest := filepath.Join(t.TempDir(), "co")
+	res := run(t, "core.git", map[string]any{"repo": f.dir, "dest": dest, "version": "v2", "single_branch": true}, nil)
+	wantGitData(t, res, "", f.c2.String(), false)
+	repo, err := git.PlainOpen(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, _ := repo.References()
+	var names []string
+	_ = refs.ForEach(func(r *plumbing.Reference) error {
+		if r.Name().IsRemote() || r.Name().IsTag() {
+			names = append(names, r.Name().String())
+		}
+		return nil
+	})
+	if len(names) != 1 || names[0] != "refs/tags/v2" {
+		t.Fatalf("fetched %v, want only refs/tags/v2", names)
+	}
+}
+
+// TestGitRedactsPassword: a password in the repo URL never reaches an
+// error or a message.
+func TestGitRedactsPassword(t *testing.T) {
+	dest := filepath.Join(t.TempDir(), "co")
+	_, err := runErr(t, "core.git", map[string]any{"repo": "http://deploy:s3cret-token@127.0.0.1:1/app.git", "dest": dest}, nil)
+	if err == nil || strings.Contains(err.Error(), "s3cret-token") {
+		t.Fatalf("error = %v, want one without the password", err)
+	}
+	res, err := runErr(t, "core.git", map[string]any{"repo": "http://deploy:s3cret-token@127.0.0.1:1/app.git", "clone": false}, nil)
+	if err == nil || strings.Contains(err.Error(), "s3cret-token") || strings.Contains(res.Msg, "s3cret-token") {
+		t.Fatalf("clone: false: %v / %q", err, res.Msg)
 	}
 }

@@ -224,21 +224,26 @@ func (r gitReq) remoteFetchSpecs(tg gitTarget) []gitconfig.RefSpec {
 	return []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+refs/heads/*:refs/remotes/%s/*", r.remote))}
 }
 
-// fetchSpecs are the refspecs of one fetch: the remote's, the tag version
-// names, and the refspec param.
+// fetchSpecs are the refspecs of one fetch: every branch (only the one
+// version names with single_branch), the tag version names, and the
+// refspec param.
 func (r gitReq) fetchSpecs(tg gitTarget) []gitconfig.RefSpec {
-	specs := r.remoteFetchSpecs(tg)
-	if r.single && tg.branch == "" && tg.tag == "" && !r.bare {
-		specs = nil // a commit: fetch what refspec names, or all branches
-		if r.refspec == "" {
-			specs = []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+refs/heads/*:refs/remotes/%s/*", r.remote))}
+	var specs []gitconfig.RefSpec
+	switch {
+	case r.bare:
+		specs = []gitconfig.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}
+	case r.single && (tg.branch != "" || tg.tag != "" || r.refspec != ""):
+		specs = r.remoteFetchSpecs(tg)
+		if tg.branch == "" {
+			specs = nil
 		}
+	default:
+		// Every branch; with single_branch and a bare commit too, since
+		// nothing else says where the commit is.
+		specs = []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+refs/heads/*:refs/remotes/%s/*", r.remote))}
 	}
-	if tg.tag != "" {
+	if tg.tag != "" && !r.bare {
 		specs = append(specs, gitconfig.RefSpec(fmt.Sprintf("+refs/tags/%s:refs/tags/%s", tg.tag, tg.tag)))
-	}
-	if r.bare {
-		specs = append(specs, "+refs/tags/*:refs/tags/*")
 	}
 	if r.refspec != "" {
 		specs = append(specs, refspecOf(r.refspec))
