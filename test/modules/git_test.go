@@ -60,23 +60,23 @@ func TestGitOnLabHost(t *testing.T) {
 	copyRepo(t, h, src, "/srv/gitsrc")
 	t.Logf("git on the lab host: %s", strings.TrimSpace(sh(t, h, "command -v git || echo none")))
 
-	converge(t, h, "/tmp/gitlab", "core.git: {repo: /srv/gitsrc, dest: /srv/gitco}", "/srv/gitco/a")
+	converge(t, h, "/tmp/gitlab", "{name: t, module: core.git, params: {repo: /srv/gitsrc, dest: /srv/gitco}}", "/srv/gitco/a")
 	if got := sh(t, h, "cat /srv/gitco/a"); got != "two\n" {
 		t.Fatalf("a = %q", got)
 	}
 	if got := strings.TrimSpace(sh(t, h, "cat /srv/gitco/.git/HEAD")); got != "ref: refs/heads/master" {
 		t.Fatalf("HEAD = %q", got)
 	}
-	r := apply(t, h, "/tmp/gitlab", "  - core.git: {repo: /srv/gitsrc, dest: /srv/gitco, version: v1}\n", true)
+	r := apply(t, h, "/tmp/gitlab", "  - {name: t, module: core.git, params: {repo: /srv/gitsrc, dest: /srv/gitco, version: v1}}\n", true)
 	if r.Failed || !r.Changed || !strings.Contains(r.Diff, c1) || !strings.Contains(r.Diff, c2) {
 		t.Fatalf("check mode to v1: %+v", r)
 	}
-	r = apply(t, h, "/tmp/gitlab", "  - core.git: {repo: /srv/gitsrc, dest: /srv/gitco, version: v1}\n", false)
+	r = apply(t, h, "/tmp/gitlab", "  - {name: t, module: core.git, params: {repo: /srv/gitsrc, dest: /srv/gitco, version: v1}}\n", false)
 	if r.Failed || !r.Changed {
 		t.Fatalf("to v1: %+v", r)
 	}
 	if got := sh(t, h, "cat /srv/gitco/a"); got != "one\n" {
 		t.Fatalf("a = %q at v1", got)
 	}
-	wantRefused(t, h, "/tmp/gitlab", "core.git: {repo: /srv/gitsrc, dest: gitco}", "core.git", "dest")
+	wantRefused(t, h, "/tmp/gitlab", "{name: t, module: core.git, params: {repo: /srv/gitsrc, dest: gitco}}", "core.git", "dest")
 }
