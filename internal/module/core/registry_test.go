@@ -29,6 +29,7 @@ func TestRegistry(t *testing.T) {
 	want = append(want, "core.pkg.upgraded")
 	want = append(want, "core.file.ini")
 	want = append(want, "core.user.absent", "core.group.absent")
+	want = append(want, "core.git")
 	slices.Sort(want)
 	if diff := cmp.Diff(want, module.Names()); diff != "" {
 		t.Fatalf("registered modules (-want +got):\n%s", diff)
