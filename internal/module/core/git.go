@@ -56,7 +56,7 @@ func init() {
 			"after":              outputField(module.TypeString, "commit SHA checked out after it (in check mode: that would be; with clone: false, the remote's)"),
 			"remote_url_changed": outputField(module.TypeBool, "the remote's URL was changed to repo"),
 		},
-		Example: "- name: app source\n  core.git:\n    repo: https://github.com/example/app.git\n    dest: /srv/app\n    version: v1.2.0\n",
+		Example: "- name: app source\n  module: core.git\n  params:\n    repo: https://github.com/example/app.git\n    dest: /srv/app\n    version: v1.2.0\n",
 	}, gitCheckout)
 }
 
