@@ -7,6 +7,7 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"path"
 	"regexp"
@@ -114,6 +115,8 @@ func ansibleFilters(limit int, newline string) map[string]exec.FilterFunction {
 		"dict2items": filterDict2Items,
 		"items2dict": filterItems2Dict,
 		"ternary":    filterTernary,
+		"comment":    filterComment,
+		"difference": filterDifference,
 		"combine":    filterCombine,
 		"quote": func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
 			return exec.AsValue(shellQuote(pyString(in)))
@@ -500,4 +503,47 @@ func regexTest(kind string) func(*exec.Context, *exec.Value, *exec.VarArgs) (boo
 		}
 		return re.MatchString(in.String()), nil
 	}
+}
+
+// filterComment is Ansible's comment filter in its default (plain) style:
+// the text's lines behind "# ", between a "#" line above and below.
+func filterComment(_ *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exec.Value {
+	if len(p.Args) > 0 && p.Args[0].String() != "plain" {
+		return errValue("comment", "only the plain style is supported, not %s", p.Args[0].String())
+	}
+	if len(p.KwArgs) > 0 {
+		return errValue("comment", "keyword arguments are not supported")
+	}
+	lines := strings.Split(in.String(), "\n")
+	var b strings.Builder
+	b.WriteString("#\n")
+	for _, l := range lines {
+		b.WriteString(strings.TrimRight("# "+l, " "))
+		b.WriteString("\n")
+	}
+	b.WriteString("#")
+	return exec.AsValue(b.String())
+}
+
+// filterDifference is Ansible's difference: the unique items of the list
+// that are not in the other, in the list's order.
+func filterDifference(_ *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exec.Value {
+	if len(p.Args) != 1 || !in.IsList() || !p.Args[0].IsList() {
+		return errValue("difference", "needs two lists")
+	}
+	other := map[string]bool{}
+	for _, v := range p.Args[0].ToGoSimpleType(false).([]any) {
+		other[fmt.Sprint(v)] = true
+	}
+	seen := map[string]bool{}
+	out := []any{}
+	for _, v := range in.ToGoSimpleType(false).([]any) {
+		k := fmt.Sprint(v)
+		if other[k] || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, v)
+	}
+	return exec.AsValue(out)
 }
