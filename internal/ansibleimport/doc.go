@@ -41,6 +41,8 @@ var moduleInto = map[string]string{
 	"reboot":          "`core.system.rebooted`",
 	"ping":            "`core.test.ping`",
 	"pause":           "`core.test.sleep` (a pause that prompts is manual)",
+	"ini_file":        "`core.file.ini`",
+	"git":             "`core.git` (go-git: no git program on the host)",
 }
 
 // Reference writes the Markdown tables of the import's mappings: task

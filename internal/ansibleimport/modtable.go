@@ -44,6 +44,20 @@ var moduleTable = map[string]func(*margs) *into{
 	"reboot":          func(a *margs) *into { in := a.into("core.system.rebooted"); in.copy("msg", "reason"); return in },
 	"ping":            func(a *margs) *into { return a.into("core.test.ping") },
 	"pause":           convPause,
+	"ini_file": func(a *margs) *into {
+		in := a.into("core.file.ini")
+		in.copy("path|dest", "path")
+		in.same("section", "option", "value", "values", "state", "exclusive", "allow_no_value", "no_extra_spaces", "create",
+			"ignore_spaces", "modify_inactive_option", "section_has_values", "backup")
+		in.fileAttrs()
+		return in
+	},
+	"git": func(a *margs) *into {
+		in := a.into("core.git")
+		in.same("repo", "dest", "version", "force", "depth", "update", "clone", "remote", "bare", "single_branch", "refspec",
+			"recursive", "accept_hostkey", "accept_newhostkey", "key_file", "ssh_opts")
+		return in
+	},
 }
 
 // ModuleTable lists the Ansible modules the importer maps, sorted.
