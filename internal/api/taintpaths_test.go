@@ -25,6 +25,7 @@ import (
 var pathsService = map[string]string{
 	"service.yml":                      "name: paths\n",
 	"scenario/create/templates/x.tmpl": "pw={{ .input.pw | b64enc }}\n",
+	"scenario/create/templates/y.j2":   "pw={{ input.pw | b64encode }}\n",
 	"scenario/create/main.yml": `
 input:
   pw: {type: string, secret: true}
@@ -52,6 +53,9 @@ tasks:
   - name: render
     module: core.file.rendered
     params: {path: /etc/x.conf, template: templates/x.tmpl}
+  - name: render jinja
+    module: core.file.rendered
+    params: {path: /etc/y.conf, template: templates/y.j2}
 `,
 }
 
@@ -84,6 +88,7 @@ func TestTaintPaths(t *testing.T) {
 		echo("echo", pw, pw), echo("reuse", strings.ToUpper(pw), strings.ToUpper(pw)), echo("in block", inBlock, inBlock),
 		echo("number", int64(286419), times7), echo("list", []any{"Hunter2", "S3cr3t!"}, `["Hunter2","S3cr3t!"]`),
 		{Task: "render", Results: []domain.Result{{Changed: true, Diff: "+" + rendered, Data: map[string]any{"sha256": hex.EncodeToString(sum[:]), "size": int64(len(rendered))}}}},
+		{Task: "render jinja", Results: []domain.Result{{Changed: true, Diff: "+" + rendered, Data: map[string]any{"sha256": hex.EncodeToString(sum[:]), "size": int64(len(rendered))}}}},
 	})
 	st, b := e.do("POST", "/v1/incarnations", e.tokens[auth.RoleOperator], `{"name":"paths-dev","service":"paths","covens":["paths"],"input":{"pw":"`+pw+`","pin":40917}}`)
 	if st != http.StatusAccepted {
@@ -117,7 +122,8 @@ func TestTaintPaths(t *testing.T) {
 			t.Errorf("a viewer reads %q (derived from a secret) in:\n%s", v, out)
 		}
 	}
-	if !strings.Contains(string(out), "diff withheld") {
-		t.Errorf("the rendered template's diff is not withheld:\n%s", out)
+	// Both engines: the Go template and the Jinja one.
+	if n := strings.Count(string(out), "diff withheld"); n != 2 {
+		t.Errorf("%d rendered templates' diffs are withheld, want both (the Go and the Jinja one):\n%s", n, out)
 	}
 }
