@@ -17,14 +17,14 @@ import (
 	"github.com/soulstack/soulstack/internal/soul"
 )
 
-// TestImportedRoleConvergesAsAnsible imports testdata/roles/motd (every
+// TestImportedRoleConvergesAsAnsible imports examples/ansible/motd (every
 // task exact), checks the repository validates and its generated scenario
 // test passes, then runs the destiny as `soul apply --local --root` does:
 // the first run writes exactly the files real Ansible wrote for the role
 // (testdata/converge/motd, made by converge/regen.sh) and fires the
 // handler; the second changes nothing and the handler stays quiet.
 func TestImportedRoleConvergesAsAnsible(t *testing.T) {
-	r, err := ansibleimport.LoadRole("testdata/roles/motd")
+	r, err := ansibleimport.LoadRole("../../examples/ansible/motd")
 	if err != nil {
 		t.Fatal(err)
 	}

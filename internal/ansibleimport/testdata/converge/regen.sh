@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes converge/motd/: what real Ansible (apt-get install ansible-core)
-# leaves in motd_dir when it applies testdata/roles/motd with its defaults
+# leaves in motd_dir when it applies examples/ansible/motd with its defaults
 # on this machine (a Debian host), motd_dir pointed into a temp dir. The
 # importer's converge test compares the imported destiny's files with it.
 set -euo pipefail
@@ -12,7 +12,7 @@ cat > "$work/play.yml" <<PLAY
   connection: local
   gather_facts: true
   roles:
-    - role: $PWD/../roles/motd
+    - role: $PWD/../../../../examples/ansible/motd
       motd_dir: $work/motd.d
 PLAY
 ANSIBLE_LOCALHOST_WARNING=0 ANSIBLE_INVENTORY_UNPARSED_WARNING=0 ansible-playbook -i localhost, "$work/play.yml" >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
