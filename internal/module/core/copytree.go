@@ -230,17 +230,12 @@ func copyDir(env *module.Env, c copySpec, dest string) (domain.Result, error) {
 	// Missing parents of the destination are created (0755), as Ansible
 	// creates the destination of a directory copy.
 	w := fileWant{path: dest, uid: c.w.uid, gid: c.w.gid, makedirs: true}
-	t, _, err := openFile(env, w)
+	t, _, fi, exists, err := statFile(env, w)
 	if err != nil {
 		return domain.Result{}, err
 	}
-	var fi safefs.Info
-	exists := false
 	if t != nil {
 		defer t.Close()
-		if fi, exists, err = t.Lstat(); err != nil {
-			return domain.Result{}, err
-		}
 	}
 	if exists && fi.IsSymlink() {
 		return domain.Result{}, symlinkErr(dest)
@@ -278,19 +273,14 @@ func copyDir(env *module.Env, c copySpec, dest string) (domain.Result, error) {
 // symlink pointing elsewhere is replaced; a file only with force; a
 // directory never.
 func copyLink(env *module.Env, c copySpec, dest, target string) (domain.Result, error) {
-	t, _, err := openFile(env, fileWant{path: dest, makedirs: true})
+	t, _, fi, exists, err := statFile(env, fileWant{path: dest, makedirs: true})
 	if err != nil {
 		return domain.Result{}, err
 	}
-	var fi safefs.Info
-	exists := false
-	previous := ""
 	if t != nil {
 		defer t.Close()
-		if fi, exists, err = t.Lstat(); err != nil {
-			return domain.Result{}, err
-		}
 	}
+	previous := ""
 	switch {
 	case exists && fi.IsSymlink():
 		if previous, err = t.Readlink(); err != nil {

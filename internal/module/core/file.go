@@ -173,6 +173,20 @@ func symlinkErr(path string) error {
 	return fmt.Errorf("%s: %w; set follow: true to write through it, or remove it with core.file.absent", path, safefs.ErrSymlink)
 }
 
+// statFile opens w's target (nil, with missingParent, when its parent is
+// missing and may be created) and reads what is at the path. The caller
+// closes t when it is not nil.
+func statFile(env *module.Env, w fileWant) (t *safefs.Target, missingParent bool, fi safefs.Info, exists bool, err error) {
+	if t, missingParent, err = openFile(env, w); err != nil || t == nil {
+		return t, missingParent, fi, false, err
+	}
+	if fi, exists, err = t.Lstat(); err != nil {
+		t.Close()
+		return nil, false, fi, false, err
+	}
+	return t, missingParent, fi, exists, nil
+}
+
 // ensureFile converges a regular file to w; it is shared by file.present,
 // file.rendered, the line/block/replace editors and the sysctl
 // persistence file.
@@ -180,17 +194,12 @@ func ensureFile(ctx context.Context, env *module.Env, w fileWant) (domain.Result
 	if w.validate != "" && env.InKeeper {
 		return domain.Result{}, fmt.Errorf("validate runs a program, which never happens inside the Keeper (on: keeper): target souls instead, or drop validate")
 	}
-	t, missingParent, err := openFile(env, w)
+	t, missingParent, fi, exists, err := statFile(env, w)
 	if err != nil {
 		return domain.Result{}, err
 	}
-	var fi safefs.Info
-	exists := false
 	if t != nil {
 		defer t.Close()
-		if fi, exists, err = t.Lstat(); err != nil {
-			return domain.Result{}, err
-		}
 	}
 	if exists && fi.IsSymlink() {
 		return domain.Result{}, symlinkErr(w.path)

@@ -42,17 +42,12 @@ func fileDirectory(_ context.Context, p map[string]any, env *module.Env) (domain
 		return domain.Result{}, err
 	}
 	w.makedirs = true // parents of a directory are created, as before
-	t, _, err := openFile(env, w)
+	t, _, fi, exists, err := statFile(env, w)
 	if err != nil {
 		return domain.Result{}, err
 	}
-	var fi safefs.Info
-	exists := false
 	if t != nil {
 		defer t.Close()
-		if fi, exists, err = t.Lstat(); err != nil {
-			return domain.Result{}, err
-		}
 	}
 	if exists && fi.IsSymlink() {
 		return domain.Result{}, symlinkErr(w.path)

@@ -50,17 +50,12 @@ func fileTouched(_ context.Context, p map[string]any, env *module.Env) (domain.R
 	if err != nil {
 		return domain.Result{}, err
 	}
-	t, missingParent, err := openFile(env, w)
+	t, missingParent, fi, exists, err := statFile(env, w)
 	if err != nil {
 		return domain.Result{}, err
 	}
-	var fi safefs.Info
-	exists := false
 	if t != nil {
 		defer t.Close()
-		if fi, exists, err = t.Lstat(); err != nil {
-			return domain.Result{}, err
-		}
 	}
 	if exists && fi.IsSymlink() {
 		return domain.Result{}, symlinkErr(w.path)

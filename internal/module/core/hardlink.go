@@ -37,17 +37,12 @@ func hardLink(env *module.Env, w fileWant, target string, force bool) (domain.Re
 	if !sfi.IsRegular() {
 		return domain.Result{}, fmt.Errorf("target %s of the hard link %s is a %s: only regular files are hard-linked", target, w.path, describeKind(sfi))
 	}
-	t, missingParent, err := openFile(env, w)
+	t, missingParent, fi, exists, err := statFile(env, w)
 	if err != nil {
 		return domain.Result{}, err
 	}
-	var fi safefs.Info
-	exists := false
 	if t != nil {
 		defer t.Close()
-		if fi, exists, err = t.Lstat(); err != nil {
-			return domain.Result{}, err
-		}
 		if !t.DirInfo().SameDevice(sfi) {
 			return domain.Result{}, fmt.Errorf("cannot hard-link %s to %s: %w; use a symlink (drop hard: true) or a copy", w.path, target, safefs.ErrCrossDevice)
 		}
