@@ -3,6 +3,7 @@ package ansibleimport
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/soulstack/soulstack/internal/module"
@@ -79,7 +80,42 @@ func (in *into) set(param string, v any) {
 		in.a.tc.need("%s has no parameter %s", in.mod, param)
 		return
 	}
-	in.params.set(param, v, "")
+	in.params.set(param, coerce(param, in.schema.Params[param].Type, v), "")
+}
+
+// coerce converts a literal as Ansible's argument spec does for a typed
+// option: "yes"/"no" for a boolean, "86400" for an integer, and an integer
+// mode (YAML 1.1 reads 0644 as 420) to the octal text it stands for, which
+// is what Ansible passes to chmod. Expressions are left as they are: the
+// validator types them.
+func coerce(param string, t module.ParamType, v any) any {
+	switch x := v.(type) {
+	case int:
+		if param == "mode" && x >= 0 {
+			return fmt.Sprintf("%04o", x)
+		}
+		if t == module.TypeString {
+			return strconv.Itoa(x)
+		}
+	case string:
+		if strings.Contains(x, "${") {
+			return v
+		}
+		switch t {
+		case module.TypeBool:
+			switch strings.ToLower(strings.TrimSpace(x)) {
+			case "yes", "on", "true", "1", "y", "t":
+				return true
+			case "no", "off", "false", "0", "n", "f":
+				return false
+			}
+		case module.TypeInt:
+			if n, err := strconv.Atoi(strings.TrimSpace(x)); err == nil {
+				return n
+			}
+		}
+	}
+	return v
 }
 
 // copy maps the Ansible argument (or its aliases, "a|b") to param when
