@@ -499,7 +499,7 @@ func (c *converter) setFact(t *Task, rest []*Task, loopVar string) (omap, bool) 
 		}
 		if k == override {
 			c.overrides[k] = c.overrideType(t.Args[k])
-			vars.set(k, fmt.Sprintf("${ type(vars.%s) != null_type ? vars.%s : %s }", k, k, unwrap(expr)), "")
+			vars.set(k, fmt.Sprintf("${ type(vars.%s) != type(null) ? vars.%s : %s }", k, k, unwrap(expr)), "")
 			continue
 		}
 		_, known := c.vars[k]
