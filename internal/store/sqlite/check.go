@@ -142,3 +142,34 @@ func openReadOnly(path string) (*sql.DB, error) {
 	db.SetMaxOpenConns(1)
 	return db, nil
 }
+
+// Backup writes an online, consistent copy of the database file at src
+// into dst with `VACUUM INTO`: one read transaction, so a keeper serving
+// src goes on writing meanwhile and the copy holds every transaction
+// committed before it began. dst must not exist; it is created with mode
+// 0600, and removed again when the copy fails.
+func Backup(ctx context.Context, src, dst string) error {
+	if c, err := Inspect(ctx, src); err != nil {
+		return err
+	} else if !c.Exists {
+		return fmt.Errorf("no SQLite database at %s", src)
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("creating the backup: %w", err)
+	}
+	f.Close()
+	v := url.Values{}
+	v.Set("mode", "ro")
+	v.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: src}).EscapedPath()+"?"+v.Encode())
+	if err == nil {
+		defer db.Close()
+		_, err = db.ExecContext(ctx, `VACUUM INTO ?`, dst)
+	}
+	if err != nil {
+		os.Remove(dst)
+		return fmt.Errorf("backing up %s into %s: %w", src, dst, err)
+	}
+	return nil
+}
