@@ -124,7 +124,6 @@ func (b *blackHole) pipe(dst, src net.Conn, fromSoul bool) {
 	}
 }
 
-
 // TestResultFinishedDuringLinkCut (issue 36): with a link cut longer than
 // the heartbeat timeout, a task that finished during the cut never reached
 // the run record, which said "unreachable" although the host changed. The
