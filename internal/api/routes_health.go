@@ -101,6 +101,12 @@ func (s *Server) routesHealth(rt *Router) {
 			s.writeError(w, r, &domain.Error{Code: domain.CodeUnavailable, Message: "the store is unreachable", Err: err})
 			return
 		}
+		if s.cfg.StoreIntegrity != nil {
+			if err := s.cfg.StoreIntegrity(); err != nil {
+				s.writeError(w, r, &domain.Error{Code: domain.CodeUnavailable, Message: "the store failed its integrity check: restore it from a backup", Err: err})
+				return
+			}
+		}
 		if err := s.probe.canWrite(r.Context(), s.store); err != nil {
 			s.writeError(w, r, &domain.Error{Code: domain.CodeUnavailable, Message: "the store cannot write", Err: err})
 			return

@@ -93,7 +93,10 @@ type Config struct {
 	// Registry receives the API's metrics and is served at /metrics; nil
 	// creates a private one.
 	Registry *prometheus.Registry
-	Logger   *slog.Logger // nil discards
+	// StoreIntegrity returns the store's last failed integrity check, nil
+	// when none failed; /readyz fails while it returns one. nil: none.
+	StoreIntegrity func() error
+	Logger         *slog.Logger // nil discards
 }
 
 // HealthEvents is the Keeper's health check service as the API sees it.

@@ -58,6 +58,13 @@ type Config struct {
 	// Logger receives the keeper's logs; nil builds one from LogFormat and
 	// LogLevel on stderr.
 	Logger *slog.Logger
+	// Reinitialize lets the keeper start on an empty or missing database
+	// in an initialized data directory (serve --reinitialize); without it
+	// that is refused, as the database was most likely lost.
+	Reinitialize bool
+	// IntegrityCheckTimeout bounds the store's integrity check at start;
+	// 0 means DefaultIntegrityCheckTimeout.
+	IntegrityCheckTimeout time.Duration
 }
 
 // Keeper is one running Keeper process's components.
@@ -87,6 +94,7 @@ type Keeper struct {
 	fp        string
 	handler   http.Handler
 	addr      net.Addr // the listener's, once Serve runs
+	integrity integrity
 }
 
 // New opens the store and builds every component. The keeper must have
@@ -101,6 +109,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 			return nil, err
 		}
 	}
+	cfg.Logger = log
 	k = &Keeper{cfg: cfg, log: log}
 	// Every error return below sets the named k to nil: release what was
 	// opened through its own pointer.
@@ -116,7 +125,13 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		return nil, err
 	}
 	k.serveCertificate()
-	if err = checkInitialized(ctx, cfg.Keeper); err != nil {
+	if err = checkInitialized(ctx, cfg.Keeper, cfg.Reinitialize); err != nil {
+		return nil, err
+	}
+	if cfg.Reinitialize {
+		log.Warn("--reinitialize: starting even if the database is empty or missing")
+	}
+	if err = startIntegrityCheck(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if k.id, err = keeperID(cfg.Keeper); err != nil {
@@ -192,7 +207,8 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		return nil, fmt.Errorf("keeper config: %w", err)
 	}
 	k.registry = prometheus.NewRegistry()
-	k.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	k.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		k.integrityMetric())
 	k.health, err = healthkeeper.New(healthkeeper.Config{
 		Store:     k.store,
 		Services:  k.catalog,
@@ -276,6 +292,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		Health:           k.health,
 		HealthStaleAfter: cfg.HealthStaleAfter.D(),
 		Registry:         k.registry,
+		StoreIntegrity:   k.integrity.failed,
 		Logger:           log.With("component", "api"),
 	})
 	if err != nil {

@@ -160,6 +160,7 @@ func (k *Keeper) startBackground(ctx context.Context) *background {
 	b.wg.Go(func() { k.health.Run(bctx) })
 	b.wg.Go(func() { k.reaper(bctx, reap) })
 	b.wg.Go(func() { k.pruner(bctx) })
+	b.wg.Go(func() { k.integrityChecker(bctx) })
 	b.wg.Go(func() { k.engine.RunDriftSchedules(bctx, k.leader.IsLeader, 0) })
 	sched := checker.NewScheduler(k.checker, checker.SchedulerConfig{Logger: k.log.With("component", "scheduler"), Wake: wake})
 	b.wg.Go(func() {

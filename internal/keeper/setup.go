@@ -138,30 +138,67 @@ func Init(ctx context.Context, opts InitOptions) (Initialized, error) {
 	return Initialized{Archon: ar, Token: tok, Fingerprint: fp, KeeperID: id}, nil
 }
 
-// checkInitialized refuses to serve on SQLite when the data directory has
-// no database: opening it would create an empty one, and the keeper was
-// most likely initialized on PostgreSQL and started without its URL. On
-// PostgreSQL it refuses a database without the Soul Stack schema before
-// opening it (which would create the schema): the URL is most likely
-// wrong, or keeper init was not run.
-func checkInitialized(ctx context.Context, cfg config.Keeper) error {
+// checkInitialized refuses to serve a database that holds no keeper:
+// opening it would migrate it into a fresh, empty store and the keeper
+// would report ready having lost every Archon, soul, service and
+// incarnation (issue 36). Nothing is written before the refusal.
+//
+// On SQLite a missing file (the keeper was most likely initialized on
+// PostgreSQL and started without its URL), an empty one, one without the
+// schema or without a single Archon is refused; on PostgreSQL a database
+// without the Soul Stack schema (a wrong URL, or keeper init not run) or
+// without an Archon. reinitialize (serve --reinitialize) lets the keeper
+// start on an empty database on purpose.
+func checkInitialized(ctx context.Context, cfg config.Keeper, reinitialize bool) error {
+	if reinitialize {
+		return nil
+	}
+	hint := ""
+	if initializedDataDir(cfg) {
+		hint = fmt.Sprintf(" The data directory %s was initialized, so its database was lost or emptied: restore it from a backup (docs/operations.md, \"Backup and restore\"), or start with --reinitialize to begin again with an empty store.", cfg.DataDir)
+	}
 	if cfg.Postgres() {
 		switch ok, err := postgres.Initialized(ctx, cfg.DatabaseURL); {
 		case err != nil:
 			return fmt.Errorf("opening PostgreSQL store: %w", err)
 		case !ok:
-			return fmt.Errorf("the PostgreSQL database %s is not initialized (it has no Soul Stack schema; nothing was written to it): check --database-url (or SOULSTACK_DATABASE_URL), or run `keeper init --data-dir %s --database-url …` first", redactURL(cfg.DatabaseURL), cfg.DataDir)
+			return fmt.Errorf("the PostgreSQL database %s is not initialized (it has no Soul Stack schema; nothing was written to it): check --database-url (or SOULSTACK_DATABASE_URL), or run `keeper init --data-dir %s --database-url …` first.%s", redactURL(cfg.DatabaseURL), cfg.DataDir, hint)
+		}
+		switch n, err := postgres.CountArchons(ctx, cfg.DatabaseURL); {
+		case err != nil:
+			return fmt.Errorf("opening PostgreSQL store: %w", err)
+		case n == 0:
+			return fmt.Errorf("the PostgreSQL database %s holds no Archon (it is empty; nothing was written to it): run `keeper init --data-dir %s --database-url …` to finish initializing it.%s", redactURL(cfg.DatabaseURL), cfg.DataDir, hint)
 		}
 		return nil
 	}
-	_, err := os.Stat(cfg.SQLitePath())
+	path := cfg.SQLitePath()
+	c, err := sqlite.Inspect(ctx, path)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("no SQLite database at %s: if this keeper was initialized on PostgreSQL, give the same --database-url (or SOULSTACK_DATABASE_URL); otherwise run `keeper init --data-dir %s` first", cfg.SQLitePath(), cfg.DataDir)
 	case err != nil:
 		return fmt.Errorf("opening SQLite store: %w", err)
+	case !c.Exists:
+		return fmt.Errorf("no SQLite database at %s: if this keeper was initialized on PostgreSQL, give the same --database-url (or SOULSTACK_DATABASE_URL); otherwise run `keeper init --data-dir %s` first.%s", path, cfg.DataDir, hint)
+	case c.Empty():
+		what := "is empty"
+		if c.Schema {
+			what = "holds no Archon"
+		}
+		return fmt.Errorf("the SQLite database %s %s; it was left as it is. If this keeper was never initialized, run `keeper init --data-dir %s`.%s", path, what, cfg.DataDir, hint)
 	}
 	return nil
+}
+
+// initializedDataDir reports whether the data directory says `keeper
+// init` ran in it: it holds the generated TLS material, the signing key
+// or the generated keeper id.
+func initializedDataDir(cfg config.Keeper) bool {
+	for _, p := range []string{filepath.Join(cfg.TLSDir(), "ca.crt"), cfg.SigningKeyFile(), cfg.KeeperIDFile()} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ServeHint says how to start the keeper Init prepared with cfg: on

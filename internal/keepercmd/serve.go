@@ -19,6 +19,7 @@ func init() { subcommands = append(subcommands, serveCmd) }
 // context main hands down), then shuts down gracefully.
 func serveCmd() *cobra.Command {
 	var cfgFile string
+	var reinitialize bool
 	c := &cobra.Command{
 		Use:   "serve --data-dir DIR [--listen ADDR]",
 		Short: "Serve the Operator API, the soul stream, metrics and health on one listener",
@@ -31,12 +32,16 @@ the config) and call the keeper with https:// pinning its CA. Tokens are
 verified with the signing key file (--signing-key-file, default
 <data-dir>/signing.key); a key an older version kept in the database is moved
 into that file at start.
+A keeper refuses to start on an empty or missing database (or, on SQLite, one
+that fails its integrity check): restore it from a backup, or give
+--reinitialize to start again with an empty store on purpose.
 SIGTERM drains in-flight requests, closes the soul streams and the store.`,
 		Args: cobra.NoArgs,
 	}
 	fl := config.BindFlags(c.Flags(), "data-dir", "listen", "database-url", "keeper-id", "advertise-address", "log-format", "log-level",
 		"tls-cert", "tls-key", "git-ssh-key", "task-timeout", "shutdown-timeout", "fan-out", "plain-http", "signing-key-file")
 	c.Flags().StringVar(&cfgFile, "config", "", "YAML configuration file (flags override it)")
+	c.Flags().BoolVar(&reinitialize, "reinitialize", false, "start even if the database is empty or missing (its data was lost: everything starts again empty)")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := config.Load(cfgFile)
 		if err != nil {
@@ -51,7 +56,7 @@ SIGTERM drains in-flight requests, closes the soul streams and the store.`,
 			return cmdutil.Usage(err)
 		}
 		log.Info("garbage collector", "settings", ApplyGCDefaults(os.Getenv).String())
-		k, err := keeper.New(cmd.Context(), keeper.Config{Keeper: cfg, Logger: log})
+		k, err := keeper.New(cmd.Context(), keeper.Config{Keeper: cfg, Logger: log, Reinitialize: reinitialize})
 		if err != nil {
 			if domain.ErrorCode(err) == domain.CodeInvalid {
 				return cmdutil.Usage(err)

@@ -27,10 +27,76 @@ var errPending = errors.New("pending acceptance")
 // errCancelledByKeeper is the cancel cause of work the keeper cancelled.
 var errCancelledByKeeper = errors.New("cancelled by the keeper")
 
+// A result sent on a stream is not known to have reached the keeper: the
+// stream has no acknowledgement, and during a link cut (packets dropped,
+// no reset) sends succeed into the kernel's buffers while the keeper,
+// hearing no heartbeat, gives the host up. The soul only learns of the cut
+// when TCP gives up or the link comes back, and the result was lost (issue
+// 36). So a session remembers the results it sent, and when it ends those
+// sent within unconfirmedWindow go back to the outbox and are delivered
+// again after the next welcome. The keeper records a result it already has
+// as a late result that changes nothing (store.RecordLateResults never
+// overwrites a final row), so sending one twice is harmless.
+const (
+	// unconfirmedWindow is longer than TCP takes to give a silent
+	// connection up (tcp_retries2: about 15 minutes), so a result sent
+	// earlier than this before its session ended was sent before the cut.
+	unconfirmedWindow = 20 * time.Minute
+	// maxUnconfirmed bounds the results one session remembers.
+	maxUnconfirmed = 4096
+)
+
 // conn is a welcomed stream; send is safe for concurrent use.
 type conn struct {
 	stream clientStream
 	mu     sync.Mutex
+
+	smu   sync.Mutex
+	sent  []sentResult // results sent on this stream, oldest first
+	ended bool         // unconfirmed was called: the session is over
+}
+
+// sentResult is a result sent on a stream, and when (monotonic clock).
+type sentResult struct {
+	p  pendingResult
+	at time.Time
+}
+
+// errSessionEnded is sendResult's answer once the session ended.
+var errSessionEnded = errors.New("the session ended")
+
+// sendResult sends p and remembers it until the session ends; an error
+// means p must be kept for the next session.
+func (c *conn) sendResult(p pendingResult) error {
+	if err := c.send(resultMsg(p)); err != nil {
+		return err
+	}
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if c.ended {
+		return errSessionEnded
+	}
+	if len(c.sent) >= maxUnconfirmed {
+		c.sent = append(c.sent[:0], c.sent[1:]...)
+	}
+	c.sent = append(c.sent, sentResult{p: p, at: time.Now()})
+	return nil
+}
+
+// unconfirmed ends the session's record of sent results and returns those
+// sent within unconfirmedWindow of now.
+func (c *conn) unconfirmed(now time.Time) []pendingResult {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	c.ended = true
+	var out []pendingResult
+	for _, s := range c.sent {
+		if now.Sub(s.at) <= unconfirmedWindow {
+			out = append(out, s.p)
+		}
+	}
+	c.sent = nil
+	return out
 }
 
 func (c *conn) send(m *pb.SoulMessage) error {
@@ -113,10 +179,18 @@ func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
 			a.conn = nil
 		}
 		a.mu.Unlock()
+		// What this stream carried may have died with it: kept again
+		// for the next welcome (see unconfirmedWindow).
+		if ps := c.unconfirmed(time.Now()); len(ps) > 0 {
+			a.log.Info("keeping the results sent on the closed stream until the next welcome, in case they were lost with it", "count", len(ps))
+			for _, p := range ps {
+				a.outbox.put(p)
+			}
+		}
 	}()
 	// Results that finished while disconnected go first, once each.
 	for _, p := range a.outbox.list() {
-		if err := c.send(resultMsg(p)); err != nil {
+		if err := c.sendResult(p); err != nil {
 			return true, fmt.Errorf("delivering kept results: %w", err)
 		}
 		a.outbox.remove(p.TaskID)
@@ -341,7 +415,7 @@ func (a *Agent) deliver(p pendingResult) {
 		return
 	}
 	a.mu.Unlock()
-	if err := c.send(resultMsg(p)); err != nil {
+	if err := c.sendResult(p); err != nil {
 		a.log.Info("keeping a result until the keeper is back", "task_id", p.TaskID, "err", err)
 		a.outbox.put(p)
 	}

@@ -28,3 +28,21 @@ func Initialized(ctx context.Context, databaseURL string) (bool, error) {
 	}
 	return ok, nil
 }
+
+// CountArchons counts the Archons in the initialized database at
+// databaseURL without migrating or writing it: an initialized keeper has
+// at least one, so none means a database emptied or restored wrong.
+func CountArchons(ctx context.Context, databaseURL string) (int, error) {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return 0, &domain.Error{Code: domain.CodeInvalid, Message: "postgres store: invalid database URL", Err: err}
+	}
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM archons`).Scan(&n); err != nil {
+		return 0, &domain.Error{Code: domain.CodeUnavailable,
+			Message: fmt.Sprintf("postgres store %s@%s/%s: counting archons", cfg.User, cfg.Host, cfg.Database), Err: err}
+	}
+	return n, nil
+}
