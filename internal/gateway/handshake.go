@@ -80,16 +80,26 @@ func (g *Gateway) serveStream(ctx context.Context, stream soulStream) error {
 // session, its covens and logger, or (session nil) the end of the stream.
 func (g *Gateway) admit(ctx context.Context, stream soulStream) (*session, []string, *slog.Logger, error) {
 	// Failed hellos cost their source (L1): beyond its budget, a source's
-	// hellos are refused before anything is read or written.
+	// hellos are refused before anything is written, unless they prove
+	// the key bound to an accepted SID (N1).
 	peer := stream.Peer()
 	src := sourceKey(peer)
-	if !g.hellos.allow(src, time.Now()) {
-		g.log.Debug("hello refused: too many failed hellos from this source", "source", src)
-		return nil, nil, nil, connect.NewError(connect.CodeResourceExhausted, errTooManyFailures)
-	}
+	limited := g.hellos.limited(src, time.Now())
 	hello, err := g.handshake(stream, src)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if limited {
+		bound, err := g.provesBoundKey(ctx, hello)
+		if err != nil {
+			g.log.Error("reading soul of a rate-limited hello", "sid", hello.Sid, "err", err)
+			return nil, nil, nil, connect.NewError(connect.CodeUnavailable, errors.New("onboarding: store unavailable"))
+		}
+		if !bound {
+			g.hellos.refused(src, hello.Sid, time.Now())
+			g.log.Debug("hello refused: too many failed hellos from this source", "source", src, "sid", hello.Sid)
+			return nil, nil, nil, connect.NewError(connect.CodeResourceExhausted, errTooManyFailures)
+		}
 	}
 	log := g.log.With("sid", hello.Sid, "peer", peer, "transport", transportName(stream))
 	out, err := g.onboard(ctx, hello, peer)
@@ -110,6 +120,24 @@ func (g *Gateway) admit(ctx context.Context, stream soulStream) (*session, []str
 	}
 	stream.LiftLimit()
 	return newSession(g, hello.Sid, stream), out.covens, log, nil
+}
+
+// provesBoundKey reports whether hello, whose key proof verified, comes
+// from an accepted soul with the key bound to its SID: such a soul is
+// served whatever its source address did.
+func (g *Gateway) provesBoundKey(ctx context.Context, hello *pb.Hello) (bool, error) {
+	known, err := g.cfg.Store.GetSoul(ctx, hello.Sid)
+	if errors.Is(err, domain.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	switch known.Status {
+	case store.SoulPending, store.SoulRejected:
+		return false, nil
+	}
+	return bytes.Equal(known.PublicKey, hello.PublicKey), nil
 }
 
 // sendClose sends a final message; the stream ends when the handler
