@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"crypto/ed25519"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,7 +18,8 @@ import (
 
 // TestL1FailedHellosRateLimitedAndAggregated reproduces audit finding L1:
 // 30 hellos as a known SID with fresh keys from one client. Only the
-// source's budget of them is even read; the audit log gets one full
+// source's budget of them is acted on (the rest are refused once their
+// key proves not to be the bound one); the audit log gets one full
 // soul.key_mismatch entry and one soul.hello_failures entry counting all
 // 30, not 30 rows. Once its budget refills, the source is served again.
 // Both transports share the budget's rules.
@@ -238,4 +240,40 @@ func ownerKey(t *testing.T, dir string) ed25519.PrivateKey {
 		t.Fatal(err)
 	}
 	return key
+}
+
+// TestJoinAudited: a soul (a real process) that joins with a join token
+// leaves an audit entry naming the token by its id, never its secret.
+func TestJoinAudited(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{})
+	tok := k.joinToken(t, "web")
+	startSoul(t, k, "joiner", filepath.Join(dir, "joiner"), "--join-token", tok)
+	k.waitConnected(t, "joiner")
+	es, err := k.store.ListAudit(context.Background(), store.AuditFilter{Action: gateway.ActionSoulJoined})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := k.store.ListJoinTokens(context.Background())
+	byID := map[string]bool{}
+	for _, jt := range ids {
+		byID[jt.ID] = true
+	}
+	got := map[string]string{}
+	for _, e := range es {
+		id, _ := e.Summary["join_token"].(string)
+		if !byID[id] {
+			t.Errorf("entry %+v does not name a join token by its id", e)
+		}
+		got[e.Target] = id
+		all := fmt.Sprint(e.Summary)
+		for _, secret := range []string{tok} {
+			if strings.Contains(all, secret) {
+				t.Errorf("the audit entry holds the join token: %v", all)
+			}
+		}
+	}
+	if len(got) != 1 || got["joiner"] == "" {
+		t.Fatalf("soul.joined entries = %+v", es)
+	}
 }

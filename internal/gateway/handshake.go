@@ -270,7 +270,7 @@ func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcom
 	soulprint, _ := decodeSoulprint(h.Soulprint)
 	known, err := st.GetSoul(ctx, h.Sid)
 	if errors.Is(err, domain.ErrNotFound) {
-		out, rerr := g.register(ctx, h, soulprint, now)
+		out, rerr := g.register(ctx, h, soulprint, peer, now)
 		if !errors.Is(rerr, errRegistered) {
 			return out, rerr
 		}
@@ -348,7 +348,7 @@ var errRegistered = errors.New("soul registered meanwhile")
 // covens of its join token, or pending (unless too many are). It fails
 // with errRegistered when the SID was registered meanwhile; nothing is
 // overwritten then.
-func (g *Gateway) register(ctx context.Context, h *pb.Hello, soulprint map[string]any, now time.Time) (outcome, error) {
+func (g *Gateway) register(ctx context.Context, h *pb.Hello, soulprint map[string]any, peer string, now time.Time) (outcome, error) {
 	s := store.Soul{
 		SID: h.Sid, PublicKey: h.PublicKey, Status: store.SoulPending, Covens: []string{},
 		Soulprint: soulprint, Version: h.Version, LastSeen: now, CreatedAt: now,
@@ -373,10 +373,36 @@ func (g *Gateway) register(ctx context.Context, h *pb.Hello, soulprint map[strin
 		return outcome{}, fmt.Errorf("registering soul %s: %w", h.Sid, err)
 	}
 	if ok {
+		if err := g.auditJoin(ctx, h, tok, peer, now); err != nil {
+			return outcome{}, err
+		}
 		g.log.Info("soul joined with a join token", "sid", h.Sid, "token", tok.ID, "covens", tok.Covens)
 		return outcome{covens: tok.Covens}, nil
 	}
 	return outcome{pending: pendingReason(h.JoinSecret)}, nil
+}
+
+// ActionSoulJoined is the audit action of a soul accepted through a join
+// token: the entry names the token by its id, never its secret.
+const ActionSoulJoined = "soul.joined"
+
+// auditJoin records that soul h joined with join token tok.
+func (g *Gateway) auditJoin(ctx context.Context, h *pb.Hello, tok store.JoinToken, peer string, now time.Time) error {
+	err := g.cfg.Store.AppendAudit(ctx, store.AuditEntry{
+		Time: now, Action: ActionSoulJoined, Target: h.Sid,
+		Summary: map[string]any{
+			"join_token":            tok.ID,
+			"join_token_created_by": tok.CreatedBy,
+			"covens":                tok.Covens,
+			"key":                   domain.KeyFingerprint(h.PublicKey),
+			"peer":                  peer,
+			"keeper_id":             g.cfg.KeeperID,
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("auditing the join of soul %s: %w", h.Sid, err)
+	}
+	return nil
 }
 
 // reclaimPending lets a soul presenting a valid join token take a SID
