@@ -255,6 +255,8 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		IsCommand:      cli.HasCommand,
 		Bindings:       cfg.Checker.Bindings,
 		DefaultTimeout: cfg.Checker.DefaultTimeout.D(),
+		MaxTaskWork:    cfg.Checker.MaxTaskWork,
+		MaxTaskLogRows: cfg.Checker.MaxTaskLogRows,
 		IsLeader:       k.leader.IsLeader,
 		KeeperID:       k.id,
 		Logger:         log.With("component", "checker"),
