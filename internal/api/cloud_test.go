@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -12,8 +13,8 @@ import (
 )
 
 // TestCloudProvidersAndProfiles: admins register, replace and delete
-// providers and profiles; viewers read them with the provider's env values
-// masked; bad configs, unknown providers and deleting a provider in use are
+// providers and profiles; everyone, admins too, reads them with the
+// provider's env values masked, and the database holds them sealed (N3); bad configs, unknown providers and deleting a provider in use are
 // refused with a clear reason; the audit log never holds an env value.
 func TestCloudProvidersAndProfiles(t *testing.T) {
 	e := newEnv(t)
@@ -25,10 +26,36 @@ func TestCloudProvidersAndProfiles(t *testing.T) {
 	if st, body := e.do("PUT", "/v1/cloud/providers/hetzner", op, put); st != http.StatusForbidden {
 		t.Fatalf("operator PUT provider: %d %s", st, body)
 	}
-	if st, body := e.do("PUT", "/v1/cloud/providers/hetzner", admin, put); st != http.StatusOK || !strings.Contains(string(body), tokenValue) {
+	// N3: the env is sealed at rest and shown masked, to admins too.
+	if st, body := e.do("PUT", "/v1/cloud/providers/hetzner", admin, put); st != http.StatusOK || strings.Contains(string(body), tokenValue) || !strings.Contains(string(body), `"HCLOUD":"****"`) {
 		t.Fatalf("admin PUT provider: %d %s", st, body)
 	}
-	for _, tok := range []string{viewer, op} {
+	for _, f := range []string{e.dbFile, e.dbFile + "-wal"} {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), tokenValue) {
+			t.Fatalf("the database file %s holds the provider's env value in plain text", f)
+		}
+	}
+	stored, err := e.st.GetCloudProvider(ctx, "hetzner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := e.secrets.OpenProviderEnv("hetzner", "HCLOUD", stored.Config["env"].(map[string]any)["HCLOUD"].(string)); err != nil || v != tokenValue {
+		t.Fatalf("the sealed env opens to %q, %v", v, err)
+	}
+	// Sending the shown config back keeps the value; **** for a variable
+	// without one is refused.
+	if st, body := e.do("PUT", "/v1/cloud/providers/hetzner", admin, strings.Replace(put, tokenValue, "****", 1)); st != http.StatusOK {
+		t.Fatalf("admin PUT of the shown config: %d %s", st, body)
+	}
+	stored, _ = e.st.GetCloudProvider(ctx, "hetzner")
+	if v, err := e.secrets.OpenProviderEnv("hetzner", "HCLOUD", stored.Config["env"].(map[string]any)["HCLOUD"].(string)); err != nil || v != tokenValue {
+		t.Fatalf("after a PUT of ****, the env opens to %q, %v", v, err)
+	}
+	if st, body := e.do("PUT", "/v1/cloud/providers/other", admin, strings.Replace(put, tokenValue, "****", 1)); st != http.StatusBadRequest || !strings.Contains(string(body), "env HCLOUD") {
+		t.Fatalf("PUT of **** for a new provider: %d %s", st, body)
+	}
+	for _, tok := range []string{admin, viewer, op} {
 		st, body := e.do("GET", "/v1/cloud/providers/hetzner", tok, "")
 		if st != http.StatusOK || strings.Contains(string(body), tokenValue) || !strings.Contains(string(body), `"HCLOUD":"****"`) || !strings.Contains(string(body), "fsn1") {
 			t.Errorf("non-admin GET provider: %d %s", st, body)

@@ -15,8 +15,9 @@ func init() { routeGroups = append(routeGroups, (*Server).routesCloud) }
 
 // routesCloud serves cloud providers, profiles and the instances recorded
 // per incarnation (SPEC §10.6). Admins change them; everyone reads, with
-// the providers' secrets (env values, sensitive-looking keys) masked for
-// all but admins.
+// the providers' secrets (env values, sensitive-looking keys) masked —
+// for admins too, as env values are stored sealed (N3) — and profiles'
+// sensitive-looking keys masked for all but admins.
 func (s *Server) routesCloud(rt *Router) {
 	rt.Handle("GET /v1/cloud/providers", auth.RoleViewer, s.listCloudProviders)
 	rt.Handle("GET /v1/cloud/providers/{name}", auth.RoleViewer, s.getCloudProvider)
@@ -29,10 +30,10 @@ func (s *Server) routesCloud(rt *Router) {
 	rt.Handle("GET /v1/cloud/instances", auth.RoleViewer, s.listCloudInstances)
 }
 
-func showProvider(p store.CloudProvider, who auth.Principal) store.CloudProvider {
-	if who.Role.Allows(auth.RoleAdmin) {
-		return p
-	}
+// showProvider masks a provider's secrets for everyone, admins too: its
+// env values are stored sealed (N3) and, like the secret store's values,
+// never returned.
+func showProvider(p store.CloudProvider, _ auth.Principal) store.CloudProvider {
 	return cloud.MaskProvider(p)
 }
 
@@ -90,7 +91,20 @@ func (s *Server) putCloudProvider(w http.ResponseWriter, r *http.Request, p auth
 	} else {
 		return err
 	}
-	if err := s.store.PutCloudProvider(r.Context(), prov); err != nil {
+	var old *store.CloudProvider
+	if prev, err := s.store.GetCloudProvider(r.Context(), prov.Name); err == nil {
+		old = &prev
+	} else if !errors.Is(err, domain.ErrNotFound) {
+		return err
+	}
+	if s.cfg.Secrets == nil {
+		return errors.New("sealing cloud provider env: this keeper has no secrets store")
+	}
+	sealed, err := cloud.SealProvider(prov, old, s.cfg.Secrets)
+	if err != nil {
+		return invalidf("%v", err)
+	}
+	if err := s.store.PutCloudProvider(r.Context(), sealed); err != nil {
 		return err
 	}
 	out, err := s.store.GetCloudProvider(r.Context(), prov.Name)

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,53 @@ func TestL3DefaultTaskTimeout(t *testing.T) {
 	e.put("forever", noTimeout)
 	if task := e.execWait("forever", nil); task.Status != StatusTimeout || task.RunError != "task timed out after 1m30s" {
 		t.Fatalf("configured default: status %s run_error %q", task.Status, task.RunError)
+	}
+}
+
+// floodProcedure is audit finding N6's procedure: 20 steps, each polling
+// a list of 5 commands up to 1000 times with no interval, skipping on.
+// Each condition is within attempts.max; the task as a whole wrote
+// 100,110 step-log rows.
+func floodProcedure() string {
+	var b strings.Builder
+	b.WriteString("steps:\n")
+	for i := range 20 {
+		fmt.Fprintf(&b, "  s%d:\n    conditions:\n      - apicall: [\"souls list\", \"souls list\", \"souls list\", \"souls list\", \"souls list\"]\n", i)
+		b.WriteString("        expect:\n          - {filter: \"length(@)\", op: \"==\", value: 0}\n")
+		b.WriteString("        attempts: {max: 1000, interval: 0, fast-poll: true}\n")
+		b.WriteString("        on-error:\n          - {error-type: AttemptsLimitReached, handler: _continue}\n")
+	}
+	return b.String()
+}
+
+// TestN6TaskWorkBounded reproduces audit finding N6: one task's total
+// work (steps × attempts × commands per apicall) and its step-log rows
+// are bounded, and reaching a bound fails the task with a clear error
+// naming the config key. The bounds are settable; their defaults are
+// documented constants.
+func TestN6TaskWorkBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		want    string
+		maxRows int
+	}{
+		{"work", Config{MaxTaskWork: 1000}, "bound of 1000 units of work", 1000*2 + 50},
+		{"log rows", Config{MaxTaskLogRows: 300}, "bound of 300 step-log rows", 300 + 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.cfg)
+			e.put("flood", floodProcedure())
+			task := e.execWait("flood", nil)
+			if task.Status != StatusFailure || !strings.Contains(task.RunError, tc.want) || !strings.Contains(task.RunError, "checker.max_task_") {
+				t.Fatalf("status %s run_error %q, want FAILURE with %q", task.Status, task.RunError, tc.want)
+			}
+			if n := len(task.Log); n > tc.maxRows || n < 100 {
+				t.Fatalf("%d step-log rows, want at most %d", n, tc.maxRows)
+			}
+		})
+	}
+	if DefaultMaxTaskWork >= 20*1000*5 || DefaultMaxTaskLogRows >= 100000 {
+		t.Fatalf("the default bounds (%d work, %d rows) let N6's procedure run whole", DefaultMaxTaskWork, DefaultMaxTaskLogRows)
 	}
 }

@@ -124,11 +124,28 @@ type Config struct {
 	// DefaultTimeout bounds a task whose procedure sets no config.timeout;
 	// 0 = DefaultTaskTimeout (SPEC §10.2 "Abuse bounds").
 	DefaultTimeout time.Duration
+	// MaxTaskWork bounds the work of one task: every command an apicall
+	// runs (a list of N counts N) and every const condition evaluated, over
+	// all its steps and attempts; 0 = DefaultMaxTaskWork (audit N6).
+	MaxTaskWork int
+	// MaxTaskLogRows bounds one task's step-log rows; 0 =
+	// DefaultMaxTaskLogRows (audit N6).
+	MaxTaskLogRows int
 }
 
 // DefaultTaskTimeout is the timeout of a task whose procedure and
 // Keeper config set none.
 const DefaultTaskTimeout = time.Hour
+
+// Defaults of the per-task work bounds (audit N6: attempts.max bounds one
+// condition, not steps × attempts × fan-out).
+const (
+	// DefaultMaxTaskWork is the commands and const evaluations one task
+	// may run in all.
+	DefaultMaxTaskWork = 10000
+	// DefaultMaxTaskLogRows is the step-log rows one task may write.
+	DefaultMaxTaskLogRows = 20000
+)
 
 // Checker launches and runs procedure tasks. Tasks run in goroutines the
 // Checker owns; Close cancels and waits for them.
@@ -145,9 +162,11 @@ type Checker struct {
 	metrics   *Metrics
 	// defaultTimeout bounds tasks whose procedure sets no timeout.
 	defaultTimeout time.Duration
-	forward        func(ctx context.Context, procedure string, vars map[string]any) ([]store.CheckerTask, error)
-	secrets        SecretSource
-	inputGuard     func(ctx context.Context, argv []string, secrets []string) error
+	// maxWork and maxLogRows bound one task's work and step log.
+	maxWork, maxLogRows int
+	forward             func(ctx context.Context, procedure string, vars map[string]any) ([]store.CheckerTask, error)
+	secrets             SecretSource
+	inputGuard          func(ctx context.Context, argv []string, secrets []string) error
 
 	ctx    context.Context // parent of every task
 	cancel context.CancelCauseFunc
@@ -191,7 +210,15 @@ func New(cfg Config) (*Checker, error) {
 		running:   map[string]*handle{},
 
 		defaultTimeout: cfg.DefaultTimeout,
+		maxWork:        cfg.MaxTaskWork,
+		maxLogRows:     cfg.MaxTaskLogRows,
 		inputGuard:     cfg.InputGuard,
+	}
+	if c.maxWork <= 0 {
+		c.maxWork = DefaultMaxTaskWork
+	}
+	if c.maxLogRows <= 0 {
+		c.maxLogRows = DefaultMaxTaskLogRows
 	}
 	if c.defaultTimeout <= 0 {
 		c.defaultTimeout = DefaultTaskTimeout

@@ -61,6 +61,33 @@ type run struct {
 	// the task stores (see secret.go).
 	secrets    []string
 	secretSeen map[string]bool
+	// work and logRows count the task's work and step-log rows against
+	// the Checker's bounds (N6).
+	work, logRows int
+}
+
+// WorkLimitError fails a task that reached one of its work bounds.
+type WorkLimitError struct {
+	What  string // "work" or "step-log rows"
+	Limit int
+	Key   string // the Keeper config key that sets the bound
+}
+
+func (e *WorkLimitError) Error() string {
+	return fmt.Sprintf("the task reached its bound of %d %s (steps × attempts × commands per apicall); raise %s in the Keeper config, or make the procedure poll less (fewer attempts, a longer interval, fewer parallel commands)", e.Limit, e.What, e.Key)
+}
+
+// spend counts n units of work, failing the task once its bounds are
+// reached, before the work is done.
+func (r *run) spend(n int) error {
+	if r.logRows >= r.c.maxLogRows {
+		return &WorkLimitError{What: "step-log rows", Limit: r.c.maxLogRows, Key: "checker.max_task_log_rows"}
+	}
+	if r.work+n > r.c.maxWork {
+		return &WorkLimitError{What: "units of work", Limit: r.c.maxWork, Key: "checker.max_task_work"}
+	}
+	r.work += n
+	return nil
 }
 
 // run executes task t of proc and records its outcome.
@@ -200,6 +227,12 @@ func (r *run) save() {
 
 // logf appends a line to the task's step log.
 func (r *run) logf(step, kind string, data map[string]any, format string, args ...any) {
+	// Past the bound, only the task's own start, end and error lines are
+	// written; spend fails the task at its next unit of work.
+	if r.logRows >= r.c.maxLogRows && kind != LogTask && kind != LogError {
+		return
+	}
+	r.logRows++
 	line := store.CheckerLogLine{Time: r.c.clock.Now(), Step: step, Kind: kind, Message: r.mask(fmt.Sprintf(format, args...)), Data: r.maskData(data)}
 	if err := r.c.store.AppendCheckerLog(context.WithoutCancel(r.ctx), r.task.ID, []store.CheckerLogLine{line}); err != nil {
 		r.c.log.Error("checker: appending step log", "task", r.task.ID, "err", err)
@@ -313,6 +346,13 @@ func (r *run) condition(s *Step, n int, cond *Condition) (bool, error, error) {
 // err is anything else that ends the step.
 func (r *run) attempt(s *Step, n, i int, cond *Condition) (held bool, failed, err error) {
 	var data any
+	cost := 1
+	if cond.Calls != nil {
+		cost = len(cond.Calls.Commands)
+	}
+	if err := r.spend(cost); err != nil {
+		return false, nil, err
+	}
 	if cond.Calls != nil {
 		data, _, err = r.calls(s.Name, cond.Calls)
 		var ce *commandError
@@ -370,6 +410,9 @@ func (r *run) action(s *Step) error {
 		return err
 	}
 	if a.Calls != nil {
+		if err := r.spend(len(a.Calls.Commands)); err != nil {
+			return err
+		}
 		result, src, err := r.calls(s.Name, a.Calls)
 		if err != nil {
 			return err

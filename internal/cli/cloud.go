@@ -95,8 +95,9 @@ func newCloudProviderSetCmd(g *Globals) *cobra.Command {
 		Short: "Register or replace a cloud provider (admin)",
 		Long: `--config-file gives the whole config as JSON or YAML ("-" = stdin); the other
 flags set or override its keys. exec: --executable (absolute path), --arg
-(repeatable), --env KEY=VALUE or --env-file (platform credentials; shown
-as **** to everyone but admins), --timeout per call (default 10m).
+(repeatable), --env KEY=VALUE or --env-file (platform credentials; sealed
+in the database and shown as **** to everyone; a value given as **** keeps
+the stored one), --timeout per call (default 10m).
 local: --dir where the hosts live (default: the Keeper's data dir).`,
 		Example: `  soulctl cloud provider set hetzner --kind exec --executable /usr/local/bin/hcloud-provider --env-file hcloud.env --timeout 5m
   soulctl cloud provider set lab --kind local`,

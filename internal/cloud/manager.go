@@ -29,6 +29,8 @@ type Manager struct {
 	// Local makes the driver of a local provider; nil: local providers
 	// cannot run on this Keeper.
 	Local func(p store.CloudProvider) (Driver, error)
+	// Env opens the sealed env values of exec providers (N3).
+	Env EnvSealer
 	// TokenTTL is the lifetime of the one-time join tokens (1 h when zero).
 	TokenTTL time.Duration
 	// Poll is how often the souls' status is read while waiting (500 ms
@@ -139,6 +141,9 @@ func (m *Manager) driver(p store.CloudProvider) (Driver, error) {
 	case KindExec:
 		cfg, timeout, err := ParseExec(p.Config)
 		if err != nil {
+			return nil, err
+		}
+		if cfg, err = openEnv(p.Name, cfg, m.Env); err != nil {
 			return nil, err
 		}
 		return execDriver{name: p.Name, cfg: cfg, timeout: timeout}, nil

@@ -114,6 +114,11 @@ type Checker struct {
 	// DefaultTimeout bounds a procedure task whose config sets no
 	// timeout.
 	DefaultTimeout Duration `yaml:"default_timeout"`
+	// MaxTaskWork bounds the commands and const evaluations of one task
+	// over all its steps and attempts (audit N6).
+	MaxTaskWork int `yaml:"max_task_work"`
+	// MaxTaskLogRows bounds one task's step-log rows (audit N6).
+	MaxTaskLogRows int `yaml:"max_task_log_rows"`
 }
 
 // TLS locates the Keeper's TLS material. Empty Cert and Key mean the
@@ -145,7 +150,7 @@ func Default() Keeper {
 		ShutdownTimeout:    Duration(30 * time.Second),
 		SoulMaxMessageSize: Size(16 << 20),
 		SoulLeanStream:     true,
-		Checker:            Checker{DefaultTimeout: Duration(checker.DefaultTaskTimeout)},
+		Checker:            Checker{DefaultTimeout: Duration(checker.DefaultTaskTimeout), MaxTaskWork: checker.DefaultMaxTaskWork, MaxTaskLogRows: checker.DefaultMaxTaskLogRows},
 		Services:           Services{MaxTreeSize: Size(catalog.DefaultMaxTreeBytes)},
 		PlainHTTP:          true,
 		Runs:               Runs{Keep: DefaultRunsKeep()},
@@ -200,6 +205,9 @@ func (k Keeper) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))
 		}
+	}
+	if k.Checker.MaxTaskWork < 1 || k.Checker.MaxTaskLogRows < 1 {
+		errs = append(errs, fmt.Errorf("checker.max_task_work and checker.max_task_log_rows must be at least 1"))
 	}
 	if _, err := netguard.New(k.HTTP.Allow); err != nil {
 		errs = append(errs, err)

@@ -43,6 +43,7 @@ type Local struct {
 
 	httpOnce   sync.Once
 	httpClient *http.Client
+	policy     *netguard.Policy
 }
 
 var _ Dispatcher = (*Local)(nil)
@@ -114,7 +115,8 @@ func (l *Local) run(ctx context.Context, w Work) (res domain.Result) {
 	if err != nil {
 		return localFailed(err.Error())
 	}
-	env := &module.Env{Check: w.Check, Root: l.Root, Files: files, TemplateData: w.Call.TemplateData, Log: l.Logger, HTTPClient: l.client(), InKeeper: true}
+	client := l.client() // sets l.policy
+	env := &module.Env{Check: w.Check, Root: l.Root, Files: files, TemplateData: w.Call.TemplateData, Log: l.Logger, HTTPClient: client, DialContext: l.policy.DialContext, InKeeper: true}
 	if env.Log == nil {
 		env.Log = slog.New(slog.DiscardHandler)
 	}
@@ -133,7 +135,8 @@ func (l *Local) run(ctx context.Context, w Work) (res domain.Result) {
 	return res
 }
 
-// client returns the HTTP client of the Keeper's destination policy.
+// client returns the HTTP client of the Keeper's destination policy (and
+// sets l.policy, which core.wait.port dials through).
 func (l *Local) client() *http.Client {
 	l.httpOnce.Do(func() {
 		p := l.HTTP
@@ -143,7 +146,7 @@ func (l *Local) client() *http.Client {
 				panic(fmt.Sprintf("netguard default policy: %v", err)) // the default list is a constant
 			}
 		}
-		l.httpClient = p.Client()
+		l.policy, l.httpClient = p, p.Client()
 	})
 	return l.httpClient
 }

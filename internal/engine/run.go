@@ -297,6 +297,9 @@ func (r *runner) prepare(ctx context.Context) error {
 	if r.base.Secrets, err = r.loadSecrets(ctx); err != nil {
 		return err
 	}
+	// Errors of expressions over secret inputs or sealed state never
+	// quote values (N4).
+	r.base.Sensitive = len(r.sc.Input.Secrets()) > 0 || len(r.secretState) > 0
 	r.buildCanary()
 	return nil
 }

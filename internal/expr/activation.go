@@ -47,6 +47,10 @@ type Activation struct {
 	// Secrets are the values secret("name") reads: the Keeper's secret
 	// store entries the run uses (scenario expressions only).
 	Secrets map[string]any
+	// Sensitive says the activation carries secret values besides
+	// Secrets (secret inputs, sealed state keys): evaluation errors then
+	// never quote values (audit finding N4), as with Secrets set.
+	Sensitive bool
 	// DelegatedFor is set while a task with delegate: runs on a delegate
 	// host for one host of the wave (SPEC §9): {sid, soulprint} of that
 	// wave host. Nil elsewhere, where reading delegated_for fails.

@@ -174,8 +174,8 @@ func TestEvalErrors(t *testing.T) {
 			`register.redis_role is ambiguous: 3 hosts have a result (h1, h2, h3) and host h9 has none; pick one with register.redis_role.hosts["<sid>"]`,
 			func() *Activation { a := seedActivation(t); a.CurrentSID = "h9"; return a }()},
 		{"dyn predicate not bool", "input.port", "must yield a boolean, got int", &Activation{Input: map[string]any{"port": 1}}},
-		{"b64dec garbage", "b64dec('!!!') == ''", "b64dec: illegal base64 data", nil},
-		{"from_json garbage", "from_json('{') == 1", "from_json: unexpected EOF", nil},
+		{"b64dec garbage", "b64dec('!!!') == ''", "b64dec: the value is not valid base64", nil},
+		{"from_json garbage", "from_json('{') == 1", "from_json: the value is not valid JSON: it ends too early", nil},
 		{"contains bad needle", "contains('abc', 1)", "contains(string, …) needs a string needle, got int", nil},
 	}
 	for _, tt := range tests {

@@ -323,6 +323,9 @@ func (p *Program) eval(ctx context.Context, act *Activation) (ref.Val, error) {
 		if errors.Is(context.Cause(ctx), ErrEvalTime) {
 			return nil, fmt.Errorf("evaluating %q: %w (over %s); simplify the expression or the data it walks (a comprehension over a very large list)", p.Source, ErrEvalTime, p.env.maxEvalTime)
 		}
+		if act != nil && (act.Sensitive || len(act.Secrets) > 0) {
+			err = redactError(err)
+		}
 		return nil, p.evalError(err)
 	}
 	return out, nil

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"io"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -179,7 +181,12 @@ func fromJSONImpl(v ref.Val) ref.Val {
 	dec.UseNumber()
 	var out any
 	if err := dec.Decode(&out); err != nil {
-		return types.NewErr("from_json: %v", err)
+		// Never the decoder's words: they quote the value's bytes ("invalid
+		// character 'Z'"), and the value may be a secret (N4).
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return types.NewErr("from_json: the value is not valid JSON: it ends too early")
+		}
+		return types.NewErr("from_json: the value is not valid JSON")
 	}
 	if dec.More() {
 		return types.NewErr("from_json: trailing data after the JSON value")
@@ -215,7 +222,8 @@ func b64decImpl(v ref.Val) ref.Val {
 		if b2, err2 := base64.RawStdEncoding.DecodeString(s); err2 == nil {
 			return types.String(b2)
 		}
-		return types.NewErr("b64dec: %v", err)
+		// Never the position of the bad byte: the value may be a secret (N4).
+		return types.NewErr("b64dec: the value is not valid base64 (standard alphabet, padded or not)")
 	}
 	return types.String(b)
 }

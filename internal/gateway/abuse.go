@@ -104,19 +104,29 @@ func (g *helloGuard) source(src string, now time.Time) *helloSource {
 	return s
 }
 
-// allow reports whether src may say hello: false means it failed too
-// many hellos lately and this one is refused without being read. Only
-// failures spend the budget, so many souls behind one NAT address that
-// reconnect at once are not held back.
-func (g *helloGuard) allow(src string, now time.Time) bool {
+// limited reports whether src failed too many hellos lately. A limited
+// source's hellos are still read and their key proof checked (that costs
+// the keeper one signature check), but only a soul proving the key bound
+// to an accepted SID is served: the limit buys the attacker no audit rows,
+// no registrations and no store writes, and cannot lock an honest soul
+// out of its own SID (N1: a NAT, an IPv6 /64 or a load balancer shares
+// one source among many souls). Only failures spend the budget, so many
+// souls behind one address that reconnect at once are not held back.
+func (g *helloGuard) limited(src string, now time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s := g.source(src, now)
-	if s.tokens >= 1 {
-		return true
+	return g.source(src, now).tokens < 1
+}
+
+// refused counts a hello of a limited source that was not served.
+func (g *helloGuard) refused(src, sid string, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a := g.aggregate(g.source(src, now), now)
+	a.refused++
+	if _, ok := a.sids[sid]; sid != "" && (ok || len(a.sids) < 20) {
+		a.sids[sid]++
 	}
-	g.aggregate(s, now).refused++
-	return false
 }
 
 // failed records a failed hello of src (action says why, sid what it

@@ -3,12 +3,14 @@ package gateway_test
 import (
 	"context"
 	"crypto/ed25519"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/gateway"
+	"github.com/soulstack/soulstack/internal/soul"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/testutil"
 	pb "github.com/soulstack/soulstack/proto/soulstack/v1"
@@ -16,7 +18,8 @@ import (
 
 // TestL1FailedHellosRateLimitedAndAggregated reproduces audit finding L1:
 // 30 hellos as a known SID with fresh keys from one client. Only the
-// source's budget of them is even read; the audit log gets one full
+// source's budget of them is acted on (the rest are refused once their
+// key proves not to be the bound one); the audit log gets one full
 // soul.key_mismatch entry and one soul.hello_failures entry counting all
 // 30, not 30 rows. Once its budget refills, the source is served again.
 // Both transports share the budget's rules.
@@ -156,5 +159,121 @@ func testI8SoulMessageLimit(t *testing.T, dialRaw func(*testing.T, *keeper) *raw
 	testutil.WaitFor(t, 10*time.Second, func() bool { return !k.gw.Connected("chatty") }, "the session ended by a 1 MiB message")
 	if gateway.DefaultMaxSoulMessageBytes >= gateway.MaxMessageBytes {
 		t.Fatalf("default soul message limit %d is not below the old 64 MiB", gateway.DefaultMaxSoulMessageBytes)
+	}
+}
+
+// TestN1BoundSoulServedWhileSourceLimited reproduces audit finding N1:
+// bad hellos claiming host-1 from the soul's own address spent the
+// address's budget, and the real host-1 (a real soul process with its
+// bound key) was then refused until the budget refilled. A hello that
+// proves the bound key is always served; the limit still refuses what the
+// attacker causes (unknown keys, registrations, audit rows). The budget
+// never refills during the test (one token an hour), so nothing here
+// depends on timing.
+func TestN1BoundSoulServedWhileSourceLimited(t *testing.T) {
+	dir := t.TempDir()
+	const burst = 5
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{helloBurst: burst, helloRefill: time.Hour, helloWindow: time.Hour})
+	soulDir := filepath.Join(dir, "host-1")
+	p := startSoul(t, k, "host-1", soulDir, "--join-token", k.joinToken(t, "web"))
+	k.waitConnected(t, "host-1")
+	p.Kill()
+	testutil.WaitFor(t, 10*time.Second, func() bool { return !k.gw.Connected("host-1") }, "host-1 disconnected")
+
+	refused := 0
+	for range 15 {
+		m, err := dialRaw(t, k).handshake("host-1", nil, "")
+		switch {
+		case err == nil && m.GetRejected().GetReason() == pb.Rejected_REASON_KEY_MISMATCH:
+		case err != nil:
+			refused++
+		default:
+			t.Fatalf("hello answered %v, %v", m, err)
+		}
+	}
+	if refused != 15-burst {
+		t.Fatalf("%d of 15 bad hellos refused, want %d: the source must be over its budget", refused, 15-burst)
+	}
+
+	// The real soul comes back from the same address, with its key: it is
+	// served at once, again and again.
+	for i := range 3 {
+		p = startSoul(t, k, "host-1", soulDir, "--fingerprint", k.fp)
+		k.waitConnected(t, "host-1")
+		p.Kill()
+		testutil.WaitFor(t, 10*time.Second, func() bool { return !k.gw.Connected("host-1") }, "host-1 disconnected (%d)", i)
+	}
+	// A raw stream with the bound key, on both transports, too.
+	for _, tr := range transports {
+		r := tr.dial(t, k)
+		r.key = ownerKey(t, soulDir)
+		if m, err := r.handshake("host-1", nil, ""); err != nil || m.GetWelcome() == nil {
+			t.Fatalf("%s: the bound soul was not served while its address is limited: %v %v", tr.name, m, err)
+		}
+		_ = r.stream.CloseRequest()
+		testutil.WaitFor(t, 10*time.Second, func() bool { return !k.gw.Connected("host-1") }, "host-1 disconnected (%s)", tr.name)
+	}
+
+	// The limit still holds for everything else: a new SID, even with a
+	// valid join token, and a fresh key for host-1 are refused, and write
+	// nothing.
+	if m, err := dialRaw(t, k).handshake("newcomer", nil, k.joinToken(t, "web")); err == nil {
+		t.Fatalf("a newcomer from a limited source was served: %v", m)
+	}
+	if _, err := k.store.GetSoul(context.Background(), "newcomer"); err == nil {
+		t.Fatal("a limited source registered a soul")
+	}
+	if m, err := dialRaw(t, k).handshake("host-1", nil, ""); err == nil {
+		t.Fatalf("a fresh key for host-1 from a limited source was answered: %v", m)
+	}
+	full, err := k.store.ListAudit(context.Background(), store.AuditFilter{Action: "soul.key_mismatch"})
+	if err != nil || len(full) != 1 {
+		t.Fatalf("soul.key_mismatch entries = %d (%v), want 1", len(full), err)
+	}
+}
+
+// ownerKey reads the soul's private key from its data dir.
+func ownerKey(t *testing.T, dir string) ed25519.PrivateKey {
+	t.Helper()
+	key, err := soul.LoadOrCreateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// TestJoinAudited: a soul (a real process) that joins with a join token
+// leaves an audit entry naming the token by its id, never its secret.
+func TestJoinAudited(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{})
+	tok := k.joinToken(t, "web")
+	startSoul(t, k, "joiner", filepath.Join(dir, "joiner"), "--join-token", tok)
+	k.waitConnected(t, "joiner")
+	es, err := k.store.ListAudit(context.Background(), store.AuditFilter{Action: gateway.ActionSoulJoined})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := k.store.ListJoinTokens(context.Background())
+	byID := map[string]bool{}
+	for _, jt := range ids {
+		byID[jt.ID] = true
+	}
+	got := map[string]string{}
+	for _, e := range es {
+		id, _ := e.Summary["join_token"].(string)
+		if !byID[id] {
+			t.Errorf("entry %+v does not name a join token by its id", e)
+		}
+		got[e.Target] = id
+		all := fmt.Sprint(e.Summary)
+		for _, secret := range []string{tok} {
+			if strings.Contains(all, secret) {
+				t.Errorf("the audit entry holds the join token: %v", all)
+			}
+		}
+	}
+	if len(got) != 1 || got["joiner"] == "" {
+		t.Fatalf("soul.joined entries = %+v", es)
 	}
 }

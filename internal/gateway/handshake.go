@@ -80,16 +80,26 @@ func (g *Gateway) serveStream(ctx context.Context, stream soulStream) error {
 // session, its covens and logger, or (session nil) the end of the stream.
 func (g *Gateway) admit(ctx context.Context, stream soulStream) (*session, []string, *slog.Logger, error) {
 	// Failed hellos cost their source (L1): beyond its budget, a source's
-	// hellos are refused before anything is read or written.
+	// hellos are refused before anything is written, unless they prove
+	// the key bound to an accepted SID (N1).
 	peer := stream.Peer()
 	src := sourceKey(peer)
-	if !g.hellos.allow(src, time.Now()) {
-		g.log.Debug("hello refused: too many failed hellos from this source", "source", src)
-		return nil, nil, nil, connect.NewError(connect.CodeResourceExhausted, errTooManyFailures)
-	}
+	limited := g.hellos.limited(src, time.Now())
 	hello, err := g.handshake(stream, src)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if limited {
+		bound, err := g.provesBoundKey(ctx, hello)
+		if err != nil {
+			g.log.Error("reading soul of a rate-limited hello", "sid", hello.Sid, "err", err)
+			return nil, nil, nil, connect.NewError(connect.CodeUnavailable, errors.New("onboarding: store unavailable"))
+		}
+		if !bound {
+			g.hellos.refused(src, hello.Sid, time.Now())
+			g.log.Debug("hello refused: too many failed hellos from this source", "source", src, "sid", hello.Sid)
+			return nil, nil, nil, connect.NewError(connect.CodeResourceExhausted, errTooManyFailures)
+		}
 	}
 	log := g.log.With("sid", hello.Sid, "peer", peer, "transport", transportName(stream))
 	out, err := g.onboard(ctx, hello, peer)
@@ -110,6 +120,24 @@ func (g *Gateway) admit(ctx context.Context, stream soulStream) (*session, []str
 	}
 	stream.LiftLimit()
 	return newSession(g, hello.Sid, stream), out.covens, log, nil
+}
+
+// provesBoundKey reports whether hello, whose key proof verified, comes
+// from an accepted soul with the key bound to its SID: such a soul is
+// served whatever its source address did.
+func (g *Gateway) provesBoundKey(ctx context.Context, hello *pb.Hello) (bool, error) {
+	known, err := g.cfg.Store.GetSoul(ctx, hello.Sid)
+	if errors.Is(err, domain.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	switch known.Status {
+	case store.SoulPending, store.SoulRejected:
+		return false, nil
+	}
+	return bytes.Equal(known.PublicKey, hello.PublicKey), nil
 }
 
 // sendClose sends a final message; the stream ends when the handler
@@ -242,7 +270,7 @@ func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcom
 	soulprint, _ := decodeSoulprint(h.Soulprint)
 	known, err := st.GetSoul(ctx, h.Sid)
 	if errors.Is(err, domain.ErrNotFound) {
-		out, rerr := g.register(ctx, h, soulprint, now)
+		out, rerr := g.register(ctx, h, soulprint, peer, now)
 		if !errors.Is(rerr, errRegistered) {
 			return out, rerr
 		}
@@ -320,7 +348,7 @@ var errRegistered = errors.New("soul registered meanwhile")
 // covens of its join token, or pending (unless too many are). It fails
 // with errRegistered when the SID was registered meanwhile; nothing is
 // overwritten then.
-func (g *Gateway) register(ctx context.Context, h *pb.Hello, soulprint map[string]any, now time.Time) (outcome, error) {
+func (g *Gateway) register(ctx context.Context, h *pb.Hello, soulprint map[string]any, peer string, now time.Time) (outcome, error) {
 	s := store.Soul{
 		SID: h.Sid, PublicKey: h.PublicKey, Status: store.SoulPending, Covens: []string{},
 		Soulprint: soulprint, Version: h.Version, LastSeen: now, CreatedAt: now,
@@ -345,10 +373,36 @@ func (g *Gateway) register(ctx context.Context, h *pb.Hello, soulprint map[strin
 		return outcome{}, fmt.Errorf("registering soul %s: %w", h.Sid, err)
 	}
 	if ok {
+		if err := g.auditJoin(ctx, h, tok, peer, now); err != nil {
+			return outcome{}, err
+		}
 		g.log.Info("soul joined with a join token", "sid", h.Sid, "token", tok.ID, "covens", tok.Covens)
 		return outcome{covens: tok.Covens}, nil
 	}
 	return outcome{pending: pendingReason(h.JoinSecret)}, nil
+}
+
+// ActionSoulJoined is the audit action of a soul accepted through a join
+// token: the entry names the token by its id, never its secret.
+const ActionSoulJoined = "soul.joined"
+
+// auditJoin records that soul h joined with join token tok.
+func (g *Gateway) auditJoin(ctx context.Context, h *pb.Hello, tok store.JoinToken, peer string, now time.Time) error {
+	err := g.cfg.Store.AppendAudit(ctx, store.AuditEntry{
+		Time: now, Action: ActionSoulJoined, Target: h.Sid,
+		Summary: map[string]any{
+			"join_token":            tok.ID,
+			"join_token_created_by": tok.CreatedBy,
+			"covens":                tok.Covens,
+			"key":                   domain.KeyFingerprint(h.PublicKey),
+			"peer":                  peer,
+			"keeper_id":             g.cfg.KeeperID,
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("auditing the join of soul %s: %w", h.Sid, err)
+	}
+	return nil
 }
 
 // reclaimPending lets a soul presenting a valid join token take a SID

@@ -24,6 +24,7 @@ func (k *Keeper) newCloud() *cloud.Manager {
 			return "https://" + k.advertise()
 		},
 		Local:  (&cloud.LocalHosts{Dir: filepath.Join(k.cfg.DataDir, "cloud-local")}).Driver,
+		Env:    k.secrets,
 		Logger: k.log.With("component", "cloud"),
 	}
 }

@@ -152,6 +152,13 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	if k.secrets, err = secrets.New(k.store, secretsKey); err != nil {
 		return nil, err
 	}
+	// Cloud providers stored before their env was sealed (N3) are sealed
+	// now: their API tokens leave the database's plain text.
+	if sealed, err := cloud.SealStoredProviders(ctx, k.store, k.secrets); err != nil {
+		return nil, err
+	} else if len(sealed) > 0 {
+		log.Warn("sealed the env of cloud providers stored in plain text; their old values may remain in database backups and logs of the write-ahead log: rotate those API tokens", "providers", sealed)
+	}
 	k.catalog, err = catalog.New(catalog.Config{
 		Dir: cfg.ServicesDir(), Store: k.store, SSHKeyFile: cfg.Git.SSHKeyFile, Logger: log.With("component", "catalog"),
 		MaxTreeBytes: int64(cfg.Services.MaxTreeSize),
@@ -264,6 +271,8 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		IsCommand:      cli.HasCommand,
 		Bindings:       cfg.Checker.Bindings,
 		DefaultTimeout: cfg.Checker.DefaultTimeout.D(),
+		MaxTaskWork:    cfg.Checker.MaxTaskWork,
+		MaxTaskLogRows: cfg.Checker.MaxTaskLogRows,
 		IsLeader:       k.leader.IsLeader,
 		KeeperID:       k.id,
 		Logger:         log.With("component", "checker"),

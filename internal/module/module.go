@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"sort"
 	"sync"
@@ -129,6 +130,11 @@ type Env struct {
 	// http.DefaultClient (souls). Inside the Keeper it is the client of
 	// the config's http.allow policy (internal/netguard).
 	HTTPClient *http.Client
+	// DialContext opens the TCP connections of core.wait.port inside the
+	// Keeper: the config's http.allow policy (internal/netguard), so a raw
+	// probe reaches no more than core.http.request does. Nil on souls (a
+	// plain dialer); inside the Keeper nil refuses the probe.
+	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // Module is one idempotent operation. Apply reads the current state,

@@ -189,13 +189,23 @@ func (p *Policy) CheckAddr(a netip.Addr, byName bool) error {
 		}
 	}
 	if special {
-		return fmt.Errorf("%s is a loopback, link-local, private or reserved address (or the Keeper's own): the Keeper does not send requests there unless http.allow in its config names it", a)
+		return refusedError(fmt.Sprintf("%s is a loopback, link-local, private or reserved address (or the Keeper's own): the Keeper does not send requests there unless http.allow in its config names it", a))
 	}
 	if p.public {
 		return nil
 	}
-	return fmt.Errorf("%s is not in the Keeper config's http.allow", a)
+	return refusedError(fmt.Sprintf("%s is not in the Keeper config's http.allow", a))
 }
+
+// ErrRefused is what errors.Is finds in a connection the policy refused
+// (through CheckAddr or DialContext).
+var ErrRefused = errors.New("refused by the Keeper's destination policy (http.allow)")
+
+// refusedError is CheckAddr's refusal: its own message, and ErrRefused.
+type refusedError string
+
+func (e refusedError) Error() string        { return string(e) }
+func (e refusedError) Is(target error) bool { return target == ErrRefused }
 
 func (p *Policy) isLocal(a netip.Addr) (bool, error) {
 	addrs := p.localAddrs

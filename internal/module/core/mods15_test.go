@@ -158,8 +158,10 @@ func TestWaitModules(t *testing.T) {
 	}
 	_, err = runErr(t, "core.wait.port", map[string]any{"port": int64(70000)}, nil)
 	wantErrContains(t, err, `param "port"`)
+	// Inside the Keeper only through its destination policy (dispatch's
+	// TestKeeperSideWaitPort); without one the probe is refused.
 	_, err = runErr(t, "core.wait.port", map[string]any{"port": port}, &module.Env{InKeeper: true})
-	wantErrContains(t, err, "does not run inside the Keeper")
+	wantErrContains(t, err, "needs the Keeper's destination policy")
 
 	dir := t.TempDir()
 	go func() {

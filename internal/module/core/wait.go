@@ -14,6 +14,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/module"
+	"github.com/soulstack/soulstack/internal/netguard"
 	"github.com/soulstack/soulstack/internal/safefs"
 )
 
@@ -128,18 +129,36 @@ func waitPort(ctx context.Context, p map[string]any, env *module.Env) (domain.Re
 	if state != "started" && state != "stopped" {
 		return domain.Result{}, paramErr("state", "%q: want started or stopped", state)
 	}
-	if env.InKeeper {
-		// The Keeper's outbound traffic goes through its http.allow policy;
-		// a raw TCP probe from there would bypass it.
-		return domain.Result{}, errors.New("core.wait.port does not run inside the Keeper (on: keeper): target souls, or use core.wait.http")
-	}
 	addr := net.JoinHostPort(host, strconv.FormatInt(port, 10))
+	d := net.Dialer{Timeout: time.Second}
+	dial := d.DialContext
+	if env.InKeeper {
+		// The Keeper's outbound traffic goes through its http.allow policy
+		// (audit M2): the probe dials through it, and a destination it
+		// refuses is an error at once, never a "stopped" port.
+		if env.DialContext == nil {
+			return domain.Result{}, errors.New("core.wait.port inside the Keeper (on: keeper) needs the Keeper's destination policy, which this runner lacks: target souls instead")
+		}
+		policy := env.DialContext
+		dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			return policy(ctx, network, address)
+		}
+		if c, err := dial(ctx, "tcp", addr); errors.Is(err, netguard.ErrRefused) {
+			return domain.Result{}, fmt.Errorf("core.wait.port on the Keeper: %w", err)
+		} else if err == nil {
+			c.Close()
+		}
+	}
 	return waitUntil(ctx, env, a, addr+" "+state, func(ctx context.Context) (bool, string) {
-		d := net.Dialer{Timeout: time.Second}
-		c, err := d.DialContext(ctx, "tcp", addr)
+		c, err := dial(ctx, "tcp", addr)
 		if err == nil {
 			c.Close()
 			return state == "started", "accepting connections"
+		}
+		if errors.Is(err, netguard.ErrRefused) {
+			return false, err.Error()
 		}
 		return state == "stopped", err.Error()
 	})
