@@ -232,8 +232,8 @@ type retryLog struct {
 }
 
 func (r *retryLog) Enabled(context.Context, slog.Level) bool { return true }
-func (r *retryLog) WithAttrs([]slog.Attr) slog.Handler      { return r }
-func (r *retryLog) WithGroup(string) slog.Handler           { return r }
+func (r *retryLog) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *retryLog) WithGroup(string) slog.Handler            { return r }
 func (r *retryLog) Handle(_ context.Context, rec slog.Record) error {
 	if !strings.Contains(rec.Message, "pending") {
 		return nil
