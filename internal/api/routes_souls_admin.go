@@ -85,12 +85,12 @@ func (s *Server) rekeySoul(w http.ResponseWriter, r *http.Request, _ auth.Princi
 }
 
 // parsePublicKey reads an Ed25519 public key given as a PEM "PUBLIC KEY"
-// block (openssl pkey -in soul.key -pubout) or as the base64 of its 32
+// block (soul key, or openssl pkey -in soul.key -pubout) or as the base64 of its 32
 // bytes (public_key of GET /v1/souls).
 func parsePublicKey(s string) ([]byte, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return nil, invalidf("key is required: the soul's Ed25519 public key, as PEM (openssl pkey -in soul.key -pubout) or base64")
+		return nil, invalidf("key is required: the soul's Ed25519 public key, as PEM (soul key, on the host) or base64 (soul key --base64)")
 	}
 	if blk, _ := pem.Decode([]byte(s)); blk != nil {
 		k, err := x509.ParsePKIXPublicKey(blk.Bytes)

@@ -107,6 +107,11 @@ func TestOutputFormats(t *testing.T) {
 	if !strings.Contains(jt.Stdout, "dev,web") || !strings.Contains(jt.Stdout, "Token:") {
 		t.Errorf("join-token create:\n%s", jt.Stdout)
 	}
+	// It suggests the install.sh line with the token in sh's environment
+	// (off every command line), not soul run --join-token.
+	if !strings.Contains(jt.Stdout, k.URL+"/install.sh || echo exit 1; } | SOUL_JOIN_TOKEN='SSJ1.") || strings.Contains(jt.Stdout, "--join-token") {
+		t.Errorf("join-token create, want the install.sh line with the token in the environment:\n%s", jt.Stdout)
+	}
 
 	// A viewer may read but not change: 403 is an operation failure.
 	if r := ctl(t, nil, "", "--keeper", k.URL, "--token", created.Token.Token, "join-token", "create", "--covens", "x"); r.Code != 1 || !strings.Contains(r.Stderr, "403 forbidden") {

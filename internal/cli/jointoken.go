@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,14 +35,16 @@ func newJoinTokenCreateCmd(g *Globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "create --covens a,b [--ttl 24h] [--max-uses N]",
 		Short: "Create a join token carrying covens",
-		Long: `Creates a join token. A soul started with it (soul run --join-token …) is
-accepted at once with these covens, and pins the Keeper's certificate by the
-fingerprint the token carries. --max-uses N lets at most N souls join with
+		Long: `Creates a join token. A soul installed with it (the Keeper's install.sh, the
+token in sh's environment: see the line printed) is accepted at once with
+these covens, and pins the Keeper's certificate by the fingerprint the token
+carries. Keep the token off command lines: every local user of a host can
+read them in the process list. --max-uses N lets at most N souls join with
 it (default: any number until it expires or is revoked). The token is shown
 once; -q prints it alone.`,
 		Example: `  soulctl join-token create --covens prod,web --ttl 24h
   soulctl join-token create --covens prod,db --ttl 1h --max-uses 3
-  SOUL_JOIN_TOKEN=$(soulctl join-token create -q --covens prod --max-uses 1) soul run --keeper https://keeper.example:8080`,
+  soulctl join-token create -q --covens prod --max-uses 1 > token   # -q: the token alone`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if maxUses < 0 {
@@ -67,13 +70,18 @@ once; -q prints it alone.`,
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), jt.Token)
 				return err
 			}
+			pin := ""
+			if v, err := cl.Version(cmd.Context()); err == nil {
+				pin = v.TLSPin
+			}
 			return g.Emit(cmd, jt, func(w io.Writer) error {
 				row(w, "ID:", jt.ID)
 				row(w, "Covens:", list(jt.Covens))
 				row(w, "Expires:", expires(jt.ExpiresAt))
 				row(w, "Max uses:", maxUsesText(jt.MaxUses))
 				row(w, "Token:", jt.Token)
-				fmt.Fprintln(w, "(the token is shown once: start souls with soul run --keeper URL --join-token TOKEN)")
+				fmt.Fprintln(w, "(the token is shown once) Install a soul with it, as root on the new host:")
+				fmt.Fprintln(w, "  "+installLine(cl.BaseURL(), pin, jt.Token))
 				return nil
 			})
 		},
@@ -157,6 +165,17 @@ func joinTokenStatus(t apitypes.JoinToken, now time.Time) string {
 	default:
 		return "active"
 	}
+}
+
+// installLine is the README's install command for a Keeper at keeperURL
+// with token: the token in sh's environment, never on a command line, and
+// a failed download failing the line.
+func installLine(keeperURL, pin, token string) string {
+	pinOpt := ""
+	if pin != "" {
+		pinOpt = " --pinnedpubkey '" + pin + "'"
+	}
+	return "{ curl -fsSL -k" + pinOpt + " " + strings.TrimRight(keeperURL, "/") + "/install.sh || echo exit 1; } | SOUL_JOIN_TOKEN='" + token + "' sh"
 }
 
 // maxUsesText renders a join token's use limit.

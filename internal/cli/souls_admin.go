@@ -59,8 +59,8 @@ func newSoulsRekeyCmd(g *Globals) *cobra.Command {
 		Short: "Bind a soul's SID to a new public key, keeping its covens and memberships (admin)",
 		Long: `Binds a soul's SID to a new Ed25519 public key, keeping its covens and
 incarnation memberships: a reinstalled host keeps its place. The key is the
-soul's public key as PEM (on the host: openssl pkey -in
-/var/lib/soulstack/soul/soul.key -pubout) or the base64 of its 32 bytes. A
+soul's public key as PEM (on the host: soul key > soul.pub; no openssl
+needed) or the base64 of its 32 bytes (soul key --base64). A
 stream under the old key is closed.`,
 		Example: `  soulctl souls rekey web-3 --key-file web-3.pub`,
 		Args:    cobra.MaximumNArgs(1),

@@ -33,8 +33,9 @@ func newSoulsBootstrapCmd(g *Globals) *cobra.Command {
 checked against known_hosts; --accept-new-host-keys records unknown ones,
 a changed key is always refused), runs the Keeper's install.sh there with
 the token on its standard input, and waits up to --wait for each soul to
-show up connected. Hosts are worked on in parallel (--parallel). One line per
-host: installed/connected, skipped (a soul is already there: --reinstall
+show up connected; the token is then revoked, unless an installed soul has
+not joined yet (or --root installs an image). Hosts are worked on in parallel
+(--parallel). One line per host: installed/connected, skipped (a soul is already there: --reinstall
 replaces it) or failed with why. Exit 1 when any host failed.`,
 		Example: `  soulctl souls bootstrap --ssh root@web-1 --ssh root@web-2:2222 --covens prod,web
   soulctl souls bootstrap --ssh admin@db-1 --sudo --identity ~/.ssh/id_ed25519 --accept-new-host-keys`,
@@ -75,10 +76,22 @@ replaces it) or failed with why. Exit 1 when any host failed.`,
 			if root == "" {
 				awaitSouls(ctx, cl, res, wait)
 			}
-			failed := 0
+			failed, waiting := 0, false
 			for _, r := range res {
-				if r.Status == install.HostFailed {
+				switch r.Status {
+				case install.HostFailed:
 					failed++
+				case install.HostInstalled:
+					// Installed, not connected yet (or an image under
+					// --root): its soul still needs the token.
+					waiting = true
+				}
+			}
+			if !waiting {
+				// Every soul that was to join has joined: a token left
+				// valid for its TTL could only admit someone else.
+				if err := cl.RevokeJoinToken(ctx, jt.ID); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "soulctl: revoking the bootstrap's join token %s: %v (revoke it: soulctl join-token revoke %s)\n", jt.ID, err, jt.ID)
 				}
 			}
 			if err := g.Emit(cmd, res, func(w io.Writer) error {

@@ -26,6 +26,9 @@ type Bootstrap struct {
 	KeeperURL string `json:"keeper_url"`
 	// Script is the shell command of UserData that installs and starts
 	// the soul (for providers that run commands rather than cloud-init).
+	// It holds no token: it reads JoinToken from JoinTokenPath (write it
+	// there first, mode 0600) and removes that file. A token on a command
+	// line would be readable by every local user in the process list.
 	Script string `json:"script"`
 	// TLSPin is curl's --pinnedpubkey of the Keeper's certificate (for
 	// providers that write their own install command).
@@ -53,24 +56,31 @@ func (m *Manager) newBootstrap(ctx context.Context, inc, name, keeperURL string,
 		return Bootstrap{}, fmt.Errorf("creating the join token of %s: %w", name, err)
 	}
 	tok := jointoken.Encode(secret, m.Fingerprint)
-	script := InstallScript(keeperURL, m.TLSPin, tok)
-	return Bootstrap{UserData: UserData(name, script), JoinToken: tok, KeeperURL: keeperURL, Script: script, TLSPin: m.TLSPin}, nil
+	script := InstallScript(keeperURL, m.TLSPin)
+	return Bootstrap{UserData: UserData(name, script, tok), JoinToken: tok, KeeperURL: keeperURL, Script: script, TLSPin: m.TLSPin}, nil
 }
+
+// JoinTokenPath is where a new instance's bootstrap finds its join token:
+// root's tmpfs, gone at the next boot, and removed by the bootstrap.
+const JoinTokenPath = "/run/soulstack-join-token"
 
 // InstallScript is the shell command that installs the soul from the
 // Keeper at keeperURL (its install.sh, the download pinned to pin when
-// given) with the join token in the environment, off the command line.
-func InstallScript(keeperURL, pin, token string) string {
+// given) with the join token read from JoinTokenPath: the token is on no
+// command line. A failed download fails the command.
+func InstallScript(keeperURL, pin string) string {
 	pinOpt := ""
 	if pin != "" {
 		pinOpt = "--pinnedpubkey " + shellQuote(pin) + " "
 	}
-	return "curl -fsSL " + pinOpt + "-k " + shellQuote(strings.TrimRight(keeperURL, "/")+"/install.sh") +
-		" | SOUL_JOIN_TOKEN=" + shellQuote(token) + " sh -s --"
+	return "{ curl -fsSL " + pinOpt + "-k " + shellQuote(strings.TrimRight(keeperURL, "/")+"/install.sh") + " || echo exit 1; }" +
+		" | sh -s -- --join-token-file " + JoinTokenPath + "; rc=$?; rm -f " + JoinTokenPath + "; exit $rc"
 }
 
-// UserData is the cloud-init document of instance name running script.
-func UserData(name, script string) string {
+// UserData is the cloud-init document of instance name: the join token
+// written to JoinTokenPath (0600, by cloud-init itself, so on no command
+// line), then script run.
+func UserData(name, script, token string) string {
 	var b strings.Builder
 	b.WriteString("#cloud-config\n")
 	b.WriteString("# Soul Stack bootstrap: the host name is the soul's SID; the soul\n")
@@ -78,6 +88,11 @@ func UserData(name, script string) string {
 	fmt.Fprintf(&b, "hostname: %s\n", name)
 	fmt.Fprintf(&b, "fqdn: %s\n", name)
 	b.WriteString("preserve_hostname: false\n")
+	b.WriteString("write_files:\n")
+	fmt.Fprintf(&b, "  - path: %s\n", JoinTokenPath)
+	b.WriteString("    permissions: '0600'\n")
+	b.WriteString("    owner: root:root\n")
+	fmt.Fprintf(&b, "    content: %s\n", yamlQuote(token))
 	b.WriteString("runcmd:\n")
 	fmt.Fprintf(&b, "  - [sh, -c, %s]\n", yamlQuote(script))
 	return b.String()

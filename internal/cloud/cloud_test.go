@@ -11,21 +11,27 @@ import (
 )
 
 // TestUserData: the bootstrap is valid cloud-config that names the host
-// after the instance and pipes the Keeper's install.sh, pinned, into sh
-// with the token in the environment (not an argument).
+// after the instance, writes the join token to a 0600 file (cloud-init
+// writes it: on no command line) and pipes the Keeper's install.sh,
+// pinned, into sh reading the token from that file; the command holds no
+// token (sh -c's argument is in the process list).
 func TestUserData(t *testing.T) {
-	script := InstallScript("https://10.1.2.1:8443/", "sha256//abc=", "SSJ1.s3cr3t.ff")
-	if want := `curl -fsSL --pinnedpubkey 'sha256//abc=' -k 'https://10.1.2.1:8443/install.sh' | SOUL_JOIN_TOKEN='SSJ1.s3cr3t.ff' sh -s --`; script != want {
+	script := InstallScript("https://10.1.2.1:8443/", "sha256//abc=")
+	if want := `{ curl -fsSL --pinnedpubkey 'sha256//abc=' -k 'https://10.1.2.1:8443/install.sh' || echo exit 1; } | sh -s -- --join-token-file /run/soulstack-join-token; rc=$?; rm -f /run/soulstack-join-token; exit $rc`; script != want {
 		t.Fatalf("script = %s\nwant     %s", script, want)
 	}
-	ud := UserData("web-1", script)
+	const token = "SSJ1.s3cr3t.ff"
+	ud := UserData("web-1", script, token)
 	if !strings.HasPrefix(ud, "#cloud-config\n") {
 		t.Fatalf("user data does not start with #cloud-config:\n%s", ud)
 	}
 	var doc struct {
-		Hostname string     `yaml:"hostname"`
-		FQDN     string     `yaml:"fqdn"`
-		Runcmd   [][]string `yaml:"runcmd"`
+		Hostname   string     `yaml:"hostname"`
+		FQDN       string     `yaml:"fqdn"`
+		Runcmd     [][]string `yaml:"runcmd"`
+		WriteFiles []struct {
+			Path, Permissions, Owner, Content string
+		} `yaml:"write_files"`
 	}
 	if err := yaml.Unmarshal([]byte(ud), &doc); err != nil {
 		t.Fatalf("user data is not YAML: %v\n%s", err, ud)
@@ -33,7 +39,14 @@ func TestUserData(t *testing.T) {
 	if doc.Hostname != "web-1" || doc.FQDN != "web-1" || len(doc.Runcmd) != 1 || !slices.Equal(doc.Runcmd[0], []string{"sh", "-c", script}) {
 		t.Fatalf("user data = %+v", doc)
 	}
-	if got := InstallScript("https://k:1", "", "t"); strings.Contains(got, "pinnedpubkey") {
+	if strings.Contains(strings.Join(doc.Runcmd[0], " "), token) {
+		t.Fatalf("the join token is on runcmd's command line: %q", doc.Runcmd[0])
+	}
+	if len(doc.WriteFiles) != 1 || doc.WriteFiles[0].Path != JoinTokenPath || doc.WriteFiles[0].Permissions != "0600" ||
+		doc.WriteFiles[0].Owner != "root:root" || doc.WriteFiles[0].Content != token {
+		t.Fatalf("write_files = %+v, want the token in %s, 0600", doc.WriteFiles, JoinTokenPath)
+	}
+	if got := InstallScript("https://k:1", ""); strings.Contains(got, "pinnedpubkey") {
 		t.Errorf("no pin, yet: %s", got)
 	}
 }

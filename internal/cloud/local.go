@@ -93,7 +93,12 @@ func (d localDriver) Create(ctx context.Context, req Request) ([]Instance, error
 		if err != nil {
 			return out, err
 		}
-		script := InstallScript(keeperURL, req.Bootstrap.TLSPin, req.Bootstrap.JoinToken)
+		// The token goes in a 0600 file, not in the script: the script is
+		// sh -c's argument, which every process list shows.
+		if err := h.WriteFile(JoinTokenPath, []byte(req.Bootstrap.JoinToken+"\n"), 0o600); err != nil {
+			return out, fmt.Errorf("the bootstrap on %s: writing its join token: %w", n, err)
+		}
+		script := InstallScript(keeperURL, req.Bootstrap.TLSPin)
 		if stdout, stderr, err := h.Exec(ctx, "set -e\n"+script+"\n"); err != nil {
 			return out, fmt.Errorf("the bootstrap on %s failed: %v: %s", n, err, abbrev(strings.TrimSpace(stderr+"\n"+stdout), 800))
 		}

@@ -224,3 +224,59 @@ func testShutdownMarksSoulsDisconnected(t *testing.T, noLean bool) {
 		}
 	}
 }
+
+// retryLog records the retry_in of each "pending" record an agent logs.
+type retryLog struct {
+	mu     sync.Mutex
+	delays []time.Duration
+}
+
+func (r *retryLog) Enabled(context.Context, slog.Level) bool { return true }
+func (r *retryLog) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *retryLog) WithGroup(string) slog.Handler            { return r }
+func (r *retryLog) Handle(_ context.Context, rec slog.Record) error {
+	if !strings.Contains(rec.Message, "pending") {
+		return nil
+	}
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == "retry_in" {
+			r.mu.Lock()
+			r.delays = append(r.delays, a.Value.Duration())
+			r.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func (r *retryLog) snapshot() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.delays...)
+}
+
+// A pending soul says hello again at a short fixed interval, however long
+// it has waited, so an accepted soul connects within that interval
+// instead of after a reconnect backoff grown while it waited (found: up
+// to ~13 s late). The delays are read from the agent's own log, not timed.
+func TestPendingSoulPollsAtAFixedInterval(t *testing.T) {
+	dir := t.TempDir()
+	k := startKeeper(t, filepath.Join(dir, "keeper"), keeperOpts{})
+	rl := &retryLog{}
+	const interval = 20 * time.Millisecond
+	runAgent(t, soul.Config{
+		KeeperURL: k.url, SID: "patient", DataDir: filepath.Join(dir, "patient"), Fingerprint: k.fp,
+		MinBackoff: 10 * time.Millisecond, MaxBackoff: time.Hour, PendingInterval: interval,
+		Logger: slog.New(rl),
+	})
+	testutil.WaitFor(t, 30*time.Second, func() bool { return len(rl.snapshot()) >= 10 }, "ten pending hellos")
+	for i, d := range rl.snapshot() {
+		if d != interval {
+			t.Fatalf("pending hello %d: retry in %s, want the fixed %s (all: %v)", i+1, d, interval, rl.snapshot())
+		}
+	}
+	if err := k.store.AcceptSoul(context.Background(), "patient", nil, k.soul(t, "patient").PublicKey); err != nil {
+		t.Fatal(err)
+	}
+	k.waitConnected(t, "patient")
+}

@@ -250,7 +250,7 @@ type outcome struct {
 const (
 	pendingFull     = "too many souls are waiting for acceptance; this one is not registered yet and will try again"
 	pendingWaiting  = "waiting for an Archon to accept this soul"
-	pendingBadToken = "the join token is invalid, expired, revoked or used up; waiting for an Archon to accept this soul"
+	pendingBadToken = "; waiting for an Archon to accept this soul"
 )
 
 // onboard decides, from the store, what a soul that proved its key is:
@@ -326,12 +326,12 @@ func (g *Gateway) onboard(ctx context.Context, h *pb.Hello, peer string) (outcom
 	if known.Status != store.SoulPending {
 		return outcome{covens: known.Covens}, nil
 	}
-	tok, ok, err := g.useToken(ctx, h.JoinSecret, now)
+	tok, ok, why, err := g.useToken(ctx, h.JoinSecret, now)
 	if err != nil {
 		return outcome{}, err
 	}
 	if !ok {
-		return outcome{pending: pendingReason(h.JoinSecret)}, nil
+		return outcome{pending: pendingReason(why)}, nil
 	}
 	if err := st.SetSoulCovens(ctx, h.Sid, tok.Covens); err != nil {
 		return outcome{}, fmt.Errorf("applying join token covens to %s: %w", h.Sid, err)
@@ -353,7 +353,7 @@ func (g *Gateway) register(ctx context.Context, h *pb.Hello, soulprint map[strin
 		SID: h.Sid, PublicKey: h.PublicKey, Status: store.SoulPending, Covens: []string{},
 		Soulprint: soulprint, Version: h.Version, LastSeen: now, CreatedAt: now,
 	}
-	tok, ok, err := g.useToken(ctx, h.JoinSecret, now)
+	tok, ok, why, err := g.useToken(ctx, h.JoinSecret, now)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -379,7 +379,7 @@ func (g *Gateway) register(ctx context.Context, h *pb.Hello, soulprint map[strin
 		g.log.Info("soul joined with a join token", "sid", h.Sid, "token", tok.ID, "covens", tok.Covens)
 		return outcome{covens: tok.Covens}, nil
 	}
-	return outcome{pending: pendingReason(h.JoinSecret)}, nil
+	return outcome{pending: pendingReason(why)}, nil
 }
 
 // ActionSoulJoined is the audit action of a soul accepted through a join
@@ -417,7 +417,7 @@ func (g *Gateway) reclaimPending(ctx context.Context, known store.Soul, h *pb.He
 	if known.Status != store.SoulPending || len(h.JoinSecret) == 0 {
 		return outcome{}, false, nil
 	}
-	tok, ok, err := g.useToken(ctx, h.JoinSecret, now)
+	tok, ok, _, err := g.useToken(ctx, h.JoinSecret, now)
 	if err != nil || !ok {
 		return outcome{}, false, err
 	}
@@ -464,27 +464,35 @@ func (g *Gateway) pendingFull(ctx context.Context) (bool, error) {
 }
 
 // useToken redeems a join secret; ok is false for no secret or an unknown,
-// expired, revoked or used-up token.
-func (g *Gateway) useToken(ctx context.Context, secret []byte, now time.Time) (store.JoinToken, bool, error) {
+// expired, revoked or used-up token, and why then says which ("" for no
+// secret).
+func (g *Gateway) useToken(ctx context.Context, secret []byte, now time.Time) (tok store.JoinToken, ok bool, why string, err error) {
 	if len(secret) == 0 {
-		return store.JoinToken{}, false, nil
+		return store.JoinToken{}, false, "", nil
 	}
-	tok, err := g.cfg.Store.UseJoinToken(ctx, jointoken.Hash(secret), now)
+	tok, err = g.cfg.Store.UseJoinToken(ctx, jointoken.Hash(secret), now)
 	if err != nil {
 		if code := domain.ErrorCode(err); code == domain.CodeNotFound || code == domain.CodeConflict || code == domain.CodeInvalid {
-			return store.JoinToken{}, false, nil
+			why = "the join token is not usable"
+			var de *domain.Error
+			if errors.As(err, &de) && de.Message != "" {
+				why = "the " + de.Message
+			}
+			return store.JoinToken{}, false, why, nil
 		}
-		return store.JoinToken{}, false, fmt.Errorf("redeeming join token: %w", err)
+		return store.JoinToken{}, false, "", fmt.Errorf("redeeming join token: %w", err)
 	}
 	if tok.Covens == nil {
 		tok.Covens = []string{}
 	}
-	return tok, true, nil
+	return tok, true, "", nil
 }
 
-func pendingReason(secret []byte) string {
-	if len(secret) > 0 {
-		return pendingBadToken
+// pendingReason is what a pending soul is told: why its join token did
+// not let it in, if it gave one.
+func pendingReason(why string) string {
+	if why != "" {
+		return why + pendingBadToken
 	}
 	return pendingWaiting
 }

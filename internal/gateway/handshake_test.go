@@ -231,7 +231,7 @@ func TestJoinTokenUseLimitAndRevocation(t *testing.T) {
 	if m, err := dialRaw(t, k).handshake("first", nil, once); err != nil || m.GetWelcome() == nil {
 		t.Fatalf("first use: %v, %v; want welcome", m, err)
 	}
-	if m, err := dialRaw(t, k).handshake("second", nil, once); err != nil || m.GetPending().GetReason() != "the join token is invalid, expired, revoked or used up; waiting for an Archon to accept this soul" {
+	if m, err := dialRaw(t, k).handshake("second", nil, once); err != nil || m.GetPending().GetReason() != "the join token used up (1 of 1 uses); waiting for an Archon to accept this soul" {
 		t.Fatalf("second use of a one-use token: %v, %v; want pending", m, err)
 	}
 	open := k.joinToken(t, "db")
@@ -244,7 +244,7 @@ func TestJoinTokenUseLimitAndRevocation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if m, err := dialRaw(t, k).handshake("third", nil, open); err != nil || m.GetPending() == nil {
+	if m, err := dialRaw(t, k).handshake("third", nil, open); err != nil || !strings.HasPrefix(m.GetPending().GetReason(), "the join token revoked at ") {
 		t.Fatalf("use of a revoked token: %v, %v; want pending", m, err)
 	}
 	if s := k.soul(t, "second"); s.Status != store.SoulPending || len(s.Covens) != 0 {

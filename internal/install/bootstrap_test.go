@@ -135,6 +135,10 @@ func TestBootstrapOverSSH(t *testing.T) {
 		t.Fatalf("unknown host key: exit %d\n%s%s", code, out, errs)
 	}
 	assertEmptyTree(t, root)
+	// The failed bootstrap leaves no usable join token behind.
+	if tokens, err := k.client.ListJoinTokens(context.Background()); err != nil || len(tokens) != 1 || tokens[0].RevokedAt == nil {
+		t.Fatalf("join tokens after a failed bootstrap: %+v (%v), want its token revoked", tokens, err)
+	}
 
 	code, out, errs = soulctl("--accept-new-host-keys")
 	if code != 0 || !strings.Contains(out, target+": installed") {

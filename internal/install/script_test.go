@@ -142,13 +142,18 @@ func TestInstallScript(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	jtFile := filepath.Join(t.TempDir(), "join-token")
+	if err := os.WriteFile(jtFile, []byte(jt.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
 	// A wrong pin: nothing is installed.
 	bad := t.TempDir()
 	wrong := strings.Replace(readFile(t, script), k.pin, "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", -1)
 	if err := os.WriteFile(script+".wrong", []byte(wrong), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := shScript(script+".wrong", "--root", bad, "--init", "systemd", "--join-token", jt.Token); err == nil || !strings.Contains(out, "nothing installed") {
+	if out, err := shScript(script+".wrong", "--root", bad, "--init", "systemd", "--join-token-file", jtFile); err == nil || !strings.Contains(out, "nothing installed") {
 		t.Fatalf("wrong pin: %v\n%s", err, out)
 	}
 	assertEmptyTree(t, bad)
@@ -168,7 +173,7 @@ func TestInstallScript(t *testing.T) {
 	}
 	time.Sleep(time.Until(expired.ExpiresAt) + 100*time.Millisecond)
 	foreign := jt.Token[:strings.LastIndex(jt.Token, ".")+1] + strings.Repeat("ab", 32)
-	for tok, why := range map[string]string{revoked.Token: "unknown, expired, revoked or used up", expired.Token: "unknown, expired, revoked or used up",
+	for tok, why := range map[string]string{revoked.Token: "join token revoked at", expired.Token: "join token expired at",
 		foreign: "for another keeper", "SSJ1.x y": "malformed"} {
 		if out, err := shScript(script, "--root", bad, "--init", "systemd", "--join-token", tok); err == nil || !strings.Contains(out, why) || !strings.Contains(out, "nothing installed") {
 			t.Fatalf("token %q: %v\n%s", tok, err, out)
@@ -179,23 +184,42 @@ func TestInstallScript(t *testing.T) {
 	// A host without curl, and a host of an architecture the Keeper has no
 	// soul binary for: one line each, nothing installed.
 	noCurl := toolDir(t, map[string]string{"uname": "", "id": ""})
-	if out, err := shScriptPath(noCurl, script, "--root", bad, "--init", "systemd", "--join-token", jt.Token); err == nil || strings.TrimSpace(out) != "install.sh: curl is needed to download the soul" {
+	if out, err := shScriptPath(noCurl, script, "--root", bad, "--init", "systemd", "--join-token-file", jtFile); err == nil || strings.TrimSpace(out) != "install.sh: curl is needed to download the soul" {
 		t.Fatalf("without curl: %v\n%s", err, out)
 	}
 	otherMachine := map[string]string{"amd64": "aarch64", "arm64": "x86_64"}[runtime.GOARCH]
 	foreignArch := toolDir(t, map[string]string{"id": "", "curl": "", "sha256sum": "",
 		"uname": "#!/bin/sh\ncase $1 in -m) echo " + otherMachine + " ;; *) echo Linux ;; esac\n"})
-	if out, err := shScriptPath(foreignArch, script, "--root", bad, "--init", "systemd", "--join-token", jt.Token); err == nil ||
+	if out, err := shScriptPath(foreignArch, script, "--root", bad, "--init", "systemd", "--join-token-file", jtFile); err == nil ||
 		!strings.Contains(out, "has no soul binary for linux/"+other) || strings.Count(strings.TrimSpace(out), "\n") != 0 {
 		t.Fatalf("no binary for %s: %v\n%s", other, err, out)
 	}
 	assertEmptyTree(t, bad)
 
-	// The real installation into a root.
+	// The real installation into a root, the token in sh's environment as
+	// the README says. A curl that records its command line proves the
+	// token is on none (audit N2: a local user polling the process list
+	// caught it in the join check's curl).
 	root := t.TempDir()
-	out, err := shScript(script, "--root", root, "--init", "systemd", "--join-token", jt.Token)
+	argvLog := filepath.Join(t.TempDir(), "curl-argv")
+	realCurl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrap := toolDir(t, map[string]string{"curl": "#!/bin/sh\nprintf '%s\\n' \"$*\" >>" + argvLog + "\nexec " + realCurl + " \"$@\"\n"})
+	cmd := exec.Command("sh", script, "--root", root, "--init", "systemd")
+	cmd.Env = append(os.Environ(), "PATH="+wrap+":"+os.Getenv("PATH"), "SOUL_JOIN_TOKEN="+jt.Token)
+	b2, err := cmd.CombinedOutput()
+	out := string(b2)
 	if err != nil {
 		t.Fatalf("install.sh: %v\n%s", err, out)
+	}
+	argv := readFile(t, argvLog)
+	if !strings.Contains(argv, "/v1/soul/join-check") {
+		t.Fatalf("the join check did not run curl:\n%s", argv)
+	}
+	if strings.Contains(argv, jt.Token) {
+		t.Fatalf("the join token was on curl's command line (%d curl runs)", strings.Count(argv, "\n"))
 	}
 	got, err := os.ReadFile(filepath.Join(root, "usr/local/bin/soul"))
 	if err != nil || sha256.Sum256(got) != sum {
@@ -218,17 +242,49 @@ func TestInstallScript(t *testing.T) {
 	}
 
 	// Installed again: refused without --reinstall, the install untouched.
-	if out, err := shScript(script, "--root", root, "--init", "systemd", "--join-token", jt.Token); err == nil || !strings.Contains(out, "--reinstall") {
+	if out, err := shScript(script, "--root", root, "--init", "systemd", "--join-token-file", jtFile); err == nil || !strings.Contains(out, "--reinstall") {
 		t.Fatalf("second install: %v\n%s", err, out)
 	}
 	// SysV flavour: an init script instead of the unit.
 	sysv := t.TempDir()
-	if out, err := shScript(script, "--root", sysv, "--init", "sysv", "--join-token", jt.Token); err != nil {
+	if out, err := shScript(script, "--root", sysv, "--init", "sysv", "--join-token-file", jtFile); err != nil {
 		t.Fatalf("sysv: %v\n%s", err, out)
 	}
 	if s := readFile(t, filepath.Join(sysv, "etc/init.d/soulstack-soul")); !strings.Contains(s, "Provides:          soulstack-soul") {
 		t.Fatalf("init script:\n%s", s)
 	}
+	// --uninstall removes all of it (here under a root: nothing to stop).
+	if out, err := shScript(script, "--root", sysv, "--uninstall"); err != nil || !strings.Contains(out, "uninstalled") {
+		t.Fatalf("--uninstall: %v\n%s", err, out)
+	}
+	for _, d := range []string{"etc/soulstack", "var/lib/soulstack"} {
+		if _, err := os.Stat(filepath.Join(sysv, d)); err == nil {
+			t.Errorf("after --uninstall: %s is left", d)
+		}
+	}
+	assertEmptyTree(t, sysv)
+
+	// --help piped into sh (no $0 to read the script from) prints the help.
+	if out, err := exec.Command("sh", "-c", "sh -s -- --help <"+script).CombinedOutput(); err != nil || !strings.Contains(string(out), "--uninstall") || !strings.Contains(string(out), "SOUL_JOIN_TOKEN='<token>' sh") {
+		t.Errorf("install.sh --help through a pipe: %v\n%s", err, out)
+	}
+
+	// Without a join token: the keeper's fingerprint, from the script,
+	// is pinned, so the soul waits as pending instead of exiting ("no way
+	// to trust the keeper").
+	pend := t.TempDir()
+	if out, err := shScript(script, "--root", pend, "--init", "systemd"); err != nil || !strings.Contains(out, "pending") {
+		t.Fatalf("install.sh without a token: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(readFile(t, filepath.Join(pend, "var/lib/soulstack/soul/keeper.fingerprint"))); got != k.fingerprint {
+		t.Fatalf("pinned fingerprint %q, want the keeper's %q", got, k.fingerprint)
+	}
+	testutil.StartProcess(t, "pending soul", filepath.Join(pend, "usr/local/bin/soul"),
+		"run", "--keeper", k.url, "--sid", "pending-host", "--data-dir", filepath.Join(pend, "var/lib/soulstack/soul"), "--root", filepath.Join(pend, "files"))
+	testutil.WaitFor(t, 20*time.Second, func() bool {
+		s, err := k.client.GetSoul(ctx, "pending-host")
+		return err == nil && s.Status == store.SoulPending
+	}, "the soul installed without a token pending")
 
 	// Start the installed soul as its unit does (environment file, same
 	// arguments, data dir under the root): it joins with the token.
@@ -261,8 +317,8 @@ func TestInstallScript(t *testing.T) {
 
 	// The token's one use is gone: another host is refused before it is
 	// touched.
-	if out, err := shScript(script, "--root", bad, "--init", "systemd", "--join-token", jt.Token); err == nil ||
-		!strings.Contains(out, "unknown, expired, revoked or used up") || !strings.Contains(out, "nothing installed") {
+	if out, err := shScript(script, "--root", bad, "--init", "systemd", "--join-token-file", jtFile); err == nil ||
+		!strings.Contains(out, "join token used up (1 of 1 uses)") || !strings.Contains(out, "nothing installed") {
 		t.Fatalf("used-up token: %v\n%s", err, out)
 	}
 	assertEmptyTree(t, bad)

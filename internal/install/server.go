@@ -31,6 +31,10 @@ type Server struct {
 	// TLSPin is curl's --pinnedpubkey of the Keeper's certificate, baked
 	// into the script for its download ("" = none).
 	TLSPin string
+	// Fingerprint is the SHA-256 fingerprint of the Keeper's CA, which a
+	// soul installed without a join token pins: the script came over the
+	// connection its user pinned ("" = such installs are refused).
+	Fingerprint string
 	// KeeperURL is the URL put into the script; "" means https:// and the
 	// Host the script was asked from.
 	KeeperURL string
@@ -88,7 +92,7 @@ func (s *Server) Script(keeperURL string) ([]byte, error) {
 	}
 	var sb strings.Builder
 	err = scriptTmpl.Execute(&sb, map[string]any{
-		"KeeperURL": keeperURL, "TLSPin": s.TLSPin, "Version": version.Version(), "SHA256": sums,
+		"KeeperURL": keeperURL, "TLSPin": s.TLSPin, "Fingerprint": s.Fingerprint, "Version": version.Version(), "SHA256": sums,
 		"Unit": withNewline(string(unit)), "Init": withNewline(string(initScript)),
 	})
 	if err != nil {

@@ -294,7 +294,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		Souls:            api.StoreSouls{Store: k.store, Disconnect: k.relay.Disconnect},
 		Fingerprint:      k.fp,
 		TLSPin:           install.PublicKeyPin(k.tls),
-		Install:          newInstallServer(cfg.Keeper, k.tls, log),
+		Install:          newInstallServer(cfg.Keeper, k.tls, k.fp, log),
 		KeeperID:         k.id,
 		CheckerArchon:    checkerArchon,
 		Leader:           k.leader.find,
@@ -515,12 +515,12 @@ func (k *Keeper) Handler() http.Handler { return k.handler }
 
 // newInstallServer serves install.sh and the soul binaries from
 // cfg.SoulDir, else next to the keeper executable and /usr/lib/soulstack.
-func newInstallServer(cfg config.Keeper, tc *tls.Config, log *slog.Logger) *install.Server {
+func newInstallServer(cfg config.Keeper, tc *tls.Config, fp string, log *slog.Logger) *install.Server {
 	dirs := install.DefaultSoulDirs()
 	if cfg.SoulDir != "" {
 		dirs = []string{cfg.SoulDir}
 	}
-	return &install.Server{Binaries: &install.SoulBinaries{Dirs: dirs}, TLSPin: install.PublicKeyPin(tc), Logger: log.With("component", "install")}
+	return &install.Server{Binaries: &install.SoulBinaries{Dirs: dirs}, TLSPin: install.PublicKeyPin(tc), Fingerprint: fp, Logger: log.With("component", "install")}
 }
 
 // Secrets is the keeper's secret store (SPEC §10.5).

@@ -37,10 +37,14 @@ import (
 
 // Defaults of Config's optional fields.
 const (
-	DefaultMinBackoff    = 500 * time.Millisecond
-	DefaultMaxBackoff    = 30 * time.Second
-	DefaultFactsInterval = time.Minute
-	maxMessageBytes      = 64 << 20
+	DefaultMinBackoff = 500 * time.Millisecond
+	DefaultMaxBackoff = 30 * time.Second
+	// DefaultPendingInterval is how often a pending soul says hello
+	// again: an Archon's accept takes effect within it, however long
+	// the soul waited.
+	DefaultPendingInterval = 2 * time.Second
+	DefaultFactsInterval   = time.Minute
+	maxMessageBytes        = 64 << 20
 )
 
 // Config configures an Agent.
@@ -85,6 +89,9 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the reconnect delay (exponential,
 	// with jitter); 0 means the defaults.
 	MinBackoff, MaxBackoff time.Duration
+	// PendingInterval is the fixed delay between hellos while the soul is
+	// pending acceptance; 0 means DefaultPendingInterval.
+	PendingInterval time.Duration
 	// LocalAddr, when valid, is the source address the soul dials from
 	// (a swarm gives each virtual soul its own loopback address, as a
 	// fleet has one per host); the zero value lets the system choose.
@@ -163,6 +170,9 @@ func NewAgent(cfg Config) (*Agent, error) {
 		cfg.MaxBackoff = DefaultMaxBackoff
 	}
 	cfg.MaxBackoff = max(cfg.MaxBackoff, cfg.MinBackoff)
+	if cfg.PendingInterval <= 0 {
+		cfg.PendingInterval = DefaultPendingInterval
+	}
 	if cfg.FactsInterval <= 0 {
 		cfg.FactsInterval = DefaultFactsInterval
 	}
@@ -328,15 +338,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		if welcomed {
 			attempt = 0
 		}
-		delay := a.backoff(attempt)
+		delay := a.retryDelay(err, attempt)
 		attempt++
 		switch {
 		case errors.Is(err, ErrVersion):
-			// Not for good: the keeper (or this soul) may be upgraded.
-			delay = a.cfg.MaxBackoff
 			a.log.Error("keeper refused this soul's version; will retry", "err", err, "retry_in", delay)
 		case errors.Is(err, errPending):
-			// The Archon accepting it compares this with souls show.
+			// The Archon accepting it compares this with souls show. A
+			// pending hello is an answer, not a failure: the next one
+			// comes after PendingInterval, however many came before.
+			attempt = 0
 			a.log.Info("soul is pending acceptance; will say hello again", "reason", err, "key", domain.KeyFingerprint(a.PublicKey()), "retry_in", delay)
 		default:
 			a.log.Warn("keeper stream ended; reconnecting", "err", err, "retry_in", delay)
@@ -349,6 +360,21 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// retryDelay is the delay before saying hello again after a session that
+// ended with err, the attempt-th failure in a row: a pending soul polls
+// at the fixed PendingInterval (so an accepted soul connects within it,
+// not after a grown backoff), a refused version waits MaxBackoff (the
+// keeper or this soul may be upgraded), anything else backs off.
+func (a *Agent) retryDelay(err error, attempt int) time.Duration {
+	switch {
+	case errors.Is(err, errPending):
+		return a.cfg.PendingInterval
+	case errors.Is(err, ErrVersion):
+		return a.cfg.MaxBackoff
+	}
+	return a.backoff(attempt)
 }
 
 // backoff is the delay before reconnect attempt n (0-based): doubling from

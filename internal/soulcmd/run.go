@@ -34,6 +34,7 @@ type connFlags struct {
 	logFormat     string
 	minBackoff    time.Duration
 	maxBackoff    time.Duration
+	pending       time.Duration
 }
 
 func (f *connFlags) register(c *cobra.Command, defaultDataDir string) {
@@ -47,7 +48,8 @@ func (f *connFlags) register(c *cobra.Command, defaultDataDir string) {
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.DurationVar(&f.minBackoff, "reconnect-min", soul.DefaultMinBackoff, "first reconnect delay (doubles up to --reconnect-max, with jitter)")
-	fl.DurationVar(&f.maxBackoff, "reconnect-max", soul.DefaultMaxBackoff, "longest reconnect delay, also the retry period while pending")
+	fl.DurationVar(&f.maxBackoff, "reconnect-max", soul.DefaultMaxBackoff, "longest reconnect delay")
+	fl.DurationVar(&f.pending, "pending-interval", soul.DefaultPendingInterval, "how often a soul pending acceptance says hello again (fixed: an accepted soul connects within it)")
 	_ = c.MarkFlagRequired("keeper")
 	c.MarkFlagsMutuallyExclusive("ca-file", "fingerprint")
 	c.MarkFlagsMutuallyExclusive("join-token", "join-token-file")
@@ -93,13 +95,14 @@ func (f *connFlags) config(log *slog.Logger) (soul.Config, error) {
 		f.joinToken = os.Getenv(joinTokenEnv)
 	}
 	return soul.Config{
-		KeeperURL:   strings.TrimRight(f.keeper, "/"),
-		DataDir:     f.dataDir,
-		JoinToken:   f.joinToken,
-		Fingerprint: f.fingerprint,
-		CAFile:      f.caFile,
-		MinBackoff:  f.minBackoff,
-		MaxBackoff:  f.maxBackoff,
+		KeeperURL:       strings.TrimRight(f.keeper, "/"),
+		DataDir:         f.dataDir,
+		JoinToken:       f.joinToken,
+		Fingerprint:     f.fingerprint,
+		CAFile:          f.caFile,
+		MinBackoff:      f.minBackoff,
+		MaxBackoff:      f.maxBackoff,
+		PendingInterval: f.pending,
 	}, nil
 }
 

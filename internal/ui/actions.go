@@ -234,11 +234,14 @@ func (u *UI) createJoinToken(w http.ResponseWriter, r *http.Request, session str
 }
 
 // installLine is the command that installs a soul with a join token on a
-// host (the keeper's install.sh, pinned to its certificate when known).
+// host (the keeper's install.sh, pinned to its certificate when known), as
+// root: the token in sh's environment, never on a command line (every local
+// user reads those in the process list), and a failed download failing the
+// line.
 func (u *UI) installLine(r *http.Request, token string) string {
 	pin := ""
 	if u.cfg.TLSPin != "" {
-		pin = "--pinnedpubkey '" + u.cfg.TLSPin + "' -k "
+		pin = "--pinnedpubkey '" + u.cfg.TLSPin + "' "
 	}
-	return "curl -fsSL " + pin + "https://" + r.Host + "/install.sh | sudo sh -s -- --join-token '" + token + "'"
+	return "{ curl -fsSL -k " + pin + "https://" + r.Host + "/install.sh || echo exit 1; } | SOUL_JOIN_TOKEN='" + token + "' sh"
 }

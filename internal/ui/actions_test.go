@@ -283,7 +283,10 @@ func TestActionSoulsAndJoinToken(t *testing.T) {
 	if status != http.StatusCreated {
 		t.Fatalf("join token: status %d\n%s", status, body)
 	}
-	contains(t, "created join token", body, `id="join-token-value"`, "Shown this once", `--pinnedpubkey &#39;sha256//pin=&#39;`, "/install.sh | sudo sh -s -- --join-token")
+	contains(t, "created join token", body, `id="join-token-value"`, "Shown this once", `--pinnedpubkey &#39;sha256//pin=&#39;`, "/install.sh || echo exit 1; } | SOUL_JOIN_TOKEN=&#39;SSJ1.")
+	if strings.Contains(body, "--join-token") {
+		t.Errorf("the created join token page puts the token on a command line:\n%s", body)
+	}
 	jts, err := e.st.ListJoinTokens(ctx)
 	if err != nil || len(jts) != 1 || jts[0].MaxUses != 3 || !slices.Equal(jts[0].Covens, []string{"web"}) {
 		t.Fatalf("join tokens in the store: %+v %v", jts, err)

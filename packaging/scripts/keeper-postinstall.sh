@@ -3,7 +3,11 @@
 # is (re)started, a new one is left for `keeper init` (which prints the
 # first Archon's token, so it is the administrator's to run).
 set -e
-install -d -m 0755 /var/lib/soulstack
+# /var/lib/soulstack is shared with the soul's package: created if missing
+# (traversable, so the keeper's user reaches its own directory), and made
+# traversable again if a soul package of before 0.x left it 0700.
+[ -d /var/lib/soulstack ] || install -d -m 0755 /var/lib/soulstack
+chmod a+x /var/lib/soulstack
 install -d -o soulstack -g soulstack -m 0700 /var/lib/soulstack/keeper
 if [ -d /run/systemd/system ]; then
 	systemctl daemon-reload || true

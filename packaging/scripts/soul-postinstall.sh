@@ -3,7 +3,11 @@
 # that has no Keeper configured; restarts a running soul after an upgrade
 # (KillMode=process: an apt that a task started survives it).
 set -e
-install -d -m 0700 /var/lib/soulstack /var/lib/soulstack/soul
+# /var/lib/soulstack is shared with the keeper's package on its host (whose
+# user reads /var/lib/soulstack/keeper through it): created if missing,
+# never re-moded. The soul owns its own subdirectory only.
+[ -d /var/lib/soulstack ] || install -d -m 0755 /var/lib/soulstack
+install -d -m 0700 /var/lib/soulstack/soul
 env=/etc/soulstack/soul.env
 keeper=$(sed -n 's/^SOULSTACK_KEEPER=//p' "$env" 2>/dev/null | tail -n 1 | tr -d "\"' ")
 if [ -d /run/systemd/system ]; then

@@ -21,12 +21,15 @@ import (
 	"github.com/soulstack/soulstack/internal/testutil"
 )
 
-// The labs' names are fixed, so a crashed run's leftovers are removed by
-// the next.
-const (
-	labName     = "install"
-	sysvLabName = "install-sysv"
-)
+// labName is the name of this package's lab ($SOULSTACK_LAB_NAME, default
+// "install"; the other labs add a suffix to it). The names are fixed, so a
+// crashed run's leftovers are removed by the next.
+func labName() string {
+	if n := os.Getenv("SOULSTACK_LAB_NAME"); n != "" {
+		return n
+	}
+	return "install"
+}
 
 // env is a two-host systemd lab and a Keeper on its bridge address.
 type env struct {
@@ -208,7 +211,7 @@ func TestInstall(t *testing.T) {
 	start := time.Now()
 	deb := buildDeb(t, "soulstack-soul")
 	t.Logf("soulstack-soul .deb built in %v", time.Since(start).Round(time.Millisecond))
-	e := newEnv(t, lab.Config{Name: labName, Hosts: 4, Flavour: lab.FlavourSystemd, Packages: []string{"curl", "openssh-server"}})
+	e := newEnv(t, lab.Config{Name: labName(), Hosts: 4, Flavour: lab.FlavourSystemd, Packages: []string{"curl", "openssh-server"}})
 	hosts := e.lab.Hosts()
 
 	t.Run("deb", func(t *testing.T) {
@@ -216,11 +219,12 @@ func TestInstall(t *testing.T) {
 		if err := h.CopyIn(deb, "/root/"+filepath.Base(deb)); err != nil {
 			t.Fatal(err)
 		}
-		// The README's commands: dpkg -i, the Keeper and token into
-		// soul.env, systemctl enable --now.
+		// The README's commands: dpkg -i, the Keeper and the token into
+		// soul.env (the token by a shell builtin, off every command line),
+		// systemctl enable --now.
 		cmds := e.readme(t, "dpkg -i soulstack-soul_", e.joinToken(t))
-		if len(cmds) != 3 {
-			t.Fatalf("README's soul package block: %q, want dpkg -i, the config, systemctl", cmds)
+		if len(cmds) != 4 || !strings.HasPrefix(cmds[2], "echo ") {
+			t.Fatalf("README's soul package block: %q, want dpkg -i, the keeper, the token, systemctl", cmds)
 		}
 		// Installed with no Keeper configured: nothing starts, and dpkg
 		// says why.
@@ -237,10 +241,11 @@ func TestInstall(t *testing.T) {
 
 		// Configured as the README says, then started by systemd.
 		sh(t, h, cmds[1])
+		runSecret(t, h, cmds[2])
 		if got := sh(t, h, "grep -c '^SOULSTACK_KEEPER="+e.url+"$' /etc/soulstack/soul.env; stat -c %a /etc/soulstack/soul.env"); got != "1\n600" {
 			t.Fatalf("soul.env after %s: %q", cmds[1], got)
 		}
-		sh(t, h, cmds[2])
+		sh(t, h, cmds[3])
 		s := e.waitStatus(t, h.Name(), store.SoulConnected)
 		if len(s.Covens) != 1 || s.Covens[0] != "installed" {
 			t.Errorf("soul covens %v, want [installed] from the join token", s.Covens)
@@ -302,11 +307,11 @@ func TestInstall(t *testing.T) {
 		}
 		sh(t, h, "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q curl >/dev/null")
 		// The README's command, as the host's root runs it.
-		cmds := e.readme(t, "curl ", e.joinToken(t))
+		cmds := e.readme(t, "{ curl ", e.joinToken(t))
 		if len(cmds) != 1 || !strings.Contains(cmds[0], e.pin) || !strings.Contains(cmds[0], e.url+"/install.sh") {
 			t.Fatalf("README's curl | sh block: %q", cmds)
 		}
-		out, ok := try(h, cmds[0])
+		out, ok := runSecret(t, h, cmds[0])
 		if !ok {
 			t.Fatalf("%s:\n%s", cmds[0], out)
 		}
@@ -329,14 +334,14 @@ func TestInstall(t *testing.T) {
 // non-root user and installs through sudo.
 func TestInstallSysV(t *testing.T) {
 	requireRoot(t)
-	e := newEnv(t, lab.Config{Name: sysvLabName, Hosts: 2, Flavour: lab.FlavourSysV, Packages: []string{"curl", "openssh-server", "sudo"}})
+	e := newEnv(t, lab.Config{Name: labName() + "-sysv", Hosts: 2, Flavour: lab.FlavourSysV, Packages: []string{"curl", "openssh-server", "sudo"}})
 	h := e.lab.Hosts()[0]
 	sh(t, h, "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q curl >/dev/null")
-	cmds := e.readme(t, "curl ", e.joinToken(t))
+	cmds := e.readme(t, "{ curl ", e.joinToken(t))
 	if len(cmds) != 1 {
 		t.Fatalf("README's curl | sh block: %q", cmds)
 	}
-	out, ok := try(h, cmds[0])
+	out, ok := runSecret(t, h, cmds[0])
 	if !ok || !strings.Contains(out, "soul installed and started (sysv)") {
 		t.Fatalf("%s:\n%s", cmds[0], out)
 	}
@@ -350,4 +355,18 @@ func TestInstallSysV(t *testing.T) {
 	e.waitStatus(t, h.Name(), store.SoulConnected)
 
 	t.Run("bootstrap-sudo", func(t *testing.T) { testBootstrapSudo(t, e, e.lab.Hosts()[1]) })
+}
+
+// runSecret runs a command holding a secret (a join token) on h the way an
+// administrator types it: from a 0600 script file, so that the secret is
+// in no command line (sh -c would put it in argv). It returns the
+// output and whether the command succeeded.
+func runSecret(t *testing.T, h *lab.Host, command string) (string, bool) {
+	t.Helper()
+	path := "/root/.soulstack-test-command"
+	if err := h.WriteFile(path, []byte(command+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, ok := try(h, "sh "+path+"; rc=$?; rm -f "+path+"; exit $rc")
+	return out, ok
 }

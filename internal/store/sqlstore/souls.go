@@ -316,7 +316,7 @@ func (s *Store) UseJoinToken(ctx context.Context, secretHash []byte, now time.Ti
 		WHERE secret_hash = ? AND expires_at > ? AND revoked_at IS NULL AND (max_uses = 0 OR uses < max_uses)
 		RETURNING `+joinTokenCols+`, secret_hash`, secretHash, s.ts(now)), &hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.JoinToken{}, &domain.Error{Code: domain.CodeNotFound, Message: "join token unknown, expired, revoked or used up", Err: domain.ErrNotFound}
+		return store.JoinToken{}, s.joinTokenRefusal(ctx, secretHash, now)
 	}
 	t.SecretHash = hash
 	return t, s.wrap("using join token", err)
@@ -328,9 +328,35 @@ func (s *Store) PeekJoinToken(ctx context.Context, secretHash []byte, now time.T
 	t, err := scanJoinToken(s.reader().row(ctx, `SELECT `+joinTokenCols+` FROM join_tokens
 		WHERE secret_hash = ? AND expires_at > ? AND revoked_at IS NULL AND (max_uses = 0 OR uses < max_uses)`, secretHash, s.ts(now)))
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.JoinToken{}, &domain.Error{Code: domain.CodeNotFound, Message: "join token unknown, expired, revoked or used up", Err: domain.ErrNotFound}
+		return store.JoinToken{}, s.joinTokenRefusal(ctx, secretHash, now)
 	}
 	return t, s.wrap("reading join token", err)
+}
+
+// joinTokenRefusal is the not-found error for a token with secretHash
+// that cannot be used at now, saying why: unknown, revoked, expired or
+// used up (an install that failed on a used-up token is another story
+// than one on an expired token).
+func (s *Store) joinTokenRefusal(ctx context.Context, secretHash []byte, now time.Time) error {
+	t, err := scanJoinToken(s.reader().row(ctx, `SELECT `+joinTokenCols+` FROM join_tokens WHERE secret_hash = ?`, secretHash))
+	var msg string
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		msg = "join token unknown to this keeper"
+	case err != nil:
+		return s.wrap("reading join token", err)
+	case t.RevokedAt != nil:
+		msg = "join token revoked at " + t.RevokedAt.UTC().Format(time.RFC3339)
+	case !now.Before(t.ExpiresAt):
+		msg = "join token expired at " + t.ExpiresAt.UTC().Format(time.RFC3339)
+	case t.MaxUses > 0 && t.Uses >= t.MaxUses:
+		msg = fmt.Sprintf("join token used up (%d of %d uses)", t.Uses, t.MaxUses)
+	default:
+		// Usable again by now (a concurrent revocation lost, or clocks):
+		// say it was refused all the same.
+		msg = "join token not usable at " + now.UTC().Format(time.RFC3339)
+	}
+	return &domain.Error{Code: domain.CodeNotFound, Message: msg, Err: domain.ErrNotFound}
 }
 
 // ListJoinTokens returns every join token, oldest first, without secret

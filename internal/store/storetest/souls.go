@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"crypto/sha256"
+	"strings"
 	"testing"
 	"time"
 
@@ -287,16 +288,18 @@ func testJoinTokens(t *testing.T, s store.Store) {
 		t.Fatalf("second use: Uses = %d", got.Uses)
 	}
 
-	// Expired: exactly at ExpiresAt and after.
+	// Expired: exactly at ExpiresAt and after; the error says so.
 	_, err = s.PeekJoinToken(ctx, secret[:], at(time.Hour))
-	wantNotFound(t, err)
+	wantRefusal(t, err, "expired")
 	_, err = s.UseJoinToken(ctx, secret[:], at(time.Hour))
-	wantNotFound(t, err)
+	wantRefusal(t, err, "expired")
 	_, err = s.UseJoinToken(ctx, secret[:], at(2*time.Hour))
-	wantNotFound(t, err)
+	wantRefusal(t, err, "expired")
 	other := sha256.Sum256([]byte("other"))
 	_, err = s.UseJoinToken(ctx, other[:], base)
-	wantNotFound(t, err)
+	wantRefusal(t, err, "unknown")
+	_, err = s.PeekJoinToken(ctx, other[:], base)
+	wantRefusal(t, err, "unknown")
 }
 
 func testJoinTokenLimits(t *testing.T, s store.Store) {
@@ -325,9 +328,9 @@ func testJoinTokenLimits(t *testing.T, s store.Store) {
 		t.Fatalf("first use of a one-use token: %+v", got)
 	}
 	_, err = s.UseJoinToken(ctx, once[:], at(time.Minute))
-	wantNotFound(t, err)
+	wantRefusal(t, err, "used up (1 of 1 uses)")
 	_, err = s.PeekJoinToken(ctx, once[:], at(time.Minute))
-	wantNotFound(t, err) // used up
+	wantRefusal(t, err, "used up")
 	for range 2 {
 		_, err = s.UseJoinToken(ctx, twice[:], at(time.Minute))
 		must(t, err)
@@ -342,7 +345,9 @@ func testJoinTokenLimits(t *testing.T, s store.Store) {
 	must(t, s.RevokeJoinToken(ctx, "j3", at(2*time.Minute)))
 	must(t, s.RevokeJoinToken(ctx, "j3", at(3*time.Minute)))
 	_, err = s.UseJoinToken(ctx, open[:], at(4*time.Minute))
-	wantNotFound(t, err)
+	wantRefusal(t, err, "revoked")
+	_, err = s.PeekJoinToken(ctx, open[:], at(4*time.Minute))
+	wantRefusal(t, err, "revoked")
 	wantNotFound(t, s.RevokeJoinToken(ctx, "ghost", base))
 
 	// The list: oldest first, uses and revocation included, no secrets.
@@ -352,4 +357,14 @@ func testJoinTokenLimits(t *testing.T, s store.Store) {
 	j3.RevokedAt = ptr(at(2 * time.Minute))
 	j1.SecretHash, j2.SecretHash, j3.SecretHash = nil, nil, nil
 	diff(t, "ListJoinTokens", list, []store.JoinToken{j1, j2, j3})
+}
+
+// wantRefusal fails unless err is a not-found refusal of a join token
+// whose message says why (want).
+func wantRefusal(t *testing.T, err error, want string) {
+	t.Helper()
+	wantNotFound(t, err)
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("join token refused with %q, want it to say %q", err, want)
+	}
 }
