@@ -106,3 +106,38 @@ func TestApplyLocalRecordsTasks(t *testing.T) {
 		t.Fatalf("record:\n%s", raw)
 	}
 }
+
+// TestApplyLocalWhenSkippedRegisterIsEmpty (SPEC §7, §17): in soul apply
+// --local too, a task skipped by when: did not answer, and a register
+// inside a skipped block is empty rather than undefined.
+func TestApplyLocalWhenSkippedRegisterIsEmpty(t *testing.T) {
+	dir := t.TempDir()
+	destiny := `tasks:
+  - name: skipped
+    module: core.test.echo
+    register: x
+    when: "false"
+    params: {message: hi}
+  - name: gated
+    when: "false"
+    block:
+      - name: inner
+        module: core.test.echo
+        register: inner
+        params: {message: hi}
+output:
+  n: "${ size(register.x) }"
+  hosts: "${ register.x.hosts }"
+  inner: "${ size(register.inner) }"
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.yml"), []byte(destiny), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code, stderr := runApply(t, "--local", dir, "--root", t.TempDir(), "--sid", "h1", "-o", "json")
+	if code != 0 || out.Failed {
+		t.Fatalf("exit %d, out %+v, stderr %s", code, out, stderr)
+	}
+	if out.Output["n"] != float64(0) || out.Output["inner"] != float64(0) || len(out.Output["hosts"].(map[string]any)) != 0 {
+		t.Fatalf("output = %v, want n 0, inner 0, hosts {}", out.Output)
+	}
+}
