@@ -56,6 +56,9 @@ type Service struct {
 	Warnings Problems
 
 	validateState func(map[string]any) error
+	// essenceOpen is set when an essence file could not be read: its keys
+	// are unknown, so essence.* is not closed.
+	essenceOpen bool
 }
 
 // Manifest is service.yml.
