@@ -13,7 +13,7 @@ func TestLiteralLoopOverTheLimit(t *testing.T) {
 	repo := func(n int) fstest.MapFS {
 		items := strings.TrimSuffix(strings.Repeat("1,", n), ",")
 		return fstest.MapFS{
-			"service.yml": {Data: []byte("name: l\n")},
+			"service.yml":         {Data: []byte("name: l\n")},
 			"scenario/s/main.yml": {Data: []byte("tasks:\n  - name: big\n    module: core.test.echo\n    loop: [" + items + "]\n    params: {message: \"${ item }\"}\n")},
 		}
 	}
