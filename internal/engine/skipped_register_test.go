@@ -77,3 +77,24 @@ expect:
     - {task: after, ran: [a, b]}
 `).run()
 }
+
+// TestWhenSkippedRegisterFieldSaysWhy: reading a field of a register whose
+// task was skipped everywhere fails where a value is needed, saying why.
+func TestWhenSkippedRegisterFieldSaysWhy(t *testing.T) {
+	svc := loadService(t, map[string]string{"scenario/deploy/main.yml": `
+state_changes:
+  sets: {out: "${ register.none.stdout }"}
+tasks:
+  - name: skipped everywhere
+    module: core.exec.run
+    register: none
+    when: "false"
+    params: {command: x}
+`})
+	newWorld(t, svc, "deploy", `
+hosts: [{sid: a}, {sid: b}]
+expect:
+  outcome: failed
+  error: "register.none has no result: the task was skipped on every host it targeted (skipped: when is false)"
+`).run()
+}

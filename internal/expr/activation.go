@@ -202,7 +202,9 @@ func (r *Registers) Set(name, sid string, res domain.Result) {
 	if r.why == nil {
 		r.why = map[string]string{}
 	}
-	if _, ok := r.why[name]; !ok && res.Msg != "" {
+	if len(r.m[name]) == 0 && res.Msg != "" {
+		// The most specific reason: it replaces "inside a block that was
+		// skipped" when the block ran and the task itself was skipped.
 		r.why[name] = "the task was skipped on every host it targeted (" + res.Msg + ")"
 	}
 	r.gen++
