@@ -5,15 +5,19 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
 // A command that fails inside a condition is an attempt that did not hold
-// (SPEC §13): retried at the next interval; when attempts run out,
-// AttemptsLimitReached carries the last error and on-error applies. In an
-// action the same failure fails the step at once.
+// (SPEC §13): retried at the next interval. When the command still fails
+// on the last attempt the condition could not be evaluated: the step fails
+// with that error whatever the on-error handlers say (issue 35); when it
+// answered on the last attempt and expect did not hold, AttemptsLimitReached
+// carries the last error and on-error applies. In an action the same
+// failure fails the step at once.
 func TestFailingCommandInCondition(t *testing.T) {
 	const gate = `
 steps:
@@ -39,11 +43,11 @@ steps:
 	}{
 		{"recovers on the next attempt", "", []int{1}, StatusSuccess, 2, "", ""},
 		{"every attempt fails, no handler", "", []int{1, 2, 3}, StatusFailure, 3,
-			"step gate: condition 1 not met after 3 attempt(s) (AttemptsLimitReached, no on-error handler); last error: attempt 3: apicall \"cluster nodes list\": cluster: exit status 1: cluster nodes list: injected failure: the platform API answered 502 Bad Gateway", ""},
-		{"every attempt fails, _exit", "        on-error:\n          - error-type: AttemptsLimitReached\n            handler: _exit", []int{1, 2, 3}, StatusSuccess, 3,
-			"", "gate: condition 1: AttemptsLimitReached; last error: attempt 3: apicall \"cluster nodes list\""},
-		{"every attempt fails, _continue", "        on-error:\n          - error-type: AttemptsLimitReached\n            handler: _continue", []int{1, 2, 3}, StatusSuccess, 3,
-			"", "AttemptsLimitReached; last error: attempt 3:"},
+			"step gate: condition 1 could not be evaluated: its command failed on the last attempt (3 of 3): apicall \"cluster nodes list\": cluster: exit status 1: cluster nodes list: injected failure: the platform API answered 502 Bad Gateway", ""},
+		{"every attempt fails, _exit", "        on-error:\n          - error-type: AttemptsLimitReached\n            handler: _exit", []int{1, 2, 3}, StatusFailure, 3,
+			"step gate: condition 1 could not be evaluated", "gate: condition 1: the command failed on its last attempt"},
+		{"every attempt fails, _continue", "        on-error:\n          - error-type: AttemptsLimitReached\n            handler: _continue", []int{1, 2, 3}, StatusFailure, 3,
+			"step gate: condition 1 could not be evaluated", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,7 +61,7 @@ steps:
 			if got := len(p.calls("cluster nodes list")); got != tt.wantCalls {
 				t.Errorf("%d calls, want %d", got, tt.wantCalls)
 			}
-			if tt.wantErr != "" && task.RunError != tt.wantErr {
+			if tt.wantErr != "" && !strings.HasPrefix(task.RunError, tt.wantErr) {
 				t.Errorf("run_error\n %q\nwant\n %q", task.RunError, tt.wantErr)
 			}
 			if tt.wantLine != "" && !containsLine(logLines(task, LogCondition), tt.wantLine) {
@@ -138,5 +142,56 @@ func TestRunOnVIPForwardedFromNonLeader(t *testing.T) {
 	e2.put("vip", "config:\n  run-on-vip: true\nsteps:\n  s:\n    action:\n      log: hi\n")
 	if _, err := e2.c.Execute(context.Background(), ExecRequest{Procedure: "vip"}); domain.ErrorCode(err) != domain.CodeUnavailable {
 		t.Errorf("without Forward: %v, want unavailable", err)
+	}
+}
+
+// TestConditionThatCannotBeEvaluatedFailsTheStep (issue 35): a condition
+// whose apicall fails on its last attempt — no binding for the command,
+// a non-zero exit, output that is not JSON — fails the step with that
+// error, even with an _exit handler (cluster_fencing on a Keeper with no
+// platform bindings used to end SUCCESS). When the command answered and
+// expect did not hold, the handler still applies.
+func TestConditionThatCannotBeEvaluatedFailsTheStep(t *testing.T) {
+	const proc = `
+steps:
+  gate:
+    conditions:
+      - apicall: "cluster nodes list"
+        expect:
+          - {filter: "length(@)", op: ">", value: 0}
+        attempts: {max: 2, interval: 10}
+        on-error:
+          - error-type: AttemptsLimitReached
+            handler: _exit
+  after:
+    action:
+      log: "after the gate"
+`
+	sh := func(script string) []Binding {
+		return []Binding{{Prefix: "cluster", Executable: "/bin/sh", Args: []string{"-c", script}, Timeout: 20 * time.Second}}
+	}
+	tests := []struct {
+		name       string
+		bindings   []Binding
+		wantStatus string
+		wantErr    string
+	}{
+		{"no binding", nil, StatusFailure, "step gate: condition 1 could not be evaluated: its command failed on the last attempt (2 of 2): "},
+		{"non-zero exit", sh("echo boom >&2; exit 3"), StatusFailure, "step gate: condition 1 could not be evaluated: its command failed on the last attempt (2 of 2): apicall \"cluster nodes list\""},
+		{"malformed JSON", sh("echo '{not json'"), StatusFailure, "step gate: condition 1 could not be evaluated: its command failed on the last attempt (2 of 2): apicall \"cluster nodes list\""},
+		{"answered, expect not held: _exit applies", sh("echo '[]'"), StatusSuccess, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, Config{Bindings: tt.bindings})
+			e.put("gated", proc)
+			task := e.execWait("gated", nil)
+			if task.Status != tt.wantStatus || !strings.HasPrefix(task.RunError, tt.wantErr) {
+				t.Fatalf("status %s run_error %q, want %s %q\n%s", task.Status, task.RunError, tt.wantStatus, tt.wantErr, dumpLog(task))
+			}
+			if containsLine(logLines(task, LogMessage), "after the gate") {
+				t.Errorf("step after ran\n%s", dumpLog(task))
+			}
+		})
 	}
 }

@@ -267,6 +267,16 @@ func (r *run) runStep(s *Step) error {
 		if held {
 			continue
 		}
+		// A command that still failed on the last attempt means the
+		// condition could not be evaluated at all (no binding, non-zero
+		// exit, output that is not JSON): that is an error of the step,
+		// never "not held", so no on-error handler turns it into a
+		// success (issue 35: cluster_fencing without platform bindings).
+		if ae, ok := last.(*attemptError); ok && ae.attempt == cond.Attempts.Max {
+			r.logf(s.Name, LogCondition, nil, "condition %d: the command failed on its last attempt, so the condition could not be evaluated: %v", i+1, ae.err)
+			return fmt.Errorf("step %s: condition %d could not be evaluated: its command failed on the last attempt (%d of %d): %v",
+				s.Name, i+1, ae.attempt, cond.Attempts.Max, ae.err)
+		}
 		// AttemptsLimitReached carries the last command error, if any.
 		carried := ""
 		if last != nil {

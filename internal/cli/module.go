@@ -251,6 +251,8 @@ func moduleDoc(name string, s module.Schema) ModuleDoc {
 		d.CheckMode = "changes nothing: reports changed, with a diff, when it would change something"
 	}
 	switch {
+	case strings.HasPrefix(name, custom.Prefix):
+		d.Confinement = "refuses to run under a soul's --root (keeper dev's souls, soul swarm, soul apply --root): --root cannot confine what its program does"
 	case s.Unconfinable:
 		d.Confinement = "refuses to run under a soul's --root: it changes host-global state, which needs root on the host"
 	case s.RunsProgram:

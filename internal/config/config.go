@@ -221,6 +221,9 @@ func (k Keeper) Validate() error {
 	if err := k.Runs.Keep.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if k.Runs.MaxLoopItems < 0 {
+		errs = append(errs, errors.New("runs.max_loop_items must not be negative (0 is the default, 10000)"))
+	}
 	if (k.TLS.Cert == "") != (k.TLS.Key == "") {
 		errs = append(errs, errors.New("tls cert and key are given together or not at all"))
 	}

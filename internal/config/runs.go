@@ -11,6 +11,10 @@ import (
 // Runs configures what the keeper keeps of finished runs.
 type Runs struct {
 	Keep RunsKeep `yaml:"keep"`
+	// MaxLoopItems bounds the items of one task's loop: (SPEC §17;
+	// dsl.DefaultMaxLoopItems when 0). A literal list over the default is
+	// refused at validation; a computed one fails the task at run time.
+	MaxLoopItems int `yaml:"max_loop_items"`
 }
 
 // RunsKeep is runs.keep, the retention of per-host results: a finished

@@ -38,3 +38,23 @@ func TestRunsKeep(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsMaxLoopItems: runs.max_loop_items reads from keeper.yaml (0, the
+// engine's default of 10,000, when left out) and must not be negative.
+func TestRunsMaxLoopItems(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keeper.yaml")
+	if err := os.WriteFile(path, []byte("data_dir: x\nruns:\n  max_loop_items: 500\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Validate(); err != nil || k.Runs.MaxLoopItems != 500 {
+		t.Fatalf("max_loop_items = %d, err %v", k.Runs.MaxLoopItems, err)
+	}
+	k.Runs.MaxLoopItems = -1
+	if err := k.Validate(); err == nil || !strings.Contains(err.Error(), "runs.max_loop_items") {
+		t.Fatalf("Validate = %v, want runs.max_loop_items named", err)
+	}
+}

@@ -320,6 +320,7 @@ func (p *parser) essence(fsys fs.FS, svc *Service) {
 		}
 		root, ok := p.parseYAML(file, data)
 		if !ok {
+			svc.essenceOpen = true // its keys are unknown: no typo reports
 			continue
 		}
 		if root == nil {
@@ -330,6 +331,7 @@ func (p *parser) essence(fsys fs.FS, svc *Service) {
 		m, ok := v.(map[string]any)
 		if !ok && v != nil {
 			p.add(posOf(file, root), "", fmt.Sprintf("essence must be a map of parameters, got %s", kindName(root)))
+			svc.essenceOpen = true
 			continue
 		}
 		if m == nil {

@@ -17,6 +17,12 @@ import (
 	"github.com/soulstack/soulstack/internal/module/custom"
 )
 
+// DefaultMaxLoopItems bounds the items of one task's loop: (SPEC §17): a
+// literal list over it is refused at validation, and a computed list over
+// the Keeper's runs.max_loop_items (this default when unset) fails the
+// task at run time before any item runs.
+const DefaultMaxLoopItems = 10000
+
 // Pos is a position in a service repository: File is relative to the repo
 // directory (for destiny bundles, relative to the destiny directory, prefixed
 // with "destiny/<name>/"); Line and Col are 1-based, 0 when unknown.
@@ -56,6 +62,9 @@ type Service struct {
 	Warnings Problems
 
 	validateState func(map[string]any) error
+	// essenceOpen is set when an essence file could not be read: its keys
+	// are unknown, so essence.* is not closed.
+	essenceOpen bool
 }
 
 // Manifest is service.yml.

@@ -173,6 +173,10 @@ func (p *parser) loop(u *unit, file string, n *yaml.Node) (any, *cel.Type, *expr
 	n = deref(n)
 	pos := posOf(file, n)
 	if n != nil && n.Kind == yaml.SequenceNode {
+		if len(n.Content) > DefaultMaxLoopItems {
+			p.add(pos, "loop", fmt.Sprintf("loop: %d items, more than the limit of %d per task (runs.max_loop_items): split the work across tasks or loop over a computed list the keeper's limit allows", len(n.Content), DefaultMaxLoopItems))
+			return nil, cel.DynType, nil
+		}
 		p.templates(u, file, n, "loop", templateOpts{})
 		v := p.value(file, n)
 		t, shape := loopItem(v, nil)

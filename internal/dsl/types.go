@@ -104,12 +104,27 @@ func inputShape(in Inputs) *expr.Shape {
 	return s
 }
 
-// essenceShape is the static shape of essence.* from _default.yaml (open:
-// a coven's or an incarnation's file may add keys).
+// essenceShape is the static shape of essence.*: the keys of
+// _default.yaml with their value types, plus (as dyn) the keys only a
+// coven's or an incarnation's file sets. It is closed: a key no essence
+// file defines is a typo (essence.prot): an override given at creation
+// only changes the value of a key the files define.
 func essenceShape(svc *Service) *expr.Shape {
-	s := &expr.Shape{Name: "essence", Fields: map[string]*cel.Type{}, Open: true}
+	s := &expr.Shape{Name: "essence", Fields: map[string]*cel.Type{},
+		Hint: "a key is defined by essence/_default.yaml or a coven's or an incarnation's essence file; give {field} a default in essence/_default.yaml"}
+	if svc == nil || svc.essenceOpen {
+		s.Open = true
+	}
 	if svc == nil {
 		return s
+	}
+	for name, m := range svc.Essences {
+		if name == "_default" {
+			continue
+		}
+		for k := range m {
+			s.Fields[k] = cel.DynType
+		}
 	}
 	for k, v := range svc.Essences["_default"] {
 		s.Fields[k] = expr.TypeOfValue(v)
@@ -136,14 +151,34 @@ func resultShape(u *unit, t *Task) *expr.Shape {
 		for k, f := range schema.Output {
 			s.Fields[k] = paramCelType(f.Type)
 		}
+		// output: is a destiny's; a module task's is always empty.
+		s.Nested = map[string]*expr.Shape{"output": {Fields: map[string]*cel.Type{},
+			Hint: fmt.Sprintf("output is set only by apply: tasks; a module's own result fields are read directly, e.g. register.%s.{field}", t.Register)}}
 	case t.Apply != nil:
 		s.Name = "an apply: result"
 		s.Fields["tasks"] = cel.ListType(cel.DynType)
+		if d := u.destinyOf(t.Apply.Destiny); d != nil {
+			// The destiny's declared output: keys, closed.
+			s.Name = "a destiny " + d.Name + " result"
+			out := &expr.Shape{Fields: map[string]*cel.Type{}}
+			for k, v := range d.Output {
+				out.Fields[k] = expr.TypeOfValue(v)
+			}
+			s.Nested = map[string]*expr.Shape{"output": out}
+		}
 	default:
 		s.Name = "a block result"
 		s.Fields["tasks"] = cel.ListType(cel.DynType)
 	}
 	return s
+}
+
+// destinyOf is the loaded destiny name of u's service, or nil.
+func (u *unit) destinyOf(name string) *Destiny {
+	if u.svc == nil {
+		return nil
+	}
+	return u.svc.Destinies[name]
 }
 
 // fitsCel reports whether a value of checked type ct can have the declared

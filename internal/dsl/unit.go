@@ -302,8 +302,9 @@ func (p *parser) stateChanges(u *unit, file string, e entry) StateChanges {
 				sc.SetPos[s.key] = posOf(file, deref(s.value))
 				key := "state_changes.sets." + s.key
 				checkKey(s.kpos, key, s.key)
-				p.templates(u, file, s.value, key, templateOpts{deferred: true})
+				ct := p.templates(u, file, s.value, key, templateOpts{deferred: true})
 				sc.Sets[s.key] = p.value(file, s.value)
+				p.checkStateType(u.svc, posOf(file, deref(s.value)), key, s.key, valueType(sc.Sets[s.key], ct))
 			}
 		case "unsets":
 			items, ok := p.sequence(file, f.value, "state_changes.unsets")

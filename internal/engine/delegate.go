@@ -106,6 +106,7 @@ func (r *runner) delegated(ctx context.Context, t *dsl.Task, sid string, wave in
 			Files:          r.sc.Files,
 			Modules:        r.svc.Modules,
 			DefaultTimeout: r.e.cfg.DefaultTimeout,
+			MaxLoopItems:   r.e.cfg.MaxLoopItems,
 			Sleep:          r.e.cfg.Sleep,
 			Taint:          r.taint(ctx, &a),
 		})

@@ -78,6 +78,9 @@ type Config struct {
 	// FanOut bounds the hosts of one wave worked on at once
 	// (DefaultFanOut when zero).
 	FanOut int
+	// MaxLoopItems bounds the items of one task's loop: per host
+	// (dsl.DefaultMaxLoopItems when zero; keeper.yaml runs.max_loop_items).
+	MaxLoopItems int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Sleep waits between retry attempts (a real timer when nil).

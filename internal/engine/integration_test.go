@@ -34,6 +34,8 @@ type realFleet struct {
 	url   string
 	fp    string
 	souls map[string]context.CancelFunc
+	// unconfined starts souls without --root (custom modules refuse it).
+	unconfined bool
 }
 
 type staticLoader struct{ svc *dsl.Service }
@@ -113,6 +115,9 @@ func (f *realFleet) soul(sid string, covens ...string) string {
 	root := filepath.Join(f.dir, "roots", sid)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		f.t.Fatal(err)
+	}
+	if f.unconfined {
+		root = ""
 	}
 	a, err := soul.NewAgent(soul.Config{
 		KeeperURL: f.url, SID: sid, DataDir: filepath.Join(f.dir, "souls", sid), JoinToken: jointoken.Encode(secret, f.fp),

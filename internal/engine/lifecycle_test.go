@@ -283,10 +283,13 @@ expect:
 	}
 }
 
+// TestStateSchemaViolationCommitsNothing: a value whose type validation
+// cannot know (a number input: int or double) is checked at commit; one it
+// can know is refused at validation (dsl testdata/state_types.txtar).
 func TestStateSchemaViolationCommitsNothing(t *testing.T) {
 	svc := loadService(t, map[string]string{"scenario/deploy/main.yml": `
 input:
-  count: {type: string, default: "three"}
+  count: {type: number, default: 2.5}
 state_changes:
   sets: {count: "${ input.count }"}
 tasks:

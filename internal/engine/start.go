@@ -73,6 +73,9 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (id s
 	if err != nil {
 		return "", fmt.Errorf("scenario %s: %w", CreateScenario, err)
 	}
+	if err := svc.CheckEssenceOverrides(req.Essence); err != nil {
+		return "", err
+	}
 	if err := e.checkSecrets(ctx, svc, sc); err != nil {
 		return "", err
 	}

@@ -132,6 +132,7 @@ func (r *runner) attempt(ctx context.Context, t *dsl.Task, sid string, wave int,
 			Files:          r.sc.Files,
 			Modules:        r.svc.Modules,
 			DefaultTimeout: r.e.cfg.DefaultTimeout,
+			MaxLoopItems:   r.e.cfg.MaxLoopItems,
 			Sleep:          r.e.cfg.Sleep,
 			Taint:          r.taint(ctx, act),
 		})

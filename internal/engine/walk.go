@@ -62,6 +62,9 @@ func holdsHandler(t *dsl.Task) bool {
 // after another, and a failure stops the rollout (later waves never start).
 func (r *runner) task(ctx context.Context, t *dsl.Task, sc scope) {
 	afterFailure := r.failed() && !sc.handler
+	// The registers inside a block exist even when the block runs on no
+	// host or is skipped everywhere: they are empty (SPEC §7).
+	executor.DeclareNested(r.base.Registers, t)
 	tg := r.target(ctx, t, sc)
 	name := executor.TaskName(t)
 	why, note := "", ""

@@ -107,6 +107,7 @@ func (h *HostRun) runBlock(ctx context.Context, t *dsl.Task, act *expr.Activatio
 			return failed("when: " + err.Error())
 		}
 		if !ok {
+			DeclareNested(act.Registers, t)
 			return domain.Result{Skipped: true, Msg: "skipped: when is false"}
 		}
 	}
@@ -137,6 +138,23 @@ func (h *HostRun) record(t *dsl.Task, act *expr.Activation, r domain.Result) {
 	if t.Register != "" {
 		h.results[t.Register] = r
 		act.Registers.Set(t.Register, h.SID, r)
+	}
+}
+
+// DeclareNested declares the registers of the tasks inside block t as
+// empty values (SPEC §7: a register of a task that ran on no host has
+// size 0), so that a block skipped or filtered out on every host leaves
+// size(register.x) == 0 for the tasks it holds, not an undefined name.
+// Registers already known are left alone.
+func DeclareNested(regs *expr.Registers, t *dsl.Task) {
+	if regs == nil {
+		return
+	}
+	for _, c := range t.Block {
+		if c.Register != "" {
+			regs.DeclareUnreached(c.Register, fmt.Sprintf("task %q did not run: it is inside block %q, which was skipped or targeted no host", TaskName(c), TaskName(t)))
+		}
+		DeclareNested(regs, c)
 	}
 }
 

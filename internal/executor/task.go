@@ -44,6 +44,9 @@ type Options struct {
 	// Modules are the service's custom modules (service.<name>), shipped
 	// with the calls that run them.
 	Modules map[string]*custom.Module
+	// MaxLoopItems bounds the items of a loop: (dsl.DefaultMaxLoopItems
+	// when 0): a longer list fails the task before any item runs.
+	MaxLoopItems int
 }
 
 // commandModules do not run in check mode, except as the read-only probe.
@@ -97,6 +100,13 @@ func Attempt(ctx context.Context, t *dsl.Task, act *expr.Activation, o Options) 
 	items, err := loopItems(ctx, t, act, o.Env)
 	if err != nil {
 		return failed("loop: " + err.Error())
+	}
+	limit := o.MaxLoopItems
+	if limit <= 0 {
+		limit = dsl.DefaultMaxLoopItems
+	}
+	if len(items) > limit {
+		return failed(fmt.Sprintf("loop: %d items, more than the limit of %d per task (runs.max_loop_items in keeper.yaml): split the work or raise the limit", len(items), limit))
 	}
 	agg := domain.Result{Results: make([]domain.Result, 0, len(items)), Skipped: true}
 	for i, it := range items {

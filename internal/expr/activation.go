@@ -152,6 +152,11 @@ func (activation) Parent() interpreter.Activation { return nil }
 type Registers struct {
 	mu sync.RWMutex
 	m  map[string]map[string]map[string]any
+	// skipped holds, per register, the results of hosts on which the
+	// task was skipped (by when: or unmet requisites). A skipped host did
+	// not answer (SPEC §7, §17): it is not in size(), hosts or field
+	// reads, but Get still returns it, so a when: skip satisfies require:.
+	skipped map[string]map[string]map[string]any
 	// why says, per register of a task that ran on no host, why it has
 	// no result (SPEC §7: an empty register is a value).
 	why map[string]string
@@ -175,8 +180,38 @@ func NewRegisters() *Registers {
 }
 
 // Set records host sid's result under name (its register view, r.Map()).
+// A skipped result is kept apart: the host did not answer (SPEC §17), so
+// register.<name> does not count or show it.
 func (r *Registers) Set(name, sid string, res domain.Result) {
-	r.SetMap(name, sid, res.Map())
+	if res.Status() != domain.StatusSkipped {
+		r.SetMap(name, sid, res.Map())
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]map[string]map[string]any{}
+	}
+	if r.m[name] == nil {
+		r.m[name] = map[string]map[string]any{}
+	}
+	delete(r.m[name], sid)
+	if r.skipped == nil {
+		r.skipped = map[string]map[string]map[string]any{}
+	}
+	if r.skipped[name] == nil {
+		r.skipped[name] = map[string]map[string]any{}
+	}
+	r.skipped[name][sid] = res.Map()
+	if r.why == nil {
+		r.why = map[string]string{}
+	}
+	if len(r.m[name]) == 0 && res.Msg != "" {
+		// The most specific reason: it replaces "inside a block that was
+		// skipped" when the block ran and the task itself was skipped.
+		r.why[name] = "the task was skipped on every host it targeted (" + res.Msg + ")"
+	}
+	r.gen++
 }
 
 // SetMap records a result map directly (destiny outputs, scenario tests).
@@ -190,6 +225,7 @@ func (r *Registers) SetMap(name, sid string, m map[string]any) {
 		r.m[name] = map[string]map[string]any{}
 	}
 	r.m[name][sid] = m
+	delete(r.skipped[name], sid)
 	r.gen++
 }
 
@@ -221,6 +257,16 @@ func (r *Registers) Empty(name, why string) {
 	r.gen++
 }
 
+// DeclareUnreached declares the register of a task that was never reached
+// (inside a block skipped or filtered out on every host) as empty with
+// why, unless name is already known.
+func (r *Registers) DeclareUnreached(name, why string) {
+	if r.has(name) {
+		return
+	}
+	r.Empty(name, why)
+}
+
 // has reports whether name is known.
 func (r *Registers) has(name string) bool {
 	if r == nil {
@@ -247,14 +293,18 @@ func (r *Registers) Hosts(name string) (map[string]map[string]any, bool) {
 	return maps.Clone(h), true
 }
 
-// Get returns host sid's result under name.
+// Get returns host sid's result under name, a skipped one included (for
+// requisites: a when: skip satisfies require:).
 func (r *Registers) Get(name, sid string) (map[string]any, bool) {
 	if r == nil {
 		return nil, false
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	m, ok := r.m[name][sid]
+	if m, ok := r.m[name][sid]; ok {
+		return m, ok
+	}
+	m, ok := r.skipped[name][sid]
 	return m, ok
 }
 
@@ -293,6 +343,16 @@ func (r *Registers) Transform(f func(map[string]any) map[string]any) *Registers 
 			hs[sid] = f(m)
 		}
 		out.m[name] = hs
+	}
+	if r.skipped != nil {
+		out.skipped = make(map[string]map[string]map[string]any, len(r.skipped))
+		for name, hosts := range r.skipped {
+			hs := make(map[string]map[string]any, len(hosts))
+			for sid, m := range hosts {
+				hs[sid] = f(m)
+			}
+			out.skipped[name] = hs
+		}
 	}
 	if r.why != nil {
 		out.why = make(map[string]string, len(r.why))

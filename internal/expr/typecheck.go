@@ -25,6 +25,13 @@ type Shape struct {
 	Name   string
 	Fields map[string]*cel.Type
 	Open   bool
+	// Nested are fields that are objects with a shape of their own (the
+	// output: of an applied destiny); their type is that shape's. A
+	// nested shape is named after its parent: "register.res.output".
+	Nested map[string]*Shape
+	// Hint, when set, follows the message about a field the shape lacks
+	// ("{field}" is replaced by that field's name).
+	Hint string
 }
 
 // TypeScope declares the static types of the roots of one expression
@@ -259,9 +266,26 @@ func (e *Env) TypeCheck(src string, sc *TypeScope) (*cel.Type, error) {
 		return nil, err
 	}
 	p := &provider{Provider: types.NewEmptyRegistry(), shapes: map[string]*Shape{}, misses: map[string]*Shape{}}
-	add := func(s *Shape) *cel.Type {
+	var add func(s *Shape) *cel.Type
+	add = func(s *Shape) *cel.Type {
 		if s == nil {
 			return cel.DynType
+		}
+		if len(s.Nested) > 0 {
+			c := *s
+			c.Fields = make(map[string]*cel.Type, len(s.Fields)+len(s.Nested))
+			for k, t := range s.Fields {
+				c.Fields[k] = t
+			}
+			for k, ns := range s.Nested {
+				n := *ns
+				n.Name = s.Name + "." + k
+				if !strings.HasPrefix(s.Name, "register.") {
+					n.Name = k + " of " + s.Name
+				}
+				c.Fields[k] = add(&n)
+			}
+			s = &c
 		}
 		p.shapes[typePrefix+s.Name] = s
 		return objType(s.Name)
@@ -281,7 +305,7 @@ func (e *Env) TypeCheck(src string, sc *TypeScope) (*cel.Type, error) {
 			continue
 		}
 		res := add(s)
-		rs := &Shape{Name: "register." + name, Fields: map[string]*cel.Type{"hosts": cel.MapType(cel.StringType, res)}, Open: s.Open}
+		rs := &Shape{Name: "register." + name, Fields: map[string]*cel.Type{"hosts": cel.MapType(cel.StringType, res)}, Open: s.Open, Nested: s.Nested}
 		for f, t := range s.Fields {
 			rs.Fields[f] = t
 		}
@@ -438,6 +462,9 @@ func (p *provider) typeError(iss *cel.Issues, sc *TypeScope) error {
 		p.mu.Unlock()
 		if s != nil {
 			msg = fmt.Sprintf("%s has no field %s%s", s.Name, m[1], didYouMean(m[1], sortedFields(s)))
+			if s.Hint != "" {
+				msg += " (" + strings.ReplaceAll(s.Hint, "{field}", m[1]) + ")"
+			}
 		}
 	} else if m := undeclaredRefRE.FindStringSubmatch(msg); m != nil && m[1] == "delegated_for" && !sc.Delegated {
 		msg = NoDelegationMsg

@@ -245,6 +245,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		Logger:         log.With("component", "engine"),
 		DefaultTimeout: cfg.TaskTimeout.D(),
 		FanOut:         cfg.FanOut,
+		MaxLoopItems:   cfg.Runs.MaxLoopItems,
 		Metrics:        engine.NewMetrics(k.registry),
 		TaskKey:        keys[keyTaskIDs],
 	})

@@ -225,6 +225,14 @@ func Parse(file, name string, data []byte, svc *dsl.Service, sc *dsl.Scenario) (
 			return nil, yamlProblems(file, err)
 		}
 		keyProblems = yamlProblems(file, err).(Problems)
+		// A duplicate key stops the decoding of its whole mapping, so
+		// what is missing from it is not missing from the file: report the
+		// duplicate alone rather than "hosts: is required" and the like.
+		for _, msg := range te.Errors {
+			if strings.Contains(msg, "already defined") {
+				return nil, keyProblems
+			}
+		}
 	}
 	var root yaml.Node
 	_ = yaml.Unmarshal(data, &root)

@@ -125,6 +125,21 @@ expect: {outcome: passed, statuss: ready}
 	}
 }
 
+// TestParseDuplicateKeyAlone (issue 35): a duplicate key is reported with
+// its line, without "hosts: is required" or "expect: is required" for keys
+// that are there.
+func TestParseDuplicateKeyAlone(t *testing.T) {
+	body := "hosts: [{sid: h1}]\nexpect: {outcome: succeeded}\nhosts: [{sid: h2}]\n"
+	_, _, err := scenariotest.LoadFS(repo(map[string]string{"bad.yml": body}))
+	var ps scenariotest.Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("got %v, want Problems", err)
+	}
+	if len(ps) != 1 || !strings.Contains(err.Error(), `bad.yml:3: mapping key "hosts" already defined at line 1`) {
+		t.Fatalf("problems:\n%s\nwant only the duplicate key at line 3", err)
+	}
+}
+
 func TestLoadFindsTestsAndDefaults(t *testing.T) {
 	svc, tests, err := scenariotest.LoadFS(repo(map[string]string{
 		"b.yml":      "hosts: [{sid: h1}]\nexpect: {outcome: succeeded}\n",

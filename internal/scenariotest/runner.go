@@ -47,6 +47,8 @@ type Options struct {
 	Metrics *engine.Metrics
 	// Logger, when set, receives the engine's log (nil discards it).
 	Logger *slog.Logger
+	// MaxLoopItems is the engine's loop item limit (its default when 0).
+	MaxLoopItems int
 }
 
 // staticServices serves the one service under test at any commit.
@@ -95,6 +97,7 @@ func NewHarness(ctx context.Context, dir string, svc *dsl.Service, t *Test, o Op
 	h.Engine, err = engine.New(engine.Config{
 		Store: st, Dispatcher: h.Sim, Local: h.Sim, Services: staticServices{svc}, Secrets: sec,
 		KeeperID: KeeperID, DefaultTimeout: o.DefaultTimeout, OutputCap: o.OutputCap, Metrics: o.Metrics, Logger: o.Logger,
+		MaxLoopItems: o.MaxLoopItems,
 		// Simulated time: retry delays pass at once.
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 	})

@@ -106,3 +106,74 @@ func TestApplyLocalRecordsTasks(t *testing.T) {
 		t.Fatalf("record:\n%s", raw)
 	}
 }
+
+// TestApplyLocalWhenSkippedRegisterIsEmpty (SPEC §7, §17): in soul apply
+// --local too, a task skipped by when: did not answer, and a register
+// inside a skipped block is empty rather than undefined.
+func TestApplyLocalWhenSkippedRegisterIsEmpty(t *testing.T) {
+	dir := t.TempDir()
+	destiny := `tasks:
+  - name: skipped
+    module: core.test.echo
+    register: x
+    when: "false"
+    params: {message: hi}
+  - name: gated
+    when: "false"
+    block:
+      - name: inner
+        module: core.test.echo
+        register: inner
+        params: {message: hi}
+output:
+  n: "${ size(register.x) }"
+  hosts: "${ register.x.hosts }"
+  inner: "${ size(register.inner) }"
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.yml"), []byte(destiny), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code, stderr := runApply(t, "--local", dir, "--root", t.TempDir(), "--sid", "h1", "-o", "json")
+	if code != 0 || out.Failed {
+		t.Fatalf("exit %d, out %+v, stderr %s", code, out, stderr)
+	}
+	if out.Output["n"] != float64(0) || out.Output["inner"] != float64(0) || len(out.Output["hosts"].(map[string]any)) != 0 {
+		t.Fatalf("output = %v, want n 0, inner 0, hosts {}", out.Output)
+	}
+}
+
+// TestCustomModuleRefusedUnderRoot (issue 35): --root cannot confine the
+// program of a custom module (it would write the real filesystem, as
+// examples/web's service.site_health wrote /var/www under keeper dev), so
+// a soul under --root refuses to start it, with a clear message, and the
+// path outside the root is never written.
+func TestCustomModuleRefusedUnderRoot(t *testing.T) {
+	repo := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "written-outside-root")
+	files := map[string]string{
+		"modules/touch/module.yml": "summary: writes a file\nparams:\n  path: {type: string, required: true}\n",
+		"modules/touch/run":        "#!/bin/sh\ncat >/dev/null\n: > \"$SOUL_PARAM_PATH\"\necho '{\"changed\": true}'\n",
+		"destiny/d/main.yml":       "tasks:\n  - name: touch\n    module: service.touch\n    params: {path: \"" + outside + "\"}\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(repo, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, code, _ := runApply(t, "--local", filepath.Join(repo, "destiny/d"), "--root", t.TempDir(), "--sid", "h1", "-o", "json")
+	if code != 1 || !out.Failed || len(out.Tasks) != 1 || out.Tasks[0].Status != "failed" {
+		t.Fatalf("exit %d, out %+v, want the task failed", code, out)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatal("the custom module ran under --root and wrote outside it")
+	}
+	var stdout, stderr bytes.Buffer
+	Main(context.Background(), []string{"apply", "--local", filepath.Join(repo, "destiny/d"), "--root", t.TempDir(), "-o", "table"}, &stdout, &stderr)
+	if !strings.Contains(stdout.String()+stderr.String(), "cannot be confined to --root") {
+		t.Fatalf("no clear message:\n%s\n%s", stdout.String(), stderr.String())
+	}
+}

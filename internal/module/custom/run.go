@@ -113,6 +113,13 @@ func (m *Module) apply(ctx context.Context, params map[string]any, env *module.E
 	if env.InKeeper {
 		return domain.Result{}, errors.New("a custom module runs a program and never runs inside the Keeper")
 	}
+	if env.Root != "" {
+		// --root confines the files the core modules touch, not what a
+		// program does: the program would write the real filesystem of
+		// this machine (keeper dev's souls, soul swarm, apply --root).
+		return domain.Result{}, fmt.Errorf("%s cannot be confined to --root %s: it runs the service's program modules/%s/run, whose writes would land on this machine's real filesystem; run it on a soul without --root (a real or lab host)",
+			name, env.Root, strings.TrimPrefix(name, Prefix))
+	}
 	if env.Check && !m.Spec.CheckMode {
 		return domain.Result{Unknown: true, Msg: fmt.Sprintf("would run; result unknown in check mode (%s does not declare check_mode: true)", name)}, nil
 	}
