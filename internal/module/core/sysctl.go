@@ -23,7 +23,7 @@ func init() {
 			"name":    str(true, "sysctl key, e.g. net.core.somaxconn"),
 			"value":   {Type: module.TypeAny, Required: true, Description: "wanted value (string or number; fields are compared whitespace-insensitively)"},
 			"persist": {Type: module.TypeBool, Default: true, Description: "also write /etc/sysctl.d/60-soulstack-<name>.conf (or file)"},
-			"file": str(false, "persist in this file instead (Ansible's sysctl_file, e.g. /etc/sysctl.d/99-hardening.conf), shared with other keys: the key's line is replaced or appended, and the other key lines are rewritten as key=value with duplicates dropped, as Ansible does; an absolute path"),
+			"file":    str(false, "persist in this file instead (Ansible's sysctl_file, e.g. /etc/sysctl.d/99-hardening.conf), shared with other keys: the key's line is replaced or appended, and the other key lines are rewritten as key=value with duplicates dropped, as Ansible does; an absolute path"),
 		},
 		Unconfinable: true,
 	}, sysctlPresent)
