@@ -27,6 +27,9 @@ var unitNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 // parser collects the problems of one repository (or bundle).
 type parser struct {
+	// fsys is the whole repository (nil for a destiny bundle on a soul):
+	// vars_files may name files outside the unit's directory in it.
+	fsys     fs.FS
 	problems Problems
 	// warnings are advice that does not fail validation (Service.Warnings).
 	warnings Problems
@@ -76,7 +79,7 @@ func Load(dir string) (*Service, Problems) {
 // LoadFS is Load for a repository materialized as a file system (the
 // catalog's checkout at a commit).
 func LoadFS(fsys fs.FS) (*Service, Problems) {
-	p := &parser{}
+	p := &parser{fsys: fsys}
 	svc := &Service{
 		Essences:  map[string]map[string]any{},
 		Scenarios: map[string]*Scenario{},
@@ -379,7 +382,12 @@ type exprUse struct {
 	refs expr.Refs
 }
 
-func (u *unit) file(rel string) string { return u.dir + "/" + rel }
+func (u *unit) file(rel string) string {
+	if strings.HasPrefix(rel, repoPrefix) {
+		return strings.TrimPrefix(rel, repoPrefix)
+	}
+	return u.dir + "/" + rel
+}
 
 // moduleSchema returns the schema of a module: a custom module of the
 // service (service.<name>) or a registered core module.

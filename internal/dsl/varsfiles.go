@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"fmt"
+	"io/fs"
 	"path"
 	"regexp"
 	"sort"
@@ -20,10 +21,40 @@ import (
 type VarsFile struct {
 	Alternatives []string
 	Pos          Pos
+	// Dir is the unit's directory in the repository (scenario/<name>,
+	// destiny/<name>): a path that leaves it is looked up in the repository
+	// under RepoKey.
+	Dir string
 	// Data holds every file of the unit an alternative can name, parsed
 	// (path relative to the unit directory → values), so that resolving
 	// needs no file access and a destiny bundle carries its own.
 	Data map[string]map[string]any
+}
+
+// repoPrefix marks, in a unit's files, a vars file from outside the
+// unit's directory (its path in the repository after the prefix): a
+// destiny bundle carries it so, and no file under the unit can be named
+// so (readTree skips dot directories; "@" is no path a path.Clean of a
+// relative path makes).
+const repoPrefix = "@repo/"
+
+// RepoKey is the key under which the vars file rel (a clean path relative
+// to the unit directory dir) is found in the unit's files and in Data:
+// rel itself inside dir, else the repository path after repoPrefix. ok is
+// false when rel leaves the repository.
+func RepoKey(dir, rel string) (string, bool) {
+	rel = path.Clean(strings.TrimPrefix(rel, "./"))
+	if path.IsAbs(rel) {
+		return "", false
+	}
+	if rel != ".." && !strings.HasPrefix(rel, "../") {
+		return rel, true
+	}
+	full := path.Join(dir, rel)
+	if full == ".." || strings.HasPrefix(full, "../") {
+		return "", false
+	}
+	return repoPrefix + full, true
 }
 
 // interpRE finds the ${ } of a path, to turn it into a glob.
@@ -41,7 +72,7 @@ func (p *parser) varsFiles(u *unit, file string, n *yaml.Node, key string) []Var
 	for i, it := range items {
 		it = deref(it)
 		ekey := fmt.Sprintf("%s[%d]", key, i)
-		vf := VarsFile{Pos: posOf(file, it), Data: map[string]map[string]any{}}
+		vf := VarsFile{Pos: posOf(file, it), Dir: u.dir, Data: map[string]map[string]any{}}
 		var alts []*yaml.Node
 		switch {
 		case it != nil && it.Kind == yaml.ScalarNode && it.Tag == "!!str":
@@ -64,14 +95,18 @@ func (p *parser) varsFiles(u *unit, file string, n *yaml.Node, key string) []Var
 				p.add(apos, ekey, fmt.Sprintf("%s: a path must be a string, but %s is %s", ekey, strings.TrimSpace(s), expr.TypeName(t)))
 			}
 			glob := interpRE.ReplaceAllString(s, "*")
-			if clean := path.Clean(glob); path.IsAbs(glob) || clean == ".." || strings.HasPrefix(clean, "../") || clean != strings.TrimPrefix(glob, "./") {
-				p.add(apos, ekey, fmt.Sprintf("%s: %q must be a clean path relative to %s (no '..', no leading /)", ekey, s, u.dir))
+			key, inRepo := RepoKey(u.dir, glob)
+			if clean := path.Clean(glob); path.IsAbs(glob) || !inRepo || clean != strings.TrimPrefix(glob, "./") && !strings.HasPrefix(key, repoPrefix) {
+				p.add(apos, ekey, fmt.Sprintf("%s: %q must be a clean path relative to %s that stays in the repository (no leading /)", ekey, s, u.dir))
 				continue
+			}
+			if strings.HasPrefix(key, repoPrefix) && p.fsys != nil {
+				p.readRepoVars(u, key)
 			}
 			vf.Alternatives = append(vf.Alternatives, s)
 			matched := false
 			for name := range u.files {
-				if ok, _ := path.Match(path.Clean(glob), name); ok {
+				if ok, _ := path.Match(key, name); ok {
 					matched = true
 					cands = append(cands, name)
 				}
@@ -95,6 +130,13 @@ func (p *parser) varsFiles(u *unit, file string, n *yaml.Node, key string) []Var
 			}
 		}
 		setVarsTypes(u, vf.Data)
+		// Expressions in the files are checked once the files' own keys
+		// have their types, so that one var may read another.
+		for _, c := range cands {
+			if _, ok := vf.Data[c]; ok {
+				p.varsExprs(u, c)
+			}
+		}
 		out = append(out, vf)
 	}
 	return out
@@ -121,15 +163,59 @@ func (p *parser) varsData(u *unit, name string) (map[string]any, bool) {
 			p.add(e.kpos, e.key, fmt.Sprintf("vars name %q must be an identifier (letters, digits, _), so that vars.%s can be read", e.key, e.key))
 			good = false
 		}
-		p.walkStringNodes(file, e.value, e.key, func(sn *yaml.Node, where string) {
-			if expr.HasInterpolation(sn.Value) {
-				p.add(posOf(file, sn), where, "a vars file holds data: ${ } is not evaluated here; compute the value in vars: of the task or vars.yml instead")
-				good = false
-			}
-		})
 		out[e.key] = p.value(file, e.value)
 	}
 	return out, good
+}
+
+// readRepoVars adds the repository files matching key (repoPrefix and a
+// path, maybe a glob) to the unit's files, so that they are validated like
+// its own and a destiny bundle carries them.
+func (p *parser) readRepoVars(u *unit, key string) {
+	names, err := fs.Glob(p.fsys, strings.TrimPrefix(key, repoPrefix))
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		k := repoPrefix + name
+		if _, ok := u.files[k]; ok {
+			continue
+		}
+		if fi, err := fs.Stat(p.fsys, name); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxFileSize {
+			continue
+		}
+		if b, err := fs.ReadFile(p.fsys, name); err == nil {
+			u.files[k] = b
+		}
+	}
+}
+
+// varsExprs type-checks the ${ } of the vars file name; a var whose value
+// holds one is dyn (its type is the rendered value's).
+func (p *parser) varsExprs(u *unit, name string) {
+	file := u.file(name)
+	root, ok := p.parseYAML(file, u.files[name])
+	if !ok || root == nil {
+		return
+	}
+	ents, ok := p.mapping(file, root, "a vars file")
+	if !ok {
+		return
+	}
+	var templated []entry
+	for _, e := range ents {
+		has := false
+		p.walkStringNodes(file, e.value, e.key, func(sn *yaml.Node, _ string) {
+			has = has || expr.HasInterpolation(sn.Value)
+		})
+		if has {
+			u.types.vars[e.key] = cel.DynType
+			templated = append(templated, e)
+		}
+	}
+	for _, e := range templated {
+		p.templates(u, file, e.value, e.key, templateOpts{})
+	}
 }
 
 // setVarsTypes records the static types of the vars the candidate files

@@ -49,8 +49,10 @@ func TestVarsFilesProblems(t *testing.T) {
 			"scenario/create/main.yml:1:14: vars_files[0]: vars/defualt.yml does not exist in scenario/create (did you mean vars/default.yml?)"},
 		{"nothing matches", "vars_files: [[\"os/${ soulprint.self.os.family }.yml\"]]\ntasks: []\n",
 			"scenario/create/main.yml:1:14: vars_files[0]: no file in scenario/create matches any of os/${ soulprint.self.os.family }.yml"},
-		{"escapes", "vars_files: [../other/vars.yml]\ntasks: []\n",
-			"vars_files[0]: \"../other/vars.yml\" must be a clean path relative to scenario/create"},
+		{"escapes", "vars_files: [../../../vars.yml]\ntasks: []\n",
+			"vars_files[0]: \"../../../vars.yml\" must be a clean path relative to scenario/create that stays in the repository"},
+		{"outside the unit, missing", "vars_files: [../../vars/nope.yml]\ntasks: []\n",
+			"vars_files[0]: ../../vars/nope.yml does not exist"},
 		{"not a list", "vars_files: vars/debian.yml\ntasks: []\n", "vars_files must be a list"},
 		{"not a path", "vars_files: [{a: b}]\ntasks: []\n", "vars_files[0] must be a path or a non-empty list"},
 		{"bad expression", "vars_files: [\"vars/${ soulprint.self.os.distribution + 1 }.yml\"]\ntasks: []\n", "vars_files[0]"},
@@ -79,7 +81,8 @@ func TestVarsFilesProblems(t *testing.T) {
 
 func TestVarsFileData(t *testing.T) {
 	cases := []struct{ file, want string }{
-		{"greeting: \"${ input.x }\"\n", "scenario/create/vars/a.yml:1:11: a vars file holds data: ${ } is not evaluated here"},
+		{"greeting: \"${ input.x }\"\n", "scenario/create/vars/a.yml:1:11: greeting: input.x is not declared in input: of scenario create"},
+		{"a: \"${ vars.b + 1 }\"\nb: x\n", "scenario/create/vars/a.yml:1:15: a: operator + cannot take (string, int)"},
 		{"- a\n- b\n", "scenario/create/vars/a.yml:1:1:"},
 		{"bad-name: 1\n", "vars name \"bad-name\" must be an identifier"},
 		{"a: [\n", "scenario/create/vars/a.yml:1:1: invalid YAML"},

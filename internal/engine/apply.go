@@ -46,6 +46,7 @@ func (r *runner) apply(ctx context.Context, t *dsl.Task, sid string, wave int, a
 		res := r.applyOne(ctx, t, d, sid, wave, &c, int64(i+1))
 		agg.Results = append(agg.Results, res)
 		agg.Changed = agg.Changed || res.Changed
+		agg.Unknown = agg.Unknown || res.Unknown
 		agg.Failed = agg.Failed || res.Failed
 		agg.Skipped = agg.Skipped && res.Skipped
 		agg.Unreachable = agg.Unreachable || res.Unreachable

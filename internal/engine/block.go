@@ -102,6 +102,7 @@ func (r *runner) aggregate(ctx context.Context, t *dsl.Task, hosts []string, wav
 			any = true
 			agg.Tasks = append(agg.Tasks, domain.TaskResult{Name: executor.TaskName(c), Module: c.Module, Result: res})
 			agg.Changed = agg.Changed || res.Changed
+			agg.Unknown = agg.Unknown || res.Unknown
 			agg.Skipped = agg.Skipped && res.Skipped
 			agg.Unreachable = agg.Unreachable || res.Unreachable
 			agg.DurationMS += res.DurationMS
@@ -115,7 +116,7 @@ func (r *runner) aggregate(ctx context.Context, t *dsl.Task, hosts []string, wav
 		if !any {
 			continue
 		}
-		if agg.Failed || agg.Changed || agg.Unreachable {
+		if agg.Failed || agg.Changed || agg.Unreachable || agg.Unknown {
 			agg.Skipped = false
 		}
 		r.setResult(t, sid, agg)

@@ -54,6 +54,9 @@ func RunBundle(ctx context.Context, b *dispatch.Bundle, facts map[string]any, o 
 	res := domain.Result{Tasks: tasks, Failed: anyFailed}
 	for _, t := range tasks {
 		res.Changed = res.Changed || t.Changed
+		// A command that would run in check mode leaves the destiny's
+		// outcome unknown, as it would at top level (SPEC §9).
+		res.Unknown = res.Unknown || t.Unknown
 		if t.Failed && res.Msg == "" {
 			res.Msg = fmt.Sprintf("task %q: %s", t.Name, t.Msg)
 		}
@@ -66,6 +69,9 @@ func RunBundle(ctx context.Context, b *dispatch.Bundle, facts map[string]any, o 
 		} else {
 			res.Output = out
 		}
+	}
+	if res.Failed {
+		res.Unknown = false
 	}
 	res.DurationMS = time.Since(start).Milliseconds()
 	return res

@@ -116,6 +116,7 @@ func (h *HostRun) runBlock(ctx context.Context, t *dsl.Task, act *expr.Activatio
 		tr := h.runTask(ctx, c, bact)
 		agg.Tasks = append(agg.Tasks, tr)
 		agg.Changed = agg.Changed || tr.Changed
+		agg.Unknown = agg.Unknown || tr.Unknown
 		if tr.Failed {
 			agg.Failed = true
 			if agg.Msg == "" {
@@ -123,6 +124,9 @@ func (h *HostRun) runBlock(ctx context.Context, t *dsl.Task, act *expr.Activatio
 			}
 		}
 		agg.DurationMS += tr.DurationMS
+	}
+	if agg.Failed {
+		agg.Unknown = false
 	}
 	return agg
 }

@@ -117,6 +117,7 @@ func Attempt(ctx context.Context, t *dsl.Task, act *expr.Activation, o Options) 
 		r := attemptOne(ctx, t, &c, oi)
 		agg.Results = append(agg.Results, r)
 		agg.Changed = agg.Changed || r.Changed
+		agg.Unknown = agg.Unknown || r.Unknown
 		agg.Failed = agg.Failed || r.Failed
 		agg.Skipped = agg.Skipped && r.Skipped
 		if r.Failed && agg.Msg == "" {

@@ -97,7 +97,9 @@ func Render(fsys fs.FS, name string, data map[string]any, o Options) (out []byte
 	if err != nil {
 		return nil, err
 	}
-	t, err := exec.NewTemplate(name, cfg, newLoader(fsys, name, body), environment(o.MaxBytes, cfg.NewlineSequence))
+	loader := newLoader(fsys, name, body)
+	env := environment(o.MaxBytes, cfg.NewlineSequence)
+	t, err := exec.NewTemplate(name, cfg, loader, env)
 	if err != nil {
 		return nil, syntaxError(fsys, name, body, cfg, shift, err)
 	}
@@ -109,7 +111,7 @@ func Render(fsys fs.FS, name string, data map[string]any, o Options) (out []byte
 		vars["ansible_managed"] = ManagedDefault
 	}
 	buf := &capBuffer{limit: o.MaxBytes}
-	if err := t.Execute(buf, exec.NewContext(vars)); err != nil {
+	if err := execute(t, env, cfg, loader, buf, exec.NewContext(vars)); err != nil {
 		if errors.Is(err, errTooLarge) || strings.Contains(err.Error(), errTooLarge.Error()) {
 			return nil, &Error{File: name, Msg: errTooLarge.Error()}
 		}

@@ -77,6 +77,19 @@ pivot_root . .lab-oldroot
 exec chroot . /bin/sh -c "umount -l /.lab-oldroot && rmdir /.lab-oldroot && echo ready >&3 && exec 3>&- && $init"
 `
 
+// withoutTimeCaps is setpriv's argument list to run name with args
+// without CAP_SYS_TIME: the machine's clock (and the kernel's time zone,
+// whose first setting warps the clock by the zone's offset) is not
+// namespaced, so a host that held the capability — its PID 1, any unit,
+// anything entered from outside — could move the time of every process
+// on the machine (timedatectl set-timezone, date -s, an NTP daemon).
+// Dropping it from the bounding set takes it from every descendant;
+// dropping it from the inheritable set too keeps root's exec from
+// regaining it.
+func withoutTimeCaps(name string, args ...string) []string {
+	return append([]string{"--bounding-set", "-sys_time", "--inh-caps", "-sys_time", "--", name}, args...)
+}
+
 // bootTimeout bounds a boot: the init script, and for systemd hosts the
 // time until systemd reports READY=1 (well under a second when the machine
 // is idle; the machine may be busy).
@@ -170,7 +183,7 @@ func (h *Host) startInit(ctx context.Context) (*initProc, error) {
 	}
 	args = append(args, "/bin/sh", "-c", initScript, "lab-init", h.RootDir(), h.name, h.lab.repo,
 		h.lab.cfg.Flavour, notifyPath, bootID)
-	cmd := exec.Command("nsenter", args...)
+	cmd := exec.Command("setpriv", withoutTimeCaps("nsenter", args...)...)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{w}

@@ -123,7 +123,7 @@ func (h *Host) Flavour() string { return h.lab.cfg.Flavour }
 func (h *Host) nsenter(ctx context.Context, pid int, argv ...string) *exec.Cmd {
 	args := append([]string{"--target", strconv.Itoa(pid),
 		"--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wd", "--"}, argv...)
-	cmd := exec.CommandContext(ctx, "nsenter", args...)
+	cmd := exec.CommandContext(ctx, "setpriv", withoutTimeCaps("nsenter", args...)...)
 	cmd.Env = hostEnv
 	return cmd
 }

@@ -66,7 +66,7 @@ func requireTools(tools map[string]string) error {
 // hostTools are needed to run a lab; buildTools only to build the caches.
 var (
 	hostTools = map[string]string{
-		"ip": "iproute2", "nsenter": "util-linux", "unshare": "util-linux",
+		"ip": "iproute2", "nsenter": "util-linux", "unshare": "util-linux", "setpriv": "util-linux",
 		"pivot_root": "util-linux", "mount": "mount", "hostname": "hostname",
 	}
 	buildTools = map[string]string{

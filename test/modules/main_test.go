@@ -16,9 +16,9 @@ import (
 )
 
 // labPackages are installable offline on the host: test/systemd's set
-// plus python3 for the example's Python custom module and cron for users'
-// crontabs (cron_user_test.go).
-var labPackages = []string{"cron", "hello", "python3", "redis-server", "redis-tools"}
+// plus python3 for the example's Python custom module, cron for users'
+// crontabs (cron_user_test.go) and locales (locale_test.go).
+var labPackages = []string{"cron", "hello", "locales", "python3", "redis-server", "redis-tools"}
 
 // shared is the one lab host every test of the package uses (booted by
 // the first test that needs it, closed by TestMain); lab.New removes an

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/module"
@@ -16,12 +18,13 @@ func init() {
 	register("core.exec.run", module.Schema{
 		Summary: "Run a program (cmd with args, no shell) or a command line (command, via /bin/sh -c)",
 		Params: map[string]module.Param{
-			"command": str(false, "command line run by /bin/sh -c; quote interpolated values: ${ shquote(input.x) }"),
-			"cmd":     str(false, "program to run with args as argv, no shell"),
-			"args":    typed(module.TypeStrList, "argv after cmd"),
-			"env":     typed(module.TypeMap, "extra environment variables"),
-			"cwd":     str(false, "working directory (absolute)"),
-			"stdin":   str(false, "data written to stdin"),
+			"command":     str(false, "command line run by /bin/sh -c; quote interpolated values: ${ shquote(input.x) }"),
+			"cmd":         str(false, "program to run with args as argv, no shell"),
+			"args":        typed(module.TypeStrList, "argv after cmd"),
+			"env":         typed(module.TypeMap, "extra environment variables"),
+			"cwd":         str(false, "working directory (absolute)"),
+			"stdin":       str(false, "data written to stdin"),
+			"become_user": becomeUserParam,
 		},
 		ExactlyOne:  [][]string{{"command", "cmd"}},
 		RunsProgram: true,
@@ -29,10 +32,11 @@ func init() {
 	register("core.cmd.shell", module.Schema{
 		Summary: "Run a command line through /bin/sh -c",
 		Params: map[string]module.Param{
-			"cmd":   str(true, "command line run by /bin/sh -c; quote interpolated values: ${ shquote(input.x) }"),
-			"env":   typed(module.TypeMap, "extra environment variables"),
-			"cwd":   str(false, "working directory (absolute)"),
-			"stdin": str(false, "data written to stdin"),
+			"cmd":         str(true, "command line run by /bin/sh -c; quote interpolated values: ${ shquote(input.x) }"),
+			"env":         typed(module.TypeMap, "extra environment variables"),
+			"cwd":         str(false, "working directory (absolute)"),
+			"stdin":       str(false, "data written to stdin"),
+			"become_user": becomeUserParam,
 		},
 		RunsProgram: true,
 	}, cmdShell)
@@ -45,11 +49,14 @@ type command struct {
 	env     map[string]string
 	cwd     string
 	stdin   *string
+	user    string // become_user
 }
+
+var becomeUserParam = str(false, "run as this user (Ansible's become_user with become: true): the user's uid, primary and supplementary groups, and HOME, USER, LOGNAME and SHELL from the host's user database; the soul must run as root")
 
 func execRun(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
 	a := newArgs(p)
-	c := command{env: a.strMap("env"), cwd: a.str("cwd")}
+	c := command{env: a.strMap("env"), cwd: a.str("cwd"), user: a.str("become_user")}
 	line, prog, argv := a.str("command"), a.str("cmd"), a.strList("args")
 	if a.has("stdin") {
 		s := a.str("stdin")
@@ -78,7 +85,7 @@ func execRun(ctx context.Context, p map[string]any, env *module.Env) (domain.Res
 func cmdShell(ctx context.Context, p map[string]any, env *module.Env) (domain.Result, error) {
 	a := newArgs(p)
 	line := a.str("cmd")
-	c := command{env: a.strMap("env"), cwd: a.str("cwd"), argv: []string{"/bin/sh", "-c", line}, display: line}
+	c := command{env: a.strMap("env"), cwd: a.str("cwd"), argv: []string{"/bin/sh", "-c", line}, display: line, user: a.str("become_user")}
 	if a.has("stdin") {
 		s := a.str("stdin")
 		c.stdin = &s
@@ -104,7 +111,14 @@ func runCommand(ctx context.Context, env *module.Env, c command) (domain.Result,
 	if err != nil {
 		return domain.Result{}, err
 	}
-	r, err := runProc(ctx, procSpec{argv: c.argv, env: c.env, dir: dir, stdin: c.stdin})
+	spec := procSpec{argv: c.argv, env: c.env, dir: dir, stdin: c.stdin}
+	if c.user != "" {
+		data["become_user"] = c.user
+		if err := becomeUser(env, &spec, c.user); err != nil {
+			return domain.Result{}, err
+		}
+	}
+	r, err := runProc(ctx, spec)
 	if err != nil {
 		return domain.Result{Failed: true, RC: r.rc, Msg: err.Error(), Data: data}, nil
 	}
@@ -142,6 +156,64 @@ func runCommand(ctx context.Context, env *module.Env, c command) (domain.Result,
 	}
 	res.Msg = strings.Join(notes, "; ")
 	return res, nil
+}
+
+// becomeUser makes spec run as the user name: its uid, primary and
+// supplementary groups, and its login environment (which env: may still
+// override). The default working directory is the user's home, as with
+// Ansible's become (sudo -H), when it exists.
+func becomeUser(env *module.Env, spec *procSpec, name string) error {
+	if env.Root != "" {
+		return paramErr("become_user", "needs a soul running on the host itself, not confined under a root directory")
+	}
+	if os.Geteuid() != 0 {
+		return paramErr("become_user", "needs the soul to run as root")
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return paramErr("become_user", "%v", err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return paramErr("become_user", "user %s: %v", name, err)
+	}
+	gids, err := u.GroupIds()
+	if err != nil {
+		return paramErr("become_user", "groups of %s: %v", name, err)
+	}
+	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	for _, g := range gids {
+		if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+			cred.Groups = append(cred.Groups, uint32(n))
+		}
+	}
+	spec.cred = cred
+	login := map[string]string{"HOME": u.HomeDir, "USER": u.Username, "LOGNAME": u.Username, "SHELL": loginShell(u.Username)}
+	for k, v := range spec.env {
+		login[k] = v
+	}
+	spec.env = login
+	if spec.dir == "" {
+		if fi, err := os.Stat(u.HomeDir); err == nil && fi.IsDir() {
+			spec.dir = u.HomeDir
+		}
+	}
+	return nil
+}
+
+// loginShell is the user's shell from /etc/passwd (/bin/sh when unknown).
+func loginShell(name string) string {
+	b, err := os.ReadFile("/etc/passwd")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Split(line, ":")
+			if len(f) == 7 && f[0] == name && f[6] != "" {
+				return f[6]
+			}
+		}
+	}
+	return "/bin/sh"
 }
 
 // commandDir is the working directory: cwd confined to env.Root when set,

@@ -29,6 +29,7 @@ func init() {
 			"cache_valid_time":   typed(module.TypeInt, "with update_cache: skip the refresh when the index is younger than this many seconds (apt)"),
 			"default_release":    str(false, "apt only: install from this release (apt-get -t), e.g. bookworm-backports"),
 			"enablerepo":         typed(module.TypeStrList, "dnf only: repositories enabled for this install (--enablerepo)"),
+			"exclude":            typed(module.TypeStrList, "dnf only: package names or globs dnf must not install or upgrade in this transaction (--exclude), as Ansible's dnf exclude; not tested on a dnf host (the lab has none)"),
 		}),
 		AtLeastOne:   [][]string{{"name", "names", "deb"}},
 		Unconfinable: true,

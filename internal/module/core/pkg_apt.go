@@ -137,6 +137,9 @@ func (m aptManager) install(ctx context.Context, specs []pkgSpec, o installOpts)
 	if len(o.enableRepo) > 0 {
 		return paramErr("enablerepo", "is a dnf option; apt has default_release (-t) instead")
 	}
+	if len(o.exclude) > 0 {
+		return paramErr("exclude", "is a dnf option; with apt, hold the package (dpkg --set-selections, apt-mark hold) instead")
+	}
 	argv := aptInstallArgv(specs, o)
 	for attempt := 0; ; attempt++ {
 		r, err := runPkgCmd(ctx, aptEnv, argv...)

@@ -31,7 +31,7 @@ const (
 // dependencies from the configured sources. Check mode fetches and reads
 // the file and simulates the install, changing nothing.
 func debInstalled(ctx context.Context, a *args, env *module.Env) (domain.Result, error) {
-	for _, p := range []string{"name", "names", "version", "latest", "only_upgrade", "enablerepo"} {
+	for _, p := range []string{"name", "names", "version", "latest", "only_upgrade", "enablerepo", "exclude"} {
 		if a.has(p) {
 			return domain.Result{}, paramErr("deb", "installs the package the file holds; it cannot go with %s", p)
 		}

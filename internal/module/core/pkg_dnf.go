@@ -59,6 +59,26 @@ func (dnfManager) matches(installed, want string) bool {
 	return ver == want
 }
 
+// dnfInstallArgv is the install command line: the repositories enabled
+// and the packages excluded for this transaction, then the packages.
+func dnfInstallArgv(tool string, specs []pkgSpec, o installOpts) []string {
+	argv := []string{tool, "install", "-y", "-q"}
+	for _, r := range o.enableRepo {
+		argv = append(argv, "--enablerepo="+r)
+	}
+	for _, x := range o.exclude {
+		argv = append(argv, "--exclude="+x)
+	}
+	for _, s := range specs {
+		if s.version != "" {
+			argv = append(argv, s.name+"-"+s.version)
+		} else {
+			argv = append(argv, s.name)
+		}
+	}
+	return argv
+}
+
 var dnfNoMatchRe = regexp.MustCompile(`(?:No match for argument|Unable to find a match):?\s*(\S+)`)
 
 func (m dnfManager) install(ctx context.Context, specs []pkgSpec, o installOpts) error {
@@ -68,17 +88,7 @@ func (m dnfManager) install(ctx context.Context, specs []pkgSpec, o installOpts)
 	if p := o.apt.set(); p != "" {
 		return paramErr(p, "is an apt option; %s does not support it here", m.tool)
 	}
-	argv := []string{m.tool, "install", "-y", "-q"}
-	for _, r := range o.enableRepo {
-		argv = append(argv, "--enablerepo="+r)
-	}
-	for _, s := range specs {
-		if s.version != "" {
-			argv = append(argv, s.name+"-"+s.version)
-		} else {
-			argv = append(argv, s.name)
-		}
-	}
+	argv := dnfInstallArgv(m.tool, specs, o)
 	for attempt := 0; ; attempt++ {
 		r, err := runPkgCmd(ctx, nil, argv...)
 		if err != nil {

@@ -35,6 +35,7 @@ func aptRemoveParams(m map[string]module.Param) map[string]module.Param {
 type installOpts struct {
 	defaultRelease string // apt -t
 	enableRepo     []string
+	exclude        []string // dnf --exclude
 	apt            aptFlags
 }
 
@@ -122,11 +123,14 @@ func readAptFlags(a *args) (aptFlags, error) {
 	return f, nil
 }
 
+// dnfExcludeRe is a package name or a glob of one (dnf's --exclude).
+var dnfExcludeRe = regexp.MustCompile(`^[A-Za-z0-9.+_:@*?\[\]-]+$`)
+
 // pkgPrepare reads core.pkg.installed's index and source options and
 // refreshes the package index when update_cache asks for it and the index
 // is older than cache_valid_time (never in check mode).
 func pkgPrepare(ctx context.Context, a *args, mgr pkgManager, env *module.Env) (installOpts, bool, error) {
-	o := installOpts{defaultRelease: a.str("default_release"), enableRepo: a.strList("enablerepo")}
+	o := installOpts{defaultRelease: a.str("default_release"), enableRepo: a.strList("enablerepo"), exclude: a.strList("exclude")}
 	update := a.boolean("update_cache", false)
 	valid, hasValid := a.integer("cache_valid_time")
 	if a.err != nil {
@@ -142,6 +146,11 @@ func pkgPrepare(ctx context.Context, a *args, mgr pkgManager, env *module.Env) (
 	for _, r := range o.enableRepo {
 		if !repoNameRe.MatchString(r) {
 			return o, false, paramErr("enablerepo", "%q is not a repository id", r)
+		}
+	}
+	for _, x := range o.exclude {
+		if !dnfExcludeRe.MatchString(x) {
+			return o, false, paramErr("exclude", "%q is not a package name or glob", x)
 		}
 	}
 	if hasValid && (valid < 0 || !update) {

@@ -33,6 +33,9 @@ func init() {
 			"description":   str(false, "dnf: the repository's name= line"),
 			"enabled":       {Type: module.TypeBool, Default: true, Description: "the repository is used"},
 			"update_cache":  {Type: module.TypeBool, Default: true, Description: "refresh the package index when the file changed"},
+			"ppa":           str(false, "apt: ppa:owner/name shorthand (Ubuntu), as Ansible's apt_repository: the Launchpad archive for the host's os.codename, component main, its signing key fetched (fingerprint from Launchpad's API, key from the keyserver) and embedded as signed_by; instead of uris/suites/components/signed_by. Tested against a local stand-in server only, not against Launchpad"),
+			"ppa_api":       str(false, "with ppa: Launchpad's API base URL (default "+launchpadAPI+")"),
+			"keyserver":     str(false, "with ppa: the keyserver's base URL (default "+ubuntuKeyserver+")"),
 		},
 		Unconfinable: true,
 		Output: withFields(fileOutput, map[string]module.Field{
@@ -73,8 +76,30 @@ func pkgRepository(ctx context.Context, p map[string]any, env *module.Env) (doma
 		trusted: a.boolean("trusted", false), enabled: a.boolean("enabled", true), gpgcheck: a.boolean("gpgcheck", true),
 		baseurl: a.str("baseurl"), gpgkey: a.str("gpgkey"), description: a.str("description")}
 	state, update := a.str("state"), a.boolean("update_cache", true)
+	ppa, api, keyserver := a.str("ppa"), a.str("ppa_api"), a.str("keyserver")
 	if a.err != nil {
 		return domain.Result{}, a.err
+	}
+	if ppa == "" && (api != "" || keyserver != "") {
+		return domain.Result{}, paramErr("ppa_api", "ppa_api and keyserver go with ppa")
+	}
+	if ppa != "" && state != "absent" {
+		for _, p := range []string{"uris", "suites", "components", "signed_by", "baseurl"} {
+			if a.has(p) {
+				return domain.Result{}, paramErr("ppa", "stands for the repository's URI, suite, component and key; it cannot go with %s", p)
+			}
+		}
+		if api == "" {
+			api = launchpadAPI
+		}
+		if keyserver == "" {
+			keyserver = ubuntuKeyserver
+		}
+		src, err := resolvePPA(ctx, ppa, factString(env.Facts, "os.codename"), api, keyserver)
+		if err != nil {
+			return domain.Result{}, err
+		}
+		r.uris, r.suites, r.components, r.signedBy = []string{src.uri}, []string{src.suite}, []string{src.component}, src.key
 	}
 	if !repoNameRe.MatchString(r.name) {
 		return domain.Result{}, paramErr("name", "%q: letters, digits, . _ and - only", r.name)

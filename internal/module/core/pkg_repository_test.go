@@ -96,3 +96,20 @@ func TestPkgInstallOptions(t *testing.T) {
 	err = dnfManager{tool: "dnf"}.install(t.Context(), []pkgSpec{{name: "x"}}, installOpts{defaultRelease: "bookworm-backports"})
 	wantErrContains(t, err, `param "default_release"`, "apt option")
 }
+
+// TestDnfExclude: exclude: becomes dnf's --exclude, once per pattern,
+// before the packages (unit-tested only: the lab has no dnf host).
+func TestDnfExclude(t *testing.T) {
+	o, _, err := pkgPrepare(t.Context(), newArgs(map[string]any{"exclude": []any{"kernel*", "nginx-1.20"}, "enablerepo": []any{"epel"}}), dnfManager{tool: "dnf"}, &module.Env{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(dnfInstallArgv("dnf", []pkgSpec{{name: "nginx"}, {name: "redis", version: "7.0.15-1.el9"}}, o), " ")
+	if want := "dnf install -y -q --enablerepo=epel --exclude=kernel* --exclude=nginx-1.20 nginx redis-7.0.15-1.el9"; got != want {
+		t.Errorf("argv %q, want %q", got, want)
+	}
+	_, _, err = pkgPrepare(t.Context(), newArgs(map[string]any{"exclude": []any{"a b"}}), dnfManager{tool: "dnf"}, &module.Env{Check: true})
+	wantErrContains(t, err, `param "exclude"`)
+	err = aptManager{}.install(t.Context(), []pkgSpec{{name: "x"}}, installOpts{exclude: []string{"kernel*"}})
+	wantErrContains(t, err, `param "exclude"`, "dnf option")
+}

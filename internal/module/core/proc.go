@@ -37,6 +37,8 @@ type procSpec struct {
 	// not take a running apt-get along. Its output goes to unlinked files,
 	// not pipes, so it never dies of a closed pipe when the soul is gone.
 	detach bool
+	// cred runs the process as another user (become_user).
+	cred *syscall.Credential
 }
 
 // procResult is what a process did. rc is -1 when it was killed by a
@@ -100,7 +102,7 @@ func runProc(ctx context.Context, spec procSpec) (procResult, error) {
 	}
 	stdout, stderr := &capWriter{limit: outputCap}, &capWriter{limit: outputCap}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.cred}
 	var cancelledAt atomic.Int64
 	cmd.Cancel = func() error {
 		cancelledAt.Store(time.Now().UnixNano())

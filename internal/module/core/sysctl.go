@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -21,7 +22,8 @@ func init() {
 		Params: map[string]module.Param{
 			"name":    str(true, "sysctl key, e.g. net.core.somaxconn"),
 			"value":   {Type: module.TypeAny, Required: true, Description: "wanted value (string or number; fields are compared whitespace-insensitively)"},
-			"persist": {Type: module.TypeBool, Default: true, Description: "also write /etc/sysctl.d/60-soulstack-<name>.conf"},
+			"persist": {Type: module.TypeBool, Default: true, Description: "also write /etc/sysctl.d/60-soulstack-<name>.conf (or file)"},
+			"file":    str(false, "persist in this file instead (Ansible's sysctl_file, e.g. /etc/sysctl.d/99-hardening.conf), shared with other keys: the key's line is replaced or appended, and the other key lines are rewritten as key=value with duplicates dropped, as Ansible does; an absolute path"),
 		},
 		Unconfinable: true,
 	}, sysctlPresent)
@@ -55,9 +57,12 @@ func sysctlPresent(_ context.Context, p map[string]any, env *module.Env) (domain
 
 func sysctlApply(dirs sysctlDirs, p map[string]any, env *module.Env) (domain.Result, error) {
 	a := newArgs(p)
-	name, value, persist := a.str("name"), a.scalar("value"), a.boolean("persist", true)
+	name, value, persist, file := a.str("name"), a.scalar("value"), a.boolean("persist", true), a.str("file")
 	if a.err != nil {
 		return domain.Result{}, a.err
+	}
+	if file != "" && (!persist || !filepath.IsAbs(file) || filepath.Clean(file) != file) {
+		return domain.Result{}, fmt.Errorf("file %q: must be a clean absolute path, with persist true", file)
 	}
 	if !sysctlNameRe.MatchString(name) || strings.Contains(name, "..") {
 		return domain.Result{}, fmt.Errorf("%q is not a valid sysctl name", name)
@@ -79,10 +84,16 @@ func sysctlApply(dirs sysctlDirs, p map[string]any, env *module.Env) (domain.Res
 	conf := []byte(name + " = " + want + "\n")
 	var oldConf []byte
 	confDiffers := false
+	if file != "" {
+		confPath = file
+	}
 	if persist {
 		oldConf, err = os.ReadFile(confPath)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return domain.Result{}, fmt.Errorf("reading %s: %w", confPath, err)
+		}
+		if file != "" {
+			conf = sysctlFileLines(oldConf, name, want)
 		}
 		confDiffers = err != nil || !bytes.Equal(oldConf, conf)
 	}
@@ -136,6 +147,41 @@ func sysctlApply(dirs sysctlDirs, p map[string]any, env *module.Env) (domain.Res
 		}
 	}
 	return res, nil
+}
+
+// sysctlFileLines is a shared sysctl file with name set to value, edited
+// as Ansible's sysctl module edits its sysctl_file: blank, comment and
+// other lines without "=" are kept; each key's first line is rewritten as
+// key=value (name's with the new value) and later lines of the same key
+// dropped; name is appended when the file lacks it.
+func sysctlFileLines(old []byte, name, value string) []byte {
+	var out bytes.Buffer
+	seen := map[string]bool{}
+	lines := strings.SplitAfter(string(old), "\n")
+	for _, line := range lines {
+		if line == "" {
+			continue
+		}
+		trim := strings.TrimSpace(line)
+		if trim == "" || strings.HasPrefix(trim, "#") || strings.HasPrefix(trim, ";") || !strings.Contains(trim, "=") {
+			out.WriteString(line)
+			continue
+		}
+		k, v, _ := strings.Cut(trim, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if k == name {
+			v = value
+		}
+		out.WriteString(k + "=" + v + "\n")
+	}
+	if !seen[name] {
+		out.WriteString(name + "=" + value + "\n")
+	}
+	return out.Bytes()
 }
 
 func writeSysctl(path, value string) error {

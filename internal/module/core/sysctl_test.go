@@ -100,3 +100,47 @@ func TestSysctlReal(t *testing.T) {
 	_, err = runErr(t, "core.sysctl.present", params, &module.Env{Root: t.TempDir()})
 	wantErrContains(t, err, "cannot be confined")
 }
+
+// TestSysctlFile persists into a shared file as Ansible's sysctl_file does:
+// the wanted outputs are what ansible.posix.sysctl (ansible-core 2.14,
+// reload and sysctl_set off) wrote from the same input file.
+func TestSysctlFile(t *testing.T) {
+	const in = "# hardening\n\nvm.swappiness = 10\n; old\nvm.swappiness=20\nnet.ipv4.ip_forward = 0\nkernel.msgmax   =   65536  \nnot a key line\n"
+	for _, c := range []struct{ name, value, want string }{
+		{"net.ipv4.ip_forward", "1", "# hardening\n\nvm.swappiness=10\n; old\nnet.ipv4.ip_forward=1\nkernel.msgmax=65536\nnot a key line\n"},
+		{"net.core.somaxconn", "1024", "# hardening\n\nvm.swappiness=10\n; old\nnet.ipv4.ip_forward=0\nkernel.msgmax=65536\nnot a key line\nnet.core.somaxconn=1024\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := t.TempDir()
+			dirs := sysctlDirs{proc: filepath.Join(base, "proc"), conf: filepath.Join(base, "sysctl.d")}
+			key := filepath.Join(dirs.proc, sysctlKeyPath(c.name))
+			if err := os.MkdirAll(filepath.Dir(key), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(key, []byte(c.value+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(base, "99-hardening.conf")
+			if err := os.WriteFile(file, []byte(in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p := map[string]any{"name": c.name, "value": c.value, "file": file}
+			r, err := sysctlApply(dirs, p, &module.Env{})
+			if err != nil || r.Failed || !r.Changed {
+				t.Fatalf("first run: %v %+v", err, r)
+			}
+			if got, _ := os.ReadFile(file); string(got) != c.want {
+				t.Errorf("file:\n%s\nwant (Ansible's):\n%s", got, c.want)
+			}
+			if _, err := os.Stat(dirs.conf); err == nil {
+				t.Error("the default sysctl.d file was written too")
+			}
+			if r, err := sysctlApply(dirs, p, &module.Env{}); err != nil || r.Changed {
+				t.Errorf("second run: changed=%v err=%v", r.Changed, err)
+			}
+		})
+	}
+	if _, err := sysctlApply(sysctlDirs{}, map[string]any{"name": "a.b", "value": "1", "file": "rel.conf"}, &module.Env{}); err == nil || !strings.Contains(err.Error(), "absolute") {
+		t.Errorf("a relative file: %v", err)
+	}
+}

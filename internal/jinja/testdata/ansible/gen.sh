@@ -1,5 +1,6 @@
 #!/bin/sh
-# gen.sh renders every templates/*.j2 (but the ones only included) with
+# gen.sh renders every templates/*.j2 (but the ones only included or
+# extended: macros, partial and templates/layout/) with
 # real Ansible's template module and vars.yml, into want/. The Go tests
 # compare internal/jinja's rendering with want/ byte for byte. Rerun it
 # with ansible-core installed (checked with 2.14) after adding a case.
