@@ -48,7 +48,7 @@ func TestRuleProblems(t *testing.T) {
 	guard := "cooldown: 1m\nmax_per_hour: 1\nmax_concurrent: 1\n"
 	cases := []struct{ name, rule, want string }{
 		{"unknown kind", "on: health.changd\ndo: {notify: {endpoint: x, message: m}}\n" + guard,
-			`rules/heal.yml:1:5: unknown event kind "health.changd" (did you mean "health.changed"?)`},
+			`rules/heal.yml:1:5: unknown event kind "health.changd" (did you mean health.changed?)`},
 		{"field of another kind", "on: run.ended\nif: event.check == \"x\"\ndo: {notify: {endpoint: x, message: m}}\n" + guard,
 			"rules/heal.yml:2:5: if: col 6: event(run.ended) has no field check"},
 		{"not boolean", "on: run.ended\nif: event.status\ndo: {notify: {endpoint: x, message: m}}\n" + guard,
@@ -62,7 +62,7 @@ func TestRuleProblems(t *testing.T) {
 		{"input type", "on: health.changed\ndo:\n  run:\n    scenario: restart\n    input: {host: \"${ event.streak }\"}\n" + guard,
 			`rules/heal.yml:5:19: input host of scenario restart is string, but "${ event.streak }" yields int`},
 		{"unknown scenario", "on: health.changed\ndo:\n  run:\n    scenario: restrat\n    input: {host: x}\n" + guard,
-			`rules/heal.yml:4:15: the service has no scenario "restrat" (did you mean "restart"?)`},
+			`rules/heal.yml:4:15: the service has no scenario "restrat" (did you mean restart?)`},
 		{"two actions", "on: run.ended\ndo: {notify: {endpoint: x, message: m}, procedure: {name: p}}\n" + guard,
 			"do: takes exactly one action"},
 		{"schedule in repo", "on: schedule.missed\ndo: {notify: {endpoint: x, message: m}}\n" + guard,
