@@ -314,4 +314,3 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, _ auth.P
 	writeJSON(w, http.StatusOK, wireList(ds, wireDelivery))
 	return nil
 }
-
