@@ -78,11 +78,9 @@ var (
 		},
 		EventSoulConnected: {
 			{"sid", celStr, "the soul"}, {"covens", strList, "its covens"},
-			{"incarnation", celStr, "for a service rule: the incarnation the soul is a member of; else \"\""},
 		},
 		EventSoulDisconnected: {
 			{"sid", celStr, "the soul"}, {"covens", strList, "its covens"},
-			{"incarnation", celStr, "for a service rule: the incarnation the soul is a member of; else \"\""},
 		},
 		EventScheduleMissed: {
 			{"schedule_id", celStr, "the schedule"}, {"procedure", celStr, "its procedure"},
@@ -297,8 +295,8 @@ func (p *parser) rule(svc *Service, name, file string, data []byte) *Rule {
 		p.add(posOf(file, deref(n)), "on", fmt.Sprintf("unknown event kind %q%s (kinds: %s)", kind, suggest(kind, EventKinds()), strings.Join(EventKinds(), ", ")))
 		return nil
 	}
-	if svc != nil && kind == EventScheduleMissed {
-		p.add(posOf(file, deref(n)), "on", "schedule.missed concerns the Keeper's Checker, not one incarnation: give it as a Keeper-wide rule (soulctl rules put)")
+	if svc != nil && (kind == EventScheduleMissed || kind == EventSoulConnected || kind == EventSoulDisconnected) {
+		p.add(posOf(file, deref(n)), "on", kind+" concerns the Keeper or the fleet, not one incarnation: give it as a Keeper-wide rule (soulctl rules put)")
 	}
 	r.On = kind
 	env, err := RuleEnv(kind)
