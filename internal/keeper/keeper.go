@@ -39,12 +39,15 @@ import (
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/dsl"
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/gateway"
 	"github.com/soulstack/soulstack/internal/healthkeeper"
 	"github.com/soulstack/soulstack/internal/install"
 	_ "github.com/soulstack/soulstack/internal/module/core" // the modules services are validated against
 	"github.com/soulstack/soulstack/internal/netguard"
+	"github.com/soulstack/soulstack/internal/notify"
+	"github.com/soulstack/soulstack/internal/rules"
 	"github.com/soulstack/soulstack/internal/relay"
 	"github.com/soulstack/soulstack/internal/secrets"
 	"github.com/soulstack/soulstack/internal/store"
@@ -77,6 +80,8 @@ type Keeper struct {
 	engine    *engine.Engine
 	health    *healthkeeper.Manager
 	checker   *checker.Checker
+	rules     *rules.Engine
+	notifier  *notify.Notifier
 	secrets   *secrets.Store
 	clouds    *cloud.Manager
 	ui        *ui.UI
@@ -161,7 +166,11 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		// Health (SPEC §14.1): built right below, before Serve runs.
 		OnHealth:  func(sid string, b []byte) { k.health.OnHealth(sid, b) },
 		OnVitals:  func(sid string, b []byte) { k.health.OnVitals(sid, b) },
-		OnWelcome: func(sid string) { k.health.OnWelcome(sid) },
+		OnWelcome: func(sid string) {
+			k.health.OnWelcome(sid)
+			k.soulEvent(dsl.EventSoulConnected, sid)
+		},
+		OnGone: func(sid string) { k.soulEvent(dsl.EventSoulDisconnected, sid) },
 	})
 	// Souls may hold their streams to another keeper on the same
 	// PostgreSQL: the engine dispatches through the relay, which reaches
@@ -200,11 +209,13 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		Connected: k.gateway.ConnectedSIDs,
 		Registry:  k.registry,
 		Logger:    log.With("component", "health"),
+		OnChange:  func(c healthkeeper.Change) { k.onHealthChange(c) },
 	})
 	if err != nil {
 		return nil, err
 	}
 	k.clouds = k.newCloud()
+	k.newRules()
 	k.engine, err = engine.New(engine.Config{
 		Cloud:      cloudFunc(k.clouds),
 		OnRunEnd:   k.onRunEnd,
@@ -261,6 +272,8 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	k.api, err = api.New(api.Config{
 		Cloud:            k.clouds,
 		Secrets:          k.secrets,
+		Rules:            k.rules,
+		Notifier:         k.notifier,
 		Engine:           k.engine,
 		Checker:          k.checker,
 		Store:            k.store,
