@@ -47,8 +47,8 @@ import (
 	_ "github.com/soulstack/soulstack/internal/module/core" // the modules services are validated against
 	"github.com/soulstack/soulstack/internal/netguard"
 	"github.com/soulstack/soulstack/internal/notify"
-	"github.com/soulstack/soulstack/internal/rules"
 	"github.com/soulstack/soulstack/internal/relay"
+	"github.com/soulstack/soulstack/internal/rules"
 	"github.com/soulstack/soulstack/internal/secrets"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/ui"
@@ -164,8 +164,8 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 			k.engine.RecordLate(sid, runID, taskID, r)
 		},
 		// Health (SPEC §14.1): built right below, before Serve runs.
-		OnHealth:  func(sid string, b []byte) { k.health.OnHealth(sid, b) },
-		OnVitals:  func(sid string, b []byte) { k.health.OnVitals(sid, b) },
+		OnHealth: func(sid string, b []byte) { k.health.OnHealth(sid, b) },
+		OnVitals: func(sid string, b []byte) { k.health.OnVitals(sid, b) },
 		OnWelcome: func(sid string) {
 			k.health.OnWelcome(sid)
 			k.soulEvent(dsl.EventSoulConnected, sid)

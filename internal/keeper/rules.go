@@ -192,4 +192,3 @@ func (k *Keeper) scheduleMissed(id, procedure string, tick time.Time) {
 
 // Rules returns the rules engine.
 func (k *Keeper) Rules() *rules.Engine { return k.rules }
-
