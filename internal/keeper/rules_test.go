@@ -172,8 +172,8 @@ func TestSelfHealingLoop(t *testing.T) {
 	if fired.Event["sid"] != "soul-b" || fired.Event["to"] != "CRITICAL" || fired.Event["streak"] != float64(2) || fired.Incident != "h1/daemon/soul-b" {
 		t.Fatalf("firing: %+v", fired)
 	}
-	if run := f.awaitRun(fired.ApplyID, 30*time.Second); run.Status != store.RunSucceeded {
-		t.Fatalf("restart run: %s %s", run.Status, run.Error)
+	if run := f.awaitRun(fired.ApplyID, 30*time.Second); run.Status != store.RunSucceeded || run.Rule != "h1/restart-daemon" {
+		t.Fatalf("restart run: %s %s, started by rule %q", run.Status, run.Error, run.Rule)
 	}
 	testutil.WaitFor(t, 15*time.Second, func() bool { return status("soul-b") == "OK" }, "daemon OK again on soul-b")
 	testutil.WaitFor(t, 10*time.Second, func() bool {
