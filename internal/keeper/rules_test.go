@@ -209,6 +209,14 @@ func TestSelfHealingLoop(t *testing.T) {
 		t.Fatal("the notification carries the endpoint secret")
 	}
 
+	// The UI's rules page shows the decisions (and, to an admin, the dead
+	// letters: none here).
+	page := f.uiPage("/ui/rules")
+	if !strings.Contains(page, `data-decision="fired"`) || !strings.Contains(page, fired.ApplyID) ||
+		!strings.Contains(page, `data-decision="resolved"`) || !strings.Contains(page, `id="dead-letters"`) {
+		t.Errorf("the rules page does not show the decisions:\n%s", page)
+	}
+
 	// soulctl rules history shows the decisions.
 	var out, errb bytes.Buffer
 	g := &cli.Globals{Getenv: func(k string) string {
