@@ -107,6 +107,9 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, _ auth.Principal
 			return fmt.Errorf("decoding the health after run %s: %w", id, err)
 		}
 	}
+	if detail.Rule, err = s.store.RunRule(r.Context(), id); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, detail)
 	return nil
 }

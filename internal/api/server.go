@@ -39,6 +39,8 @@ import (
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/healthkeeper"
 	"github.com/soulstack/soulstack/internal/install"
+	"github.com/soulstack/soulstack/internal/notify"
+	"github.com/soulstack/soulstack/internal/rules"
 	"github.com/soulstack/soulstack/internal/secrets"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -66,6 +68,10 @@ type Config struct {
 	Cloud *cloud.Manager
 	// Secrets serves /v1/secrets (SPEC §10.5); nil leaves them out.
 	Secrets *secrets.Store
+	// Rules, when set, is told when Keeper-wide rules or pauses change;
+	// Notifier sends notify test (nil: one built on Store and Secrets).
+	Rules    *rules.Engine
+	Notifier *notify.Notifier
 	// Fingerprint is the SHA-256 fingerprint of the Keeper's CA, put into
 	// every join token for the soul to pin; "" leaves POST /v1/join-tokens
 	// out.

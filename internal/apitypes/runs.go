@@ -10,6 +10,8 @@ type RunDetail struct {
 	// Health is the health after the run when the service has after_runs
 	// checks (SPEC §14.1): per host, the outcomes of those checks.
 	Health []RunHealthHost `json:"health,omitempty"`
+	// Rule is the rule whose firing started the run (SPEC §17), if any.
+	Rule string `json:"rule,omitempty"`
 }
 
 // RunTask is one task of a run with its per-host results, by SID.

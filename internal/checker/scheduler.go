@@ -60,6 +60,9 @@ type SchedulerConfig struct {
 	// signals it on gaining leadership, so the scheduler starts then, not at
 	// its next Reload.
 	Wake <-chan struct{}
+	// OnMissed, when set, is told of every tick missed and not run (the
+	// rules' schedule.missed event, SPEC §17); it must not block.
+	OnMissed func(scheduleID, procedure string, tick time.Time)
 }
 
 // Scheduler starts the tasks of cron schedules on the leader keeper. Each
@@ -77,13 +80,14 @@ type Scheduler struct {
 	last    map[string]time.Time // per schedule: ticks up to here were handled
 	running map[string][]string  // per schedule: task ids of its latest run
 	paused  map[string]bool      // per schedule: paused at the last check (logged once)
+	missed  func(scheduleID, procedure string, tick time.Time)
 }
 
 // NewScheduler returns a Scheduler launching through c (with c's store,
 // clock and leader check).
 func NewScheduler(c *Checker, cfg SchedulerConfig) *Scheduler {
 	s := &Scheduler{c: c, grace: cfg.Grace, reload: cfg.Reload, log: cfg.Logger, wake: cfg.Wake,
-		last: map[string]time.Time{}, running: map[string][]string{}, paused: map[string]bool{}}
+		last: map[string]time.Time{}, running: map[string][]string{}, paused: map[string]bool{}, missed: cfg.OnMissed}
 	if s.grace <= 0 {
 		s.grace = time.Minute
 	}
@@ -208,10 +212,12 @@ func (s *Scheduler) tick(ctx context.Context, sc store.Schedule, spec cron.Sched
 		s.log.Warn("checker scheduler: ticks missed, not replayed", "schedule", sc.ID, "procedure", sc.Procedure,
 			"missed", len(due)-1, "first", due[0], "running", latest)
 		s.c.metrics.tick("missed", len(due)-1)
+		s.onMissed(sc, due[len(due)-2])
 	}
 	if now.Sub(latest) > s.grace {
 		s.log.Warn("checker scheduler: tick missed, not replayed", "schedule", sc.ID, "procedure", sc.Procedure, "tick", latest)
 		s.c.metrics.tick("missed", 1)
+		s.onMissed(sc, latest)
 		return
 	}
 	for _, id := range s.running[sc.ID] {
@@ -280,5 +286,13 @@ func (s *Scheduler) logMissedWhileDown(ctx context.Context, sc store.Schedule, s
 		s.log.Warn("checker scheduler: ticks missed while no leader was running, not replayed", "schedule", sc.ID,
 			"procedure", sc.Procedure, "missed", n, "first", first, "last_run_or_created", from)
 		s.c.metrics.tick("missed", n)
+		s.onMissed(sc, first)
+	}
+}
+
+// onMissed reports a missed tick (the last of a run of missed ones).
+func (s *Scheduler) onMissed(sc store.Schedule, tick time.Time) {
+	if s.missed != nil {
+		s.missed(sc.ID, sc.Procedure, tick)
 	}
 }

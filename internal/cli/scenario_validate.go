@@ -107,6 +107,9 @@ func runScenarioValidate(out, errOut io.Writer, format, dir string) error {
 			if n := len(svc.Modules); n > 0 {
 				mods = ", " + plural(n, "custom module")
 			}
+			if n := len(svc.Rules); n > 0 {
+				mods += ", " + plural(n, "rule")
+			}
 			fmt.Fprintf(out, "ok: service %s — %s, %s, %s%s\n", svc.Manifest.Name,
 				plural(c.Scenarios, "scenario"), plural(c.Destinies, "destiny"), plural(c.Tasks, "task"), mods)
 		}

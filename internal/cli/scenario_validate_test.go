@@ -61,6 +61,11 @@ func TestScenarioValidate(t *testing.T) {
 		"scenario/b/main.yml": "tasks:\n  - module: core.test.ping\n",
 		"destiny/d/main.yml":  "tasks:\n  - module: core.test.ping\n",
 	})
+	badRule := writeRepo(t, map[string]string{
+		"service.yml":         "name: healing\n",
+		"scenario/a/main.yml": "tasks:\n  - module: core.test.ping\n",
+		"rules/heal.yml":      "on: health.changed\nif: event.chekc == \"daemon\"\ndo: {run: {scenario: a}}\ncooldown: 1m\nmax_per_hour: 1\nmax_concurrent: 1\n",
+	})
 	tests := []struct {
 		name       string
 		args       []string
@@ -79,6 +84,19 @@ func TestScenarioValidate(t *testing.T) {
 			args:       []string{"scenario", "validate", "../../examples/my-service"},
 			wantCode:   0,
 			wantStdout: "ok: service my-service — 1 scenario, 0 destinies, 2 tasks\n",
+		},
+		{
+			name:       "self-healing example with its rules",
+			args:       []string{"scenario", "validate", "../../examples/self-healing"},
+			wantCode:   0,
+			wantStdout: "ok: service self-healing — 2 scenarios, 0 destinies, 3 tasks, 3 rules\n",
+		},
+		{
+			name:       "invalid rule file",
+			args:       []string{"scenario", "validate", badRule},
+			wantCode:   2,
+			wantStdout: filepath.Join(badRule, "rules/heal.yml") + ":2:5: if: col 6: event(health.changed) has no field chekc (did you mean check?)\n",
+			wantStderr: "error: 1 problem in " + badRule + "\n",
 		},
 		{
 			name:     "invalid repo",

@@ -85,6 +85,7 @@ func LoadFS(fsys fs.FS) (*Service, Problems) {
 		Scenarios: map[string]*Scenario{},
 		Destinies: map[string]*Destiny{},
 		Health:    map[string]*HealthCheck{},
+		Rules:     map[string]*Rule{},
 	}
 	p.manifest(fsys, svc)
 	p.essence(fsys, svc)
@@ -104,6 +105,7 @@ func LoadFS(fsys fs.FS) (*Service, Problems) {
 			svc.Scenarios[name] = s
 		}
 	}
+	p.rules(fsys, svc)
 	svc.Warnings = sortProblems(p.warnings)
 	return svc, sortProblems(p.problems)
 }

@@ -54,6 +54,8 @@ type Service struct {
 	Destinies map[string]*Destiny
 	// Health holds health/<name>.yml by name (SPEC §14.1).
 	Health map[string]*HealthCheck
+	// Rules holds rules/<name>.yml by name (SPEC §17).
+	Rules map[string]*Rule
 	// Modules are the custom modules of modules/<name>/, by their task
 	// name (service.<name>).
 	Modules map[string]*custom.Module

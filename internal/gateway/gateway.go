@@ -101,6 +101,9 @@ type Config struct {
 	OnHealth  func(sid string, report []byte)
 	OnVitals  func(sid string, vitals []byte)
 	OnWelcome func(sid string)
+	// OnGone, when set, is told of a soul whose stream to this keeper
+	// ended (it is marked disconnected); it must not block.
+	OnGone func(sid string)
 	// MaxSoulMessageBytes bounds one message read from an accepted soul;
 	// 0 means DefaultMaxSoulMessageBytes.
 	MaxSoulMessageBytes int
@@ -468,6 +471,9 @@ func (g *Gateway) detach(s *session) {
 	// Only if it is still connected here: a rejection stands.
 	if err := g.cfg.Store.MarkSoulDisconnected(ctx, s.sid, g.cfg.KeeperID, time.Unix(0, s.lastSeen.Load())); err != nil {
 		g.log.Warn("recording soul disconnected", "sid", s.sid, "err", err)
+	}
+	if g.cfg.OnGone != nil {
+		g.cfg.OnGone(s.sid)
 	}
 }
 

@@ -67,7 +67,15 @@ type Outcome struct {
 	// Previous is the status before this change (changes only; "" for the
 	// first outcome).
 	Previous string `json:"previous,omitempty"`
+	// Streak counts the consecutive results with Status, this one
+	// included. A soul reports the change (streak 1) and each further
+	// result up to MaxReportedStreak, so rules can ask for "CRITICAL twice
+	// in a row" (SPEC §17) without a report per check run.
+	Streak int `json:"streak,omitempty"`
 }
+
+// MaxReportedStreak is the longest streak a soul reports result by result.
+const MaxReportedStreak = 3
 
 // ID identifies the outcome's check: incarnation/check.
 func (o Outcome) ID() string { return o.Incarnation + "/" + o.Check }

@@ -334,10 +334,15 @@ func (s *Scheduler) record(c Check, o Outcome) {
 	prev, seen := s.outcomes[id]
 	o.Since, o.Flaps = o.CheckedAt, prev.Flaps
 	changed := !seen || prev.Status != o.Status
+	o.Streak = 1
 	if seen && !changed {
 		o.Since = prev.Since
+		o.Streak = min(prev.Streak+1, MaxReportedStreak+1)
+		o.Previous = prev.Previous
 	}
-	send := false
+	// A confirmation (the same status again, up to MaxReportedStreak) is
+	// sent like a change: rules wait for it.
+	send := seen && !changed && o.Streak <= MaxReportedStreak && o.Streak > 1
 	if changed {
 		o.Previous = prev.Status
 		now := s.cfg.Now()

@@ -27,13 +27,28 @@ func (m *Manager) OnHealth(sid string, b []byte) {
 	}
 	now := time.Now().UTC()
 	var events []Event
+	var changes []Change
 	m.mu.Lock()
-	for _, o := range append(r.Changes, r.Summary...) {
+	for i, o := range append(r.Changes, r.Summary...) {
 		if o.Incarnation == "" || o.Check == "" || !validStatus(o.Status) {
 			continue
 		}
+		key := o.Incarnation + "/" + o.Check + "/" + sid
+		prev, known := m.states[key]
 		if ev, ok := m.applyLocked(sid, o, now); ok {
 			events = append(events, ev)
+			c := Change{Incarnation: o.Incarnation, Check: o.Check, SID: sid, From: ev.From, To: ev.To, Message: ev.Message, Streak: 1, Time: now}
+			if known {
+				c.Duration = now.Sub(prev.Since)
+			}
+			m.lastFrom[key] = c
+			changes = append(changes, c)
+		} else if i < len(r.Changes) && o.Streak > 1 && o.Streak <= health.MaxReportedStreak {
+			// A confirmation of the last transition (CRITICAL twice in a row).
+			if c, ok := m.lastFrom[key]; ok && c.To == o.Status {
+				c.Streak, c.Message, c.Time = o.Streak, o.Message, now
+				changes = append(changes, c)
+			}
 		}
 	}
 	if r.RunID != "" {
@@ -46,6 +61,11 @@ func (m *Manager) OnHealth(sid string, b []byte) {
 	for _, ev := range events {
 		m.metrics.transitions.WithLabelValues(ev.To).Inc()
 		m.events.publish(ev)
+	}
+	if m.cfg.OnChange != nil {
+		for _, c := range changes {
+			m.cfg.OnChange(c)
+		}
 	}
 }
 

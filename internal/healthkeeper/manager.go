@@ -63,6 +63,21 @@ type Config struct {
 	// HistoryMaxAge.
 	HistoryKeep   int
 	HistoryMaxAge time.Duration
+	// OnChange, when set, receives every transition and every
+	// confirmation a soul reports (the rules' health.changed event, SPEC
+	// §17), outside the manager's lock; it must not block.
+	OnChange func(Change)
+}
+
+// Change is a transition of a check on a host, or a confirmation of it
+// (the same status reported again: Streak 2, 3).
+type Change struct {
+	Incarnation, Check, SID string
+	From, To, Message       string
+	Streak                  int
+	// Duration is how long the check had been in From.
+	Duration time.Duration
+	Time     time.Time
 }
 
 // Manager is the Keeper's health check service.
@@ -77,6 +92,7 @@ type Manager struct {
 	sent     map[string]uint64            // hash of the assignment last sent, by SID
 	states   map[string]store.HealthState // by incarnation/check/sid: what is known
 	history  map[string][]time.Time       // recent stored transitions per key
+	lastFrom map[string]Change            // the last transition per key (confirmations repeat it)
 	pending  []store.HealthState
 	trans    []store.HealthTransition
 	vitals   map[string]store.Vitals
@@ -112,7 +128,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, log: log, events: newBroker(),
 		dirty: map[string]bool{}, sent: map[string]uint64{}, states: map[string]store.HealthState{},
-		history: map[string][]time.Time{}, vitals: map[string]store.Vitals{}, waiters: map[string]*afterRun{},
+		history: map[string][]time.Time{}, lastFrom: map[string]Change{}, vitals: map[string]store.Vitals{}, waiters: map[string]*afterRun{},
 		kick: make(chan struct{}, 1), services: map[string]*dsl.Service{}}
 	m.metrics = newMetrics(cfg.Registry, cfg.Store)
 	return m, nil

@@ -10,8 +10,9 @@ import (
 // recomputed (the run may have changed state, members or the commit), and
 // when the service has after_runs checks the members run them now and
 // their outcomes are kept with the run (SPEC §14.1).
-func (k *Keeper) onRunEnd(incarnation, runID, _ string) {
+func (k *Keeper) onRunEnd(incarnation, runID, status string) {
 	k.health.Resync()
+	go k.rulesRunEnded(incarnation, runID, status)
 	k.health.Go(func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()

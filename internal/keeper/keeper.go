@@ -39,13 +39,16 @@ import (
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/dsl"
 	"github.com/soulstack/soulstack/internal/engine"
 	"github.com/soulstack/soulstack/internal/gateway"
 	"github.com/soulstack/soulstack/internal/healthkeeper"
 	"github.com/soulstack/soulstack/internal/install"
 	_ "github.com/soulstack/soulstack/internal/module/core" // the modules services are validated against
 	"github.com/soulstack/soulstack/internal/netguard"
+	"github.com/soulstack/soulstack/internal/notify"
 	"github.com/soulstack/soulstack/internal/relay"
+	"github.com/soulstack/soulstack/internal/rules"
 	"github.com/soulstack/soulstack/internal/secrets"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/ui"
@@ -84,6 +87,8 @@ type Keeper struct {
 	engine    *engine.Engine
 	health    *healthkeeper.Manager
 	checker   *checker.Checker
+	rules     *rules.Engine
+	notifier  *notify.Notifier
 	secrets   *secrets.Store
 	clouds    *cloud.Manager
 	ui        *ui.UI
@@ -181,9 +186,13 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 			k.engine.RecordLate(sid, runID, taskID, r)
 		},
 		// Health (SPEC §14.1): built right below, before Serve runs.
-		OnHealth:  func(sid string, b []byte) { k.health.OnHealth(sid, b) },
-		OnVitals:  func(sid string, b []byte) { k.health.OnVitals(sid, b) },
-		OnWelcome: func(sid string) { k.health.OnWelcome(sid) },
+		OnHealth: func(sid string, b []byte) { k.health.OnHealth(sid, b) },
+		OnVitals: func(sid string, b []byte) { k.health.OnVitals(sid, b) },
+		OnWelcome: func(sid string) {
+			k.health.OnWelcome(sid)
+			k.soulEvent(dsl.EventSoulConnected, sid)
+		},
+		OnGone: func(sid string) { k.soulEvent(dsl.EventSoulDisconnected, sid) },
 	})
 	// Souls may hold their streams to another keeper on the same
 	// PostgreSQL: the engine dispatches through the relay, which reaches
@@ -223,11 +232,13 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		Connected: k.gateway.ConnectedSIDs,
 		Registry:  k.registry,
 		Logger:    log.With("component", "health"),
+		OnChange:  func(c healthkeeper.Change) { k.onHealthChange(c) },
 	})
 	if err != nil {
 		return nil, err
 	}
 	k.clouds = k.newCloud()
+	k.newRules()
 	k.engine, err = engine.New(engine.Config{
 		Cloud:      cloudFunc(k.clouds),
 		OnRunEnd:   k.onRunEnd,
@@ -287,6 +298,8 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 	k.api, err = api.New(api.Config{
 		Cloud:            k.clouds,
 		Secrets:          k.secrets,
+		Rules:            k.rules,
+		Notifier:         k.notifier,
 		Engine:           k.engine,
 		Checker:          k.checker,
 		Store:            k.store,

@@ -162,7 +162,9 @@ func (k *Keeper) startBackground(ctx context.Context) *background {
 	b.wg.Go(func() { k.pruner(bctx) })
 	b.wg.Go(func() { k.integrityChecker(bctx) })
 	b.wg.Go(func() { k.engine.RunDriftSchedules(bctx, k.leader.IsLeader, 0) })
-	sched := checker.NewScheduler(k.checker, checker.SchedulerConfig{Logger: k.log.With("component", "scheduler"), Wake: wake})
+	b.wg.Go(func() { k.rules.Run(bctx) })
+	b.wg.Go(func() { k.notifier.Run(bctx) })
+	sched := checker.NewScheduler(k.checker, checker.SchedulerConfig{Logger: k.log.With("component", "scheduler"), Wake: wake, OnMissed: k.scheduleMissed})
 	b.wg.Go(func() {
 		if err := sched.Run(bctx); err != nil && bctx.Err() == nil {
 			k.log.Error("checker scheduler stopped", "err", err)

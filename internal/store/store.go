@@ -461,6 +461,7 @@ type Secret struct {
 // Store is everything Soul Stack persists.
 type Store interface {
 	HealthStore
+	RulesStore
 
 	// Ping checks the database is reachable (readyz).
 	Ping(ctx context.Context) error

@@ -141,6 +141,7 @@ func (u *UI) routes() http.Handler {
 	mux.Handle("GET "+Prefix+"/runs/{id}/failed", u.page(u.runFailed))
 	mux.Handle("GET "+Prefix+"/runs/{id}/live", u.fragment(u.runLive))
 	mux.Handle("GET "+Prefix+"/runs/{id}/events", u.fragment(u.runEvents))
+	mux.Handle("GET "+Prefix+"/rules", u.page(u.rulesPage))
 	mux.Handle("GET "+Prefix+"/procedures", u.page(u.procedures))
 	mux.Handle("GET "+Prefix+"/procedures/{name}", u.page(u.procedure))
 	mux.Handle("GET "+Prefix+"/tasks", u.page(u.tasks))

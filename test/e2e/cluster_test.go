@@ -83,6 +83,11 @@ func newClusterOf(t *testing.T, flavour, name string, hostCount int, labPackages
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
+	// Two checkouts on one machine run their labs apart: the name is
+	// $SOULSTACK_LAB_NAME when set (as test/modules does).
+	if n := os.Getenv("SOULSTACK_LAB_NAME"); n != "" {
+		name = n
+	}
 	c := &cluster{flavour: flavour, souls: map[string]*lab.Proc{}, logDir: logDir(t)}
 
 	start := time.Now()

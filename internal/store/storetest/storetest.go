@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 		{"Cloud", cloudTests},
 		{"Retention", retentionTests},
 		{"HistoryPage", historyPageTests},
+		{"Rules", rulesTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
