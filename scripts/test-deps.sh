@@ -22,6 +22,8 @@ command -v rpm >/dev/null 2>&1 || need+=(rpm)
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 # install14: soulctl souls bootstrap is tested against a real sshd.
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+# i32: the .debs are checked with lintian as a Debian user would.
+command -v lintian >/dev/null 2>&1 || need+=(lintian)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test-deps: installing ${need[*]}"

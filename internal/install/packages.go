@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goreleaser/nfpm/v2"
 	_ "github.com/goreleaser/nfpm/v2/deb" // registers the deb packager
@@ -44,8 +45,12 @@ type PackageOptions struct {
 	// package ships as SoulLibDir/soul-linux-<arch>, for GET
 	// /v1/soul/binary; nil ships BinDir's soul alone.
 	SoulBinaries map[string]string
-	// LicenseFile is the LICENSE text shipped in every package.
+	// LicenseFile is the LICENSE text shipped in every .rpm (the .deb
+	// packages point at /usr/share/common-licenses instead).
 	LicenseFile string
+	// Changelog is CHANGELOG.md (Keep a Changelog): the packages'
+	// changelog.Debian and %changelog are made from it. Empty means none.
+	Changelog string
 	// OutDir receives the packages.
 	OutDir string
 	// Formats are "deb" and/or "rpm"; nil means both.
@@ -80,6 +85,16 @@ func BuildPackages(o PackageOptions) ([]string, error) {
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("building packages: %w", err)
 	}
+	var rels []Release
+	if o.Changelog != "" {
+		b, err := os.ReadFile(o.Changelog)
+		if err != nil {
+			return nil, fmt.Errorf("building packages: %w", err)
+		}
+		if rels, err = ParseChangelog(b); err != nil {
+			return nil, fmt.Errorf("building packages: %s: %w", o.Changelog, err)
+		}
+	}
 	var out []string
 	for _, name := range o.Packages {
 		for _, format := range o.Formats {
@@ -87,7 +102,7 @@ func BuildPackages(o PackageOptions) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			p, err := buildOne(info, format, o.OutDir)
+			p, err := buildOne(info, format, o.OutDir, tmp, o.Version, rels)
 			if err != nil {
 				return nil, fmt.Errorf("building %s %s: %w", name, format, err)
 			}
@@ -109,6 +124,12 @@ func unpackPackaging(dir string) error {
 			return err
 		}
 		dst := filepath.Join(dir, p)
+		if strings.HasPrefix(p, "man/") {
+			if b, err = gzipMax(b); err != nil {
+				return err
+			}
+			dst += ".gz"
+		}
 		if strings.HasSuffix(p, ".service") {
 			b = []byte(strings.ReplaceAll(string(b), "/usr/local/bin/", "/usr/bin/"))
 			b = []byte(strings.ReplaceAll(string(b), "systemctl enable --now soul\n", "systemctl enable --now soulstack-soul\n"))
@@ -138,8 +159,53 @@ func packageInfo(name string, o PackageOptions, tmp string) (*nfpm.Info, error) 
 		Section:    "admin",
 		Priority:   "optional",
 	}
+	// Non-native: the packaging is not the upstream source, so lintian
+	// looks for changelog.Debian (nfpm's name); rpm's Release is 1 too.
+	info.Release = "1"
+	doc := "/usr/share/doc/" + name
+	cp := filepath.Join(tmp, "copyright")
+	if err := os.WriteFile(cp, []byte(copyrightText), 0o644); err != nil {
+		return nil, err
+	}
+	info.Contents = append(info.Contents, &files.Content{Source: cp, Destination: doc + "/copyright", Packager: "deb", FileInfo: &files.ContentFileInfo{Mode: 0o644}})
 	if o.LicenseFile != "" {
-		info.Contents = append(info.Contents, file(o.LicenseFile, "/usr/share/doc/"+name+"/copyright", 0o644))
+		info.Contents = append(info.Contents, &files.Content{Source: o.LicenseFile, Destination: "/usr/share/licenses/" + name + "/LICENSE", Type: files.TypeRPMLicense, Packager: "rpm", FileInfo: &files.ContentFileInfo{Mode: 0o644}})
+	}
+	arches := make([]string, 0, len(o.SoulBinaries))
+	for a := range o.SoulBinaries {
+		arches = append(arches, a)
+	}
+	slices.Sort(arches)
+	ov := filepath.Join(tmp, "lintian-"+name)
+	if err := os.WriteFile(ov, []byte(lintianOverrides(name, arches)), 0o644); err != nil {
+		return nil, err
+	}
+	info.Contents = append(info.Contents, &files.Content{Source: ov, Destination: "/usr/share/lintian/overrides/" + name, Packager: "deb", FileInfo: &files.ContentFileInfo{Mode: 0o644}})
+	// The man pages and completion scripts of the package's binary
+	// (packaging/man, packaging/completion: internal/manpages).
+	docs := func(bin, section string) error {
+		pages, err := filepath.Glob(filepath.Join(tmp, "man", bin+"*."+section+".gz"))
+		if err != nil {
+			return err
+		}
+		for _, pg := range pages {
+			base := filepath.Base(pg)
+			if base != bin+"."+section+".gz" && !strings.HasPrefix(base, bin+"-") {
+				continue // soul's pages are not soulctl's
+			}
+			info.Contents = append(info.Contents, file(pg, "/usr/share/man/man"+section+"/"+base, 0o644))
+		}
+		if len(pages) == 0 {
+			return fmt.Errorf("building %s: no man pages of %s in packaging/man", name, bin)
+		}
+		comp := filepath.Join(tmp, "completion")
+		info.Contents = append(info.Contents,
+			file(filepath.Join(comp, "bash", bin), "/usr/share/bash-completion/completions/"+bin, 0o644),
+			&files.Content{Source: filepath.Join(comp, "zsh", "_"+bin), Destination: "/usr/share/zsh/vendor-completions/_" + bin, Packager: "deb", FileInfo: &files.ContentFileInfo{Mode: 0o644}},
+			&files.Content{Source: filepath.Join(comp, "zsh", "_"+bin), Destination: "/usr/share/zsh/site-functions/_" + bin, Packager: "rpm", FileInfo: &files.ContentFileInfo{Mode: 0o644}},
+			file(filepath.Join(comp, "fish", bin+".fish"), "/usr/share/fish/vendor_completions.d/"+bin+".fish", 0o644),
+		)
+		return nil
 	}
 	bin := func(n string) (string, error) {
 		p := filepath.Join(o.BinDir, n)
@@ -150,7 +216,18 @@ func packageInfo(name string, o PackageOptions, tmp string) (*nfpm.Info, error) 
 	}
 	switch name {
 	case PkgSoul:
-		info.Description = "Soul Stack soul: the agent that runs a Keeper's work on this host (runs as root)"
+		info.Description = `agent that runs a Soul Stack Keeper's work on this host
+The soul is the agent of Soul Stack, a configuration management and
+orchestration system. It dials out to its Keeper, pins the Keeper's
+certificate, and runs the idempotent modules (packages, files, services,
+users, ...) the Keeper's runs send it, reporting each result back.
+.
+It runs as root: its modules install packages and manage system files and
+services. Set SOULSTACK_KEEPER and SOUL_JOIN_TOKEN in
+/etc/soulstack/soul.env, then enable soulstack-soul.service.`
+		if err := docs("soul", "8"); err != nil {
+			return nil, err
+		}
 		p, err := bin("soul")
 		if err != nil {
 			return nil, err
@@ -162,7 +239,18 @@ func packageInfo(name string, o PackageOptions, tmp string) (*nfpm.Info, error) 
 		)
 		info.Scripts = nfpm.Scripts{PostInstall: script("soul-postinstall.sh"), PreRemove: script("soul-preremove.sh"), PostRemove: script("soul-postremove.sh")}
 	case PkgKeeper:
-		info.Description = "Soul Stack Keeper: Operator API, web UI, run engine, soul gateway and Checker"
+		info.Description = `Soul Stack server: Operator API, web UI, run engine and soul gateway
+The Keeper is the server of Soul Stack, a configuration management and
+orchestration system. It holds the service repositories and their
+incarnations, runs scenarios across the souls (agents) connected to it,
+records state and history in SQLite or PostgreSQL, and runs the Checker's
+procedures. It serves the soul binary to new hosts.
+.
+It runs unprivileged as the soulstack user in a sandboxed unit. Initialize
+it once with "keeper init", then enable soulstack-keeper.service.`
+		if err := docs("keeper", "1"); err != nil {
+			return nil, err
+		}
 		p, err := bin("keeper")
 		if err != nil {
 			return nil, err
@@ -173,18 +261,20 @@ func packageInfo(name string, o PackageOptions, tmp string) (*nfpm.Info, error) 
 			&files.Content{Source: filepath.Join(tmp, "keeper.yaml"), Destination: "/etc/soulstack/keeper.yaml", Type: files.TypeConfigNoReplace,
 				FileInfo: &files.ContentFileInfo{Mode: 0o640, Owner: "root", Group: "soulstack"}},
 		)
-		arches := make([]string, 0, len(o.SoulBinaries))
-		for a := range o.SoulBinaries {
-			arches = append(arches, a)
-		}
-		slices.Sort(arches)
 		for _, a := range arches {
 			info.Contents = append(info.Contents, file(o.SoulBinaries[a], SoulLibDir+"/soul-linux-"+a, 0o755))
 		}
 		info.Scripts = nfpm.Scripts{PreInstall: script("keeper-preinstall.sh"), PostInstall: script("keeper-postinstall.sh"),
 			PreRemove: script("keeper-preremove.sh"), PostRemove: script("keeper-postremove.sh")}
 	case PkgSoulctl:
-		info.Description = "soulctl: the Soul Stack command line for Archons"
+		info.Description = `command line client of the Soul Stack configuration system
+soulctl drives a Soul Stack Keeper through its Operator API: services,
+incarnations and their runs, souls, tokens and the audit log. It also works
+on service repositories offline: it validates them and runs their scenario
+tests, and imports Ansible roles.`
+		if err := docs("soulctl", "1"); err != nil {
+			return nil, err
+		}
 		p, err := bin("soulctl")
 		if err != nil {
 			return nil, err
@@ -196,12 +286,37 @@ func packageInfo(name string, o PackageOptions, tmp string) (*nfpm.Info, error) 
 	return info, nil
 }
 
-func buildOne(info *nfpm.Info, format, outDir string) (string, error) {
+func buildOne(info *nfpm.Info, format, outDir, tmp, upstream string, rels []Release) (string, error) {
 	pkgr, err := nfpm.Get(format)
 	if err != nil {
 		return "", err
 	}
 	info = nfpm.WithDefaults(info)
+	if rels != nil {
+		v := debVersion(info.Version, info.Prerelease, info.VersionMetadata, info.Release)
+		entries := changelogEntries(v, upstream, rels, time.Now().UTC())
+		switch format {
+		case "rpm":
+			info.Changelog = filepath.Join(tmp, "changelog-"+info.Name+".yml")
+			if err := writeChglog(info.Changelog, info.Maintainer, entries); err != nil {
+				return "", err
+			}
+		case "deb":
+			// Written here rather than by nfpm (whose template cannot wrap
+			// long items, which lintian flags).
+			b, err := debianChangelog(info.Name, info.Maintainer, entries)
+			if err != nil {
+				return "", err
+			}
+			p := filepath.Join(tmp, "changelog.Debian-"+info.Name+".gz")
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				return "", err
+			}
+			c := *info
+			c.Contents = append(slices.Clone(info.Contents), &files.Content{Source: p, Destination: "/usr/share/doc/" + info.Name + "/changelog.Debian.gz", FileInfo: &files.ContentFileInfo{Mode: 0o644}})
+			info = &c
+		}
+	}
 	if err := nfpm.PrepareForPackager(info, format); err != nil {
 		return "", err
 	}

@@ -91,8 +91,30 @@ func TestPackages(t *testing.T) {
 	if env := readFile(t, filepath.Join(root, "etc/soulstack/soul.env")); !strings.Contains(env, "\nSOULSTACK_KEEPER=\n") {
 		t.Errorf("the default soul.env names a Keeper:\n%s", env)
 	}
-	if lic := readFile(t, filepath.Join(root, "usr/share/doc/soulstack-soul/copyright")); !strings.Contains(lic, "Apache License") {
-		t.Error("no Apache license in the package")
+	if lic := readFile(t, filepath.Join(root, "usr/share/doc/soulstack-soul/copyright")); !strings.Contains(lic, "Apache License") || !strings.Contains(lic, "/usr/share/common-licenses/Apache-2.0") {
+		t.Error("the copyright file does not name the Apache license in common-licenses")
+	}
+	for _, p := range []string{"usr/share/man/man8/soul.8.gz", "usr/share/man/man8/soul-run.8.gz", "usr/share/doc/soulstack-soul/changelog.Debian.gz",
+		"usr/share/bash-completion/completions/soul", "usr/share/zsh/vendor-completions/_soul", "usr/share/fish/vendor_completions.d/soul.fish"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("soul package: %v", err)
+		}
+	}
+
+	// lintian, as a Debian user would run it: no error and no warning
+	// beyond the overrides the packages ship (each with its reason).
+	if _, err := exec.LookPath("lintian"); err != nil {
+		t.Fatal("lintian is needed (scripts/test-deps.sh installs it)")
+	}
+	var debPaths []string
+	for _, p := range debs {
+		debPaths = append(debPaths, p)
+	}
+	lout, _ := exec.Command("lintian", append([]string{"--no-cfg"}, debPaths...)...).CombinedOutput()
+	for _, l := range strings.Split(string(lout), "\n") {
+		if strings.HasPrefix(l, "E: ") || strings.HasPrefix(l, "W: ") {
+			t.Errorf("lintian: %s", l)
+		}
 	}
 	ctrl := t.TempDir()
 	run(t, "", "dpkg-deb", "-e", soulDeb, ctrl)

@@ -16,6 +16,16 @@ var subcommands []func() *cobra.Command
 
 // Main runs the soul command line and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := NewRoot()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return exitCode(root.ExecuteContext(ctx), stderr)
+}
+
+// NewRoot builds the soul command tree (Main runs it; the man pages and
+// shell completions are generated from it).
+func NewRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "soul",
 		Short:         "Soul Stack agent: runs idempotent modules on this host for a Keeper",
@@ -27,8 +37,5 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, c := range subcommands {
 		root.AddCommand(c())
 	}
-	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	return exitCode(root.ExecuteContext(ctx), stderr)
+	return root
 }

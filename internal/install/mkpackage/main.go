@@ -19,7 +19,8 @@ func main() {
 	dist := flag.String("dist", "dist", "make dist's output: linux-<arch>/{keeper,soul,soulctl}; packages go there too")
 	arches := flag.String("arch", "amd64,arm64", "architectures to package")
 	formats := flag.String("format", "deb,rpm", "package formats")
-	license := flag.String("license", "LICENSE", "license file shipped in the packages")
+	license := flag.String("license", "LICENSE", "license file shipped in the .rpm packages")
+	changelog := flag.String("changelog", "CHANGELOG.md", "Keep a Changelog file the packages' changelogs are made from")
 	pkgs := flag.String("packages", "", "packages to build (comma-separated; default all)")
 	flag.Parse()
 	if *version == "" {
@@ -37,7 +38,7 @@ func main() {
 	for _, a := range strings.Split(*arches, ",") {
 		paths, err := install.BuildPackages(install.PackageOptions{
 			Version: *version, Arch: a, BinDir: filepath.Join(*dist, "linux-"+a), SoulBinaries: souls,
-			LicenseFile: *license, OutDir: *dist, Formats: strings.Split(*formats, ","),
+			LicenseFile: *license, Changelog: *changelog, OutDir: *dist, Formats: strings.Split(*formats, ","),
 			Packages: packages,
 		})
 		if err != nil {
