@@ -23,24 +23,32 @@ import (
 // cache_valid_time (installed after Soul Stack's runs) sees the cache as
 // Soul Stack left it, not as this test touched it. dpkg skips its fsyncs
 // (--force-unsafe-io): these are the test's installs, not the role's, on
-// hosts that live for one run.
-func aptInstall(t *testing.T, h *lab.Host, pkgs []string) {
+// hosts that live for one run. With noByteCompile (for Ansible itself)
+// py3compile is diverted away during the install, so the packages'
+// maintainer scripts skip byte-compiling the thousands of modules of
+// ansible-core, which Python compiles on first use anyway.
+func aptInstall(t *testing.T, h *lab.Host, pkgs []string, noByteCompile bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
+	install := "apt-get install -y -q -o Dpkg::Options::=--force-unsafe-io " + strings.Join(pkgs, " ") + " >/dev/null"
 	script := `set -e
 lists=/var/lib/apt/lists stamp=/var/lib/apt/periodic/update-success-stamp
 if ! ls $lists/*_Packages >/dev/null 2>&1; then
   apt-get update -q >/dev/null
-  apt-get install -y -q -o Dpkg::Options::=--force-unsafe-io ` + strings.Join(pkgs, " ") + ` >/dev/null
+  ` + install + `
   exit 0
 fi
 old=$(stat -c %Y $lists); oldstamp=$(stat -c %Y $stamp 2>/dev/null || true)
-apt-get install -y -q -o Dpkg::Options::=--force-unsafe-io ` + strings.Join(pkgs, " ") + ` >/dev/null
+` + install + `
 touch -d @$old $lists
 if [ -n "$oldstamp" ]; then touch -d @$oldstamp $stamp; fi
 `
+	if noByteCompile {
+		const divert = "dpkg-divert --local --rename --quiet --divert /usr/bin/py3compile.test-off "
+		script = divert + "--add /usr/bin/py3compile\n(\n" + script + ")\nrc=$?\n" + divert + "--remove /usr/bin/py3compile\nexit $rc\n"
+	}
 	if _, stderr, err := h.Exec(ctx, script); err != nil {
 		t.Fatalf("installing %s: %v\n%s", strings.Join(pkgs, " "), err, stderr)
 	}
