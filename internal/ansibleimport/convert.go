@@ -105,13 +105,18 @@ type converter struct {
 	// inScenario is set while converting a playbook's own tasks: they
 	// are scenario steps, where run_once: exists.
 	inScenario bool
+	// overrides are variables the role sets only when they are undefined
+	// (set_fact: {x: "{{ __x }}"} when: x is not defined), by name with
+	// their input type: in Ansible the inventory may give them, here they
+	// become optional inputs (null when not given) fed from the essence.
+	overrides map[string]string
 	// playbook is the playbook's file name, for the report.
 	playbook string
 }
 
 func newConverter(r *Role) *converter {
 	c := &converter{role: r, vars: map[string]Kind{}, registers: map[string]bool{}, notifiers: map[string][]string{},
-		including: map[string]bool{}, slugs: map[string]int{}}
+		including: map[string]bool{}, slugs: map[string]int{}, overrides: map[string]string{}}
 	addVars := func(v *Vars) {
 		if v == nil {
 			return

@@ -30,6 +30,10 @@ func (c *converter) tasks(ts []*Task, loopVar string) []omap {
 
 // task converts one task; an include is spliced (one or more tasks).
 func (c *converter) task(t *Task, loopVar string) []omap {
+	if why := c.never(t, loopVar); why != "" {
+		c.skipRows(t, why)
+		return nil
+	}
 	switch {
 	case t.IsBlock:
 		return []omap{c.block(t, loopVar)}
@@ -37,6 +41,55 @@ func (c *converter) task(t *Task, loopVar string) []omap {
 		return c.include(t, loopVar)
 	}
 	return []omap{c.moduleTask(t, loopVar)}
+}
+
+// never says why t runs on no host a soul runs on (one of its when:
+// conditions is constant false there, like ansible_os_family == "FreeBSD"),
+// or "" when it may run.
+func (c *converter) never(t *Task, loopVar string) string {
+	n, ok := t.Keywords["when"]
+	if !ok {
+		return ""
+	}
+	conds := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		conds = n.Content
+	}
+	for _, cn := range conds {
+		src := conditions(cn)
+		if tr := TranslateCondition(src, c.scope("", loopVar)); tr.Manual == "" && len(tr.Lost) == 0 && tr.CEL == "false" {
+			return "when: " + src
+		}
+	}
+	return ""
+}
+
+// skipRows reports t, and every task inside it (blocks, included files),
+// as not imported: they would never run on a host a soul runs on, so
+// leaving them out changes nothing, and the report says so.
+func (c *converter) skipRows(t *Task, why string) {
+	name := t.Name
+	if name == "" {
+		name = t.Module
+	}
+	c.rows = append(c.rows, &Row{Upstream: fmt.Sprintf("%s:%d", t.File, t.Line), Name: name, Module: t.FQCN, Into: "(not imported)",
+		Fidelity: Exact, Notes: []string{"never runs on a host a soul runs on (" + why + "): left out"}})
+	var inner []*Task
+	inner = append(append(append(inner, t.Block...), t.Rescue...), t.Always...)
+	if t.Module == "include_tasks" || t.Module == "import_tasks" {
+		file := t.FreeForm
+		if f, ok := t.Args["file"].(string); ok {
+			file = f
+		}
+		if rel := path.Clean(file); !c.including[rel] {
+			c.including[rel] = true
+			defer delete(c.including, rel)
+			inner = append(inner, c.role.TaskFiles[rel]...)
+		}
+	}
+	for _, it := range inner {
+		c.skipRows(it, why)
+	}
 }
 
 func (c *converter) row(t *Task, out omap, into string, tc *taskConv) {
@@ -423,6 +476,14 @@ func (c *converter) setFact(t *Task, rest []*Task, loopVar string) (omap, bool) 
 		}
 	}
 	sort.Strings(names)
+	override := ""
+	if n, ok := t.Keywords["when"]; ok && len(names) == 1 {
+		k := names[0]
+		src := strings.Join(strings.Fields(conditions(n)), " ")
+		if _, known := c.vars[k]; !known && (src == k+" is not defined" || src == k+" is undefined") {
+			override, cond, tc = k, "", &taskConv{}
+		}
+	}
 	for _, k := range names {
 		var expr string
 		switch v := t.Args[k].(type) {
@@ -435,6 +496,11 @@ func (c *converter) setFact(t *Task, rest []*Task, loopVar string) (omap, bool) 
 			}
 		default:
 			tc.need("set_fact %s: only string values are imported", k)
+		}
+		if k == override {
+			c.overrides[k] = c.overrideType(t.Args[k])
+			vars.set(k, fmt.Sprintf("${ type(vars.%s) != null_type ? vars.%s : %s }", k, k, unwrap(expr)), "")
+			continue
 		}
 		_, known := c.vars[k]
 		if cond != "" && !known && (cond == "true" || cond == "!has(vars."+k+")") {
@@ -474,6 +540,31 @@ func (c *converter) setFact(t *Task, rest []*Task, loopVar string) (omap, bool) 
 	c.row(t, out, "vars", tc)
 	out.set("block", c.tasks(rest, loopVar), "")
 	return out, true
+}
+
+// overrideType is the input type of an overridable variable: the type of
+// the role variable its value names ("{{ __nginx_user }}" → the type of
+// __nginx_user in vars/), string when that is not known.
+func (c *converter) overrideType(v any) string {
+	s, _ := v.(string)
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "{{") || !strings.HasSuffix(s, "}}") {
+		return "string"
+	}
+	ref := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s[2:len(s)-2]), "| list"))
+	names := make([]string, 0, len(c.role.VarFiles))
+	for f := range c.role.VarFiles {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	for _, f := range names {
+		if vf := c.role.VarFiles[f]; vf.Nodes[ref] != nil {
+			if val, err := vf.Value(ref); err == nil {
+				return inputType(val)
+			}
+		}
+	}
+	return "string"
 }
 
 // unwrap is the CEL inside a whole ${ } value.

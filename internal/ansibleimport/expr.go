@@ -142,6 +142,9 @@ type val struct {
 	lit string
 	// strs is set when the value is a list of string literals.
 	strs []string
+	// never marks a literal that the fact never equals on a host a soul
+	// runs on (a BSD family, or a value Ansible itself never reports).
+	never bool
 }
 
 type translator struct {

@@ -21,6 +21,10 @@ func (tr *translator) binary(x *nodes.BinaryExpression) val {
 		return val{code: paren(l) + " " + cop + " " + paren(r), kind: KindBool, compound: true}
 	case "==", "!=":
 		l, r := tr.compare(tr.expr(x.Left), tr.expr(x.Right))
+		if l.never || r.never {
+			// A value no host a soul runs on reports: constant.
+			return val{code: strconv.FormatBool(op == "!="), kind: KindBool}
+		}
 		return val{code: paren(l) + " " + op + " " + paren(r), kind: KindBool, compound: true}
 	case "<", "<=", ">", ">=":
 		l, r := tr.expr(x.Left), tr.expr(x.Right)
@@ -90,6 +94,9 @@ func (tr *translator) compare(l, r val) (val, val) {
 
 func (tr *translator) rewrite(f Fact, lit val) val {
 	s, ok := f.Values(lit.lit)
+	if !ok && f.Never != nil && f.Never(lit.lit) {
+		return val{code: strconv.Quote(lit.lit), kind: KindString, str: true, lit: lit.lit, never: true}
+	}
 	if !ok {
 		tr.approx("ansible_%s == %q: Soul Stack has no value for %q", f.Ansible, lit.lit, lit.lit)
 		return lit
@@ -100,9 +107,14 @@ func (tr *translator) rewrite(f Fact, lit val) val {
 // in is Jinja's `a in b`: substring, list member or map key, as contains().
 func (tr *translator) in(needle, hay val) val {
 	if needle.fact != nil && hay.strs != nil {
-		parts := make([]string, len(hay.strs))
-		for i, s := range hay.strs {
-			parts[i] = tr.rewrite(*needle.fact, val{str: true, lit: s, code: strconv.Quote(s)}).code
+		parts := make([]string, 0, len(hay.strs))
+		for _, s := range hay.strs {
+			if v := tr.rewrite(*needle.fact, val{str: true, lit: s, code: strconv.Quote(s)}); !v.never {
+				parts = append(parts, v.code)
+			}
+		}
+		if len(parts) == 0 {
+			return val{code: "false", kind: KindBool}
 		}
 		hay = val{code: "[" + strings.Join(parts, ", ") + "]", kind: KindList}
 	} else if needle.fact != nil || hay.fact != nil {

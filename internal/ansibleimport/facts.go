@@ -18,6 +18,10 @@ type Fact struct {
 	// "Debian" is soulprint's "debian"). A literal it does not know makes
 	// the comparison approximate.
 	Values func(string) (string, bool)
+	// Never, when set, tells the values this fact has in Ansible (or that
+	// roles compare it with) that no host a soul runs on has: a comparison
+	// with one is a constant, exactly as it is on every Linux host.
+	Never func(string) bool
 	// Lost, when set, says what the mapping does not carry over: an
 	// expression reading this fact is approximated, never exact.
 	Lost string
@@ -27,6 +31,19 @@ type Fact struct {
 func familyValues(s string) (string, bool) {
 	v, ok := map[string]string{"Debian": "debian", "RedHat": "redhat", "Suse": "suse", "Archlinux": "arch", "Alpine": "alpine"}[s]
 	return v, ok
+}
+
+// notLinuxFamily is an os_family value no Linux host has in Ansible: the
+// families of other systems (souls run on Linux only), and distribution
+// names Ansible folds into a family (its os_family of Rocky is RedHat, so
+// ansible_os_family == "Rocky" is false on every host there too).
+func notLinuxFamily(s string) bool {
+	switch s {
+	case "FreeBSD", "OpenBSD", "NetBSD", "DragonFly", "Darwin", "Solaris", "SunOS", "AIX", "HP-UX", "Windows",
+		"Rocky", "AlmaLinux", "CentOS", "Fedora", "OracleLinux", "Amazon", "Ubuntu", "Linux Mint", "Kali", "Raspbian":
+		return true
+	}
+	return false
 }
 
 // distributionValues maps ansible_distribution to soulprint's
@@ -64,7 +81,7 @@ func serviceMgrValues(s string) (string, bool) {
 // facts is the one table of Ansible facts the importer knows; README's
 // "Coming from Ansible" section prints it (FactTable).
 var facts = map[string]Fact{
-	"os_family":                  {CEL: "soulprint.self.os.family", Values: familyValues},
+	"os_family":                  {CEL: "soulprint.self.os.family", Values: familyValues, Never: notLinuxFamily},
 	"distribution":               {CEL: "soulprint.self.os.distribution", Values: distributionValues},
 	"distribution_release":       {CEL: "soulprint.self.os.codename"},
 	"distribution_version":       {CEL: "soulprint.self.os.version"},

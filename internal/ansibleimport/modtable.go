@@ -201,6 +201,16 @@ func convReplace(a *margs) *into {
 
 // packageNames maps name: (a string, a comma list or a list) to name or
 // names.
+// wholeExpr tells whether s is one Jinja expression and nothing else
+// ("{{ git_packages }}"), and gives its text.
+func wholeExpr(s string) (string, bool) {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "{{") || !strings.HasSuffix(t, "}}") || strings.Count(t, "{{") != 1 {
+		return "", false
+	}
+	return strings.TrimSpace(t[2 : len(t)-2]), true
+}
+
 func packageNames(a *margs, in *into) {
 	k := a.first("name", "pkg", "package")
 	if k == "" {
@@ -218,6 +228,19 @@ func packageNames(a *margs, in *into) {
 			}
 			a.used[k] = true
 			in.set("names", list)
+			return
+		}
+		if e, whole := wholeExpr(v); whole {
+			// Ansible takes one name or a list here; ours are two params.
+			switch a.c.vars[e] {
+			case KindString:
+				in.set("name", a.val(k))
+			case KindList:
+				in.set("names", a.val(k))
+			default:
+				cel := unwrap(a.val(k).(string))
+				in.set("names", fmt.Sprintf("${ type(%s) == list ? %s : [%s] }", cel, cel, cel))
+			}
 			return
 		}
 		in.set("name", a.val(k))

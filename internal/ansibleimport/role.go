@@ -173,8 +173,8 @@ func loadVars(path, rel string) (*Vars, error) {
 	}
 	v := &Vars{File: rel, Nodes: map[string]*yaml.Node{}}
 	m := docRoot(&doc)
-	if m == nil {
-		return v, nil
+	if m == nil || (m.Kind == yaml.ScalarNode && m.Tag == "!!null") {
+		return v, nil // empty, or only comments: Ansible reads no variables
 	}
 	if m.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s:%d: a variables file must be a map", rel, m.Line)

@@ -46,6 +46,14 @@ func ImportRole(r *Role) (*Import, error) {
 	varsFiles := c.hoistIncludeVars(im, dd)
 	body := c.tasks(r.Tasks, "")
 	body = append(body, c.handlers()...)
+	for _, name := range sortedKeys(c.overrides) {
+		spec := newMap()
+		spec.set("type", c.overrides[name], "")
+		spec.set("description", "set it to override what the role picks for the host's OS (null: the role's choice)", "")
+		input.set(name, spec, "")
+		essence.set(name, nil, "")
+		blockVars.set(name, "${ input."+name+" }", "")
+	}
 
 	blk := newMap()
 	blk.set("name", r.Name+" (imported role)", "")
@@ -442,4 +450,13 @@ func (im *Import) WriteTo(dir string) error {
 	}
 	_ = os.Remove(dir) // an empty directory the caller made
 	return os.Rename(tmp, dir)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
