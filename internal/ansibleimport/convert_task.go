@@ -72,7 +72,7 @@ func (c *converter) skipRows(t *Task, why string) {
 	if name == "" {
 		name = t.Module
 	}
-	c.rows = append(c.rows, &Row{Upstream: fmt.Sprintf("%s:%d", t.File, t.Line), Name: name, Module: t.FQCN, Into: "(not imported)",
+	c.rows = append(c.rows, &Row{Upstream: fmt.Sprintf("%s:%d", t.File, t.Line), Output: "(left out)", Name: name, Module: t.FQCN, Into: "(not imported)",
 		Fidelity: Exact, Notes: []string{"never runs on a host a soul runs on (" + why + "): left out"}})
 	var inner []*Task
 	inner = append(append(append(inner, t.Block...), t.Rescue...), t.Always...)
@@ -250,7 +250,9 @@ func (c *converter) keywords(t *Task, out omap, tc *taskConv, self, loopVar stri
 	if isTrue(t.keyword("no_log")) {
 		tc.approx("no_log: declare the values it hid as secret inputs (secret: true) so Soul Stack masks them")
 	}
-	if cm := t.keyword("check_mode"); cm != "" {
+	if cm := t.keyword("check_mode"); cm != "" && !(!isTrue(cm) && isFalse(t.keyword("changed_when"))) {
+		// check_mode: false on a probe with changed_when: false is what
+		// Soul Stack does already: such a command runs in check mode.
 		tc.need("check_mode: %s — Soul Stack decides check mode per run (read-only probes run in check mode with changed_when: false)", cm)
 	}
 	if _, ok := t.Keywords["environment"]; ok && !c.envTaken(out) {
@@ -270,6 +272,14 @@ func (c *converter) envTaken(out omap) bool {
 				}
 			}
 		}
+	}
+	return false
+}
+
+func isFalse(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "false", "no", "off", "0", "n":
+		return true
 	}
 	return false
 }
@@ -490,7 +500,7 @@ func (c *converter) setFact(t *Task, rest []*Task, loopVar string) (omap, bool) 
 		case string:
 			tr := TranslateValue(v, sc)
 			tc.take(tr, "set_fact "+k)
-			expr = tr.CEL
+			expr = valueOrTodo(tr, v)
 			if tr.Manual == "" && !strings.HasPrefix(expr, "${") {
 				expr = "${ " + strconv.Quote(expr) + " }"
 			}
@@ -514,7 +524,11 @@ func (c *converter) setFact(t *Task, rest []*Task, loopVar string) (omap, bool) 
 				expr = fmt.Sprintf("${ has(vars.%s) ? vars.%s : %s }", k, k, unwrap(expr))
 			} else {
 				tc.approx("set_fact %s with when: where the condition is false and %s was never set, it is null (Ansible: undefined)", k, k)
-				expr = fmt.Sprintf("${ (%s) ? (%s) : (has(vars.%s) ? vars.%s : null) }", cond, unwrap(expr), k, k)
+				if known {
+					expr = fmt.Sprintf("${ (%s) ? (%s) : (has(vars.%s) ? vars.%s : null) }", cond, unwrap(expr), k, k)
+				} else {
+					expr = fmt.Sprintf("${ (%s) ? dyn(%s) : null }", cond, unwrap(expr))
+				}
 			}
 		}
 		vars.set(k, expr, "")

@@ -38,6 +38,9 @@ const (
 
 // Scope resolves the names an expression reads besides facts.
 type Scope struct {
+	// RawFacts keeps a fact written out as soulprint spells it (for vars
+	// file names, which the import writes under soulprint's values).
+	RawFacts bool
 	// Var resolves a variable: its CEL path (vars.port, input.port,
 	// register.result, item) and its kind; ok is false for a name the
 	// scope does not know.
@@ -111,6 +114,13 @@ func TranslateValue(src string, sc Scope) Translation {
 			b.WriteString(text)
 		case *nodes.Output:
 			v := tr.output(x)
+			if v.fact != nil && v.fact.Values != nil && !sc.RawFacts {
+				if sp := spelling(*v.fact, v.code); sp != "" {
+					v.code = sp
+				} else {
+					tr.approx("%s is written out as soulprint spells it, which differs from Ansible's spelling", v.code)
+				}
+			}
 			b.WriteString("${ " + v.code + " }")
 		case *nodes.Comment:
 		default:
@@ -125,8 +135,50 @@ func TranslateValue(src string, sc Scope) Translation {
 func parse(src string) (*nodes.Template, error) {
 	cfg := config.New()
 	cfg.KeepTrailingNewline = true
-	p := parser.NewParser("expression", tokens.Lex(src, cfg), cfg, nil, builtins.ControlStructures)
+	p := parser.NewParser("expression", tokens.Lex(pyEscapes(src), cfg), cfg, nil, builtins.ControlStructures)
 	return p.Parse()
+}
+
+// pyEscapes doubles a backslash inside a string literal of an expression
+// when the escape is not one Python knows: Python keeps '\d' as a
+// backslash and a d (a regexp's \d in regex_replace), gonja's lexer
+// refuses it.
+func pyEscapes(src string) string {
+	var b strings.Builder
+	inExpr, quote := false, byte(0)
+	for i := 0; i < len(src); i++ {
+		ch := src[i]
+		switch {
+		case !inExpr:
+			if ch == '{' && i+1 < len(src) && (src[i+1] == '{' || src[i+1] == '%') {
+				inExpr = true
+				b.WriteByte(ch)
+				i++
+				ch = src[i]
+			}
+		case quote != 0:
+			if ch == '\\' && i+1 < len(src) {
+				if !strings.ContainsRune("\\'\"abfnrtvxuUN\n", rune(src[i+1])) {
+					b.WriteString("\\\\")
+					continue
+				}
+				b.WriteByte(ch)
+				i++
+				ch = src[i]
+			} else if ch == quote {
+				quote = 0
+			}
+		case ch == '\'' || ch == '"':
+			quote = ch
+		case (ch == '}' || ch == '%') && i+1 < len(src) && src[i+1] == '}':
+			inExpr = false
+			b.WriteByte(ch)
+			i++
+			ch = src[i]
+		}
+		b.WriteByte(ch)
+	}
+	return b.String()
 }
 
 // val is one translated sub-expression.

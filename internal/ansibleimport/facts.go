@@ -1,7 +1,9 @@
 package ansibleimport
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 )
 
 // Fact maps one Ansible fact to the soulprint field that carries the same
@@ -27,10 +29,45 @@ type Fact struct {
 	Lost string
 }
 
+var familyMap = map[string]string{"Debian": "debian", "RedHat": "redhat", "Suse": "suse", "Archlinux": "arch", "Alpine": "alpine"}
+
 // familyValues maps ansible_os_family to soulprint's os.family.
 func familyValues(s string) (string, bool) {
-	v, ok := map[string]string{"Debian": "debian", "RedHat": "redhat", "Suse": "suse", "Archlinux": "arch", "Alpine": "alpine"}[s]
+	v, ok := familyMap[s]
 	return v, ok
+}
+
+// spelling is the CEL that turns a fact read from soulprint back into
+// Ansible's spelling of its value, where the two differ and the value is
+// written out (a template name "memcached-{{ ansible_os_family }}.conf.j2"
+// must name memcached-Debian.conf.j2); "" when no table says how.
+func spelling(f Fact, code string) string {
+	var m map[string]string
+	switch f.Ansible {
+	case "os_family":
+		m = familyMap
+	case "distribution":
+		m = distributionMap
+	case "architecture", "machine":
+		m = map[string]string{"x86_64": "amd64", "aarch64": "arm64"}
+	default:
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("{")
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q: %q", m[k], k)
+	}
+	b.WriteString("}")
+	return fmt.Sprintf("(%s in %s ? %s[%s] : %s)", code, b.String(), b.String(), code, code)
 }
 
 // notLinuxFamily is an os_family value no Linux host has in Ansible: the
@@ -49,11 +86,13 @@ func notLinuxFamily(s string) bool {
 // distributionValues maps ansible_distribution to soulprint's
 // os.distribution (os-release's ID).
 func distributionValues(s string) (string, bool) {
-	v, ok := map[string]string{"Debian": "debian", "Ubuntu": "ubuntu", "CentOS": "centos", "RedHat": "rhel", "Rocky": "rocky",
-		"AlmaLinux": "almalinux", "Fedora": "fedora", "Amazon": "amzn", "OracleLinux": "ol", "Archlinux": "arch",
-		"Alpine": "alpine", "SLES": "sles", "openSUSE Leap": "opensuse-leap", "Linux Mint": "linuxmint", "Kali": "kali"}[s]
+	v, ok := distributionMap[s]
 	return v, ok
 }
+
+var distributionMap = map[string]string{"Debian": "debian", "Ubuntu": "ubuntu", "CentOS": "centos", "RedHat": "rhel", "Rocky": "rocky",
+		"AlmaLinux": "almalinux", "Fedora": "fedora", "Amazon": "amzn", "OracleLinux": "ol", "Archlinux": "arch",
+		"Alpine": "alpine", "SLES": "sles", "openSUSE Leap": "opensuse-leap", "Linux Mint": "linuxmint", "Kali": "kali"}
 
 // archValues maps Ansible's ansible_architecture (uname -m) to soulprint's
 // os.arch (Go's names).

@@ -239,7 +239,7 @@ func packageNames(a *margs, in *into) {
 				in.set("names", a.val(k))
 			default:
 				cel := unwrap(a.val(k).(string))
-				in.set("names", fmt.Sprintf("${ type(%s) == list ? %s : [%s] }", cel, cel, cel))
+				in.set("names", fmt.Sprintf("${ type(%s) == type([]) ? dyn(%s) : [%s] }", cel, cel, cel))
 			}
 			return
 		}
@@ -250,6 +250,13 @@ func packageNames(a *margs, in *into) {
 }
 
 func convPackage(a *margs) *into {
+	if a.first("name", "pkg", "package", "deb") == "" && isTrue(a.str("update_cache")) && !a.has("upgrade") {
+		// apt: update_cache=true alone refreshes the index.
+		in := a.into("core.pkg.index_refreshed")
+		in.same("cache_valid_time")
+		a.used["state"] = true
+		return in
+	}
 	state := a.str("state")
 	var in *into
 	switch state {
@@ -284,6 +291,12 @@ func convPackage(a *margs) *into {
 }
 
 func convService(a *margs) *into {
+	if a.first("name", "service", "unit") == "" && isTrue(a.str("daemon_reload")) {
+		// systemd: daemon_reload=true alone: Ansible reloads every time.
+		in := a.into("core.systemd.daemon_reloaded")
+		in.set("force", true)
+		return in
+	}
 	in := a.into("core.service.state")
 	in.copy("name|service|unit", "name")
 	if a.has("state") {

@@ -205,7 +205,9 @@ func (c *converter) hoistIncludeVars(im *Import, dd string) []any {
 		if f, ok := t.Args["file"].(string); ok {
 			file = f
 		}
-		tr := TranslateValue(file, c.scope("", ""))
+		sc := c.scope("", "")
+		sc.RawFacts = true
+		tr := TranslateValue(file, sc)
 		tc.take(tr, "include_vars")
 		if strings.Contains(file, "{{") {
 			f := factInName(file)
@@ -228,7 +230,7 @@ func (c *converter) hoistIncludeVars(im *Import, dd string) []any {
 // factInName returns the fact a vars file name is made of
 // ("{{ ansible_facts.os_family }}.yml"), when it has value rewriting.
 func factInName(file string) *Fact {
-	tr := TranslateValue(file, Scope{})
+	tr := TranslateValue(file, Scope{RawFacts: true})
 	if tr.Manual != "" {
 		return nil
 	}
@@ -261,7 +263,7 @@ func (c *converter) handlers() []omap {
 		}
 		watch = dedupe(watch)
 		if len(watch) == 0 {
-			c.rows = append(c.rows, &Row{Upstream: fmt.Sprintf("%s:%d", h.File, h.Line), Name: nameOr(h), Module: h.FQCN,
+			c.rows = append(c.rows, &Row{Upstream: fmt.Sprintf("%s:%d", h.File, h.Line), Output: "(left out)", Name: nameOr(h), Module: h.FQCN,
 				Fidelity: Exact, Notes: []string{"no task notifies it: not imported"}, file: c.outFile})
 			continue
 		}

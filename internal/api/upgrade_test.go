@@ -64,9 +64,11 @@ tasks:
     module: core.file.present
     params: {path: /etc/web-schema, content: "2"}
 `
+	// A value validation cannot type (from_json gives dyn): it fails the
+	// schema only at commit.
 	v2["scenario/bad-migrate/main.yml"] = `
 state_changes:
-  sets: {schema: "two"}
+  sets: {schema: "${ from_json('\"two\"') }"}
 tasks: []
 `
 	v2["scenario/retire/main.yml"] = "tasks: []\n" // the broken one, fixed

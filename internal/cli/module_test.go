@@ -154,7 +154,7 @@ func TestModuleShowJSON(t *testing.T) {
 			}
 		}
 	}
-	if !params["name"] || !params["value"] || !params["persist"] || len(d.Params) != 3 {
+	if !params["name"] || !params["value"] || !params["persist"] || !params["file"] || len(d.Params) != 4 {
 		t.Errorf("sysctl params: %+v", d.Params)
 	}
 
