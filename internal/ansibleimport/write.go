@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -55,6 +56,7 @@ func ImportRole(r *Role) (*Import, error) {
 		blockVars.set(name, "${ input."+name+" }", "")
 	}
 
+	c.templateFacts(im, blockVars)
 	blk := newMap()
 	blk.set("name", r.Name+" (imported role)", "")
 	if !blockVars.empty() {
@@ -461,4 +463,73 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+var factRef = regexp.MustCompile(`ansible_facts\.([a-z_0-9]+)|ansible_facts\[['"]([a-z_0-9]+)['"]\]|\bansible_([a-z_0-9]+)`)
+
+// templateFacts gives the role's templates (copied unchanged, rendered by
+// the Jinja engine) the facts they read, as block vars: ansible_facts
+// (a map of the facts read as ansible_facts.x) and ansible_<x>, each from
+// soulprint through the fact table, spelt as Ansible spells it. A fact
+// the table has no value for is named in the report's notes.
+func (c *converter) templateFacts(im *Import, blockVars omap) {
+	used := map[string]bool{}
+	for _, rel := range c.role.Templates {
+		b, err := os.ReadFile(filepath.Join(c.role.Dir, "templates", rel))
+		if err != nil {
+			continue
+		}
+		for _, m := range factRef.FindAllStringSubmatch(string(b), -1) {
+			switch {
+			case m[1] != "":
+				used[m[1]] = true
+			case m[2] != "":
+				used[m[2]] = true
+			case m[3] != "" && m[3] != "facts" && m[3] != "managed":
+				used["ansible_"+m[3]] = true
+			}
+		}
+	}
+	if len(used) == 0 {
+		return
+	}
+	value := func(name string) (string, bool) {
+		f, ok := lookupFact(name)
+		if !ok || f.CEL == "" {
+			return "", false
+		}
+		if f.Lost != "" {
+			im.notes = append(im.notes, fmt.Sprintf("templates read ansible_%s: %s", name, f.Lost))
+		}
+		code := f.CEL
+		if f.Values != nil {
+			if sp := spelling(f, code); sp != "" {
+				code = sp
+			}
+		}
+		return code, true
+	}
+	facts := newMap()
+	for _, name := range sortedKeys(used) {
+		if strings.HasPrefix(name, "ansible_") {
+			continue
+		}
+		if code, ok := value(name); ok {
+			facts.set(name, "${ "+code+" }", "")
+		} else {
+			im.notes = append(im.notes, fmt.Sprintf("templates read ansible_facts.%s, which has no soulprint equivalent: rendering fails where it is read", name))
+		}
+	}
+	if !facts.empty() {
+		blockVars.set("ansible_facts", facts, "")
+	}
+	for _, name := range sortedKeys(used) {
+		short, ok := strings.CutPrefix(name, "ansible_")
+		if !ok {
+			continue
+		}
+		if code, ok := value(short); ok {
+			blockVars.set(name, "${ "+code+" }", "")
+		}
+	}
 }
