@@ -474,11 +474,13 @@ var factRef = regexp.MustCompile(`ansible_facts\.([a-z_0-9]+)|ansible_facts\[['"
 // the table has no value for is named in the report's notes.
 func (c *converter) templateFacts(im *Import, blockVars omap) {
 	used := map[string]bool{}
+	managed := false
 	for _, rel := range c.role.Templates {
 		b, err := os.ReadFile(filepath.Join(c.role.Dir, "templates", rel))
 		if err != nil {
 			continue
 		}
+		managed = managed || strings.Contains(string(b), "ansible_managed")
 		for _, m := range factRef.FindAllStringSubmatch(string(b), -1) {
 			switch {
 			case m[1] != "":
@@ -489,6 +491,12 @@ func (c *converter) templateFacts(im *Import, blockVars omap) {
 				used["ansible_"+m[3]] = true
 			}
 		}
+	}
+	if managed {
+		// Ansible's default, so that a migrated host's files stay byte
+		// for byte what Ansible wrote (the engine's own is "Soul Stack
+		// managed").
+		blockVars.set("ansible_managed", "Ansible managed", "the role's templates read it; Ansible's default value")
 	}
 	if len(used) == 0 {
 		return
