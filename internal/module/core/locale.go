@@ -21,6 +21,7 @@ func init() {
 			"state": {Type: module.TypeString, Default: "present", Description: "present or absent"},
 		},
 		Unconfinable: true,
+		Output:       map[string]module.Field{},
 	}, localeGenerated)
 }
 

@@ -19,6 +19,7 @@ func init() {
 			"force": {Type: module.TypeBool, Default: false, Description: "reload even when no loaded unit changed on disk (a unit file only added, or a drop-in systemd does not track); reports changed"},
 		},
 		Unconfinable: true,
+		Output:       map[string]module.Field{},
 	}, systemdDaemonReloaded)
 }
 
