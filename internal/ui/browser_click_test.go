@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/soulstack/soulstack/internal/auth"
@@ -85,5 +86,9 @@ func TestBrowserActionsAdmin(t *testing.T) {
 		t.Error("the browser's accept did not accept")
 	}
 	dom = submit(t, e, auth.RoleAdmin, "/ui/join-tokens", "join-token-form", url.Values{"covens": {"web"}, "ttl": {"1h"}})
-	contains(t, "join token DOM", dom, `id="join-token-value"`, "Shown this once", "--join-token")
+	contains(t, "join token DOM", dom, `id="join-token-value"`, "Shown this once", "SOUL_JOIN_TOKEN=")
+	// The install line keeps the token out of every process's argv (N2).
+	if strings.Contains(dom, "--join-token ") {
+		t.Errorf("the install line passes the token as an argument:\n%s", dom)
+	}
 }
