@@ -91,8 +91,8 @@ func distributionValues(s string) (string, bool) {
 }
 
 var distributionMap = map[string]string{"Debian": "debian", "Ubuntu": "ubuntu", "CentOS": "centos", "RedHat": "rhel", "Rocky": "rocky",
-		"AlmaLinux": "almalinux", "Fedora": "fedora", "Amazon": "amzn", "OracleLinux": "ol", "Archlinux": "arch",
-		"Alpine": "alpine", "SLES": "sles", "openSUSE Leap": "opensuse-leap", "Linux Mint": "linuxmint", "Kali": "kali"}
+	"AlmaLinux": "almalinux", "Fedora": "fedora", "Amazon": "amzn", "OracleLinux": "ol", "Archlinux": "arch",
+	"Alpine": "alpine", "SLES": "sles", "openSUSE Leap": "opensuse-leap", "Linux Mint": "linuxmint", "Kali": "kali"}
 
 // archValues maps Ansible's ansible_architecture (uname -m) to soulprint's
 // os.arch (Go's names).
