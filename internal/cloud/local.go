@@ -94,8 +94,10 @@ func (d localDriver) Create(ctx context.Context, req Request) ([]Instance, error
 			return out, err
 		}
 		// The token goes in a 0600 file, not in the script: the script is
-		// sh -c's argument, which every process list shows.
-		if err := h.WriteFile(JoinTokenPath, []byte(req.Bootstrap.JoinToken+"\n"), 0o600); err != nil {
+		// sh -c's argument, which every process list shows. It is written
+		// from inside the host (on stdin), because a systemd host's /run
+		// is a tmpfs of its own that hides the directory under its root.
+		if err := writeSecretIn(ctx, h, JoinTokenPath, req.Bootstrap.JoinToken+"\n"); err != nil {
 			return out, fmt.Errorf("the bootstrap on %s: writing its join token: %w", n, err)
 		}
 		script := InstallScript(keeperURL, req.Bootstrap.TLSPin)
@@ -177,4 +179,18 @@ func (lh *LocalHosts) take(name string) *lab.Lab {
 	l := lh.labs[name]
 	delete(lh.labs, name)
 	return l
+}
+
+// writeSecretIn writes data to path inside host h, mode 0600, passing it
+// on the shell's standard input so it is on no command line.
+func writeSecretIn(ctx context.Context, h *lab.Host, path, data string) error {
+	cmd, err := h.Command(ctx, "/bin/sh", "-c", "umask 077 && cat > "+shellQuote(path)+" && chmod 0600 "+shellQuote(path))
+	if err != nil {
+		return err
+	}
+	cmd.Stdin = strings.NewReader(data)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
