@@ -131,7 +131,7 @@ var ourOverloads = []string{
 // element) of its output, on top of the inputs CEL already charged.
 func costOptions() cel.ProgramOption {
 	var opts []interpreter.CostTrackerOption
-	charged := append(append([]string(nil), ourOverloads...), extChargedOverloads...)
+	charged := append(append(append([]string(nil), ourOverloads...), extChargedOverloads...), ansibleOverloads...)
 	for id := range extGuarded {
 		charged = append(charged, id)
 	}

@@ -38,7 +38,7 @@ func (l lib) CompileOptions() []cel.EnvOption {
 			return types.String(f(string(s)))
 		})
 	}
-	return append(append(mapFunctions(), extStringsGuards()...),
+	return append(append(append(mapFunctions(), extStringsGuards()...), ansibleFunctions()...),
 		cel.Function("contains",
 			cel.Overload("contains_dyn_dyn", []*cel.Type{dyn, dyn}, boolean, cel.BinaryBinding(containsImpl)),
 			cel.MemberOverload("list_contains_dyn", []*cel.Type{listDyn, dyn}, boolean, cel.BinaryBinding(containsImpl)),

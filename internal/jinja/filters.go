@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"github.com/soulstack/soulstack/internal/textutil"
 	"hash"
 	"path"
 	"regexp"
@@ -229,40 +230,14 @@ func filterBool(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value 
 	return exec.AsValue(false)
 }
 
-// pyRegexp compiles a Python regular expression (RE2 syntax, which has
-// no backreferences or lookaround) with Ansible's flags.
+// pyRegexp compiles a Python regular expression (textutil.PyRegexp),
+// its error as this filter's.
 func pyRegexp(fn, pattern string, ignorecase, multiline bool) (*regexp.Regexp, *exec.Value) {
-	flags := ""
-	if ignorecase {
-		flags += "i"
-	}
-	if multiline {
-		flags += "m"
-	}
-	if flags != "" {
-		pattern = "(?" + flags + ")" + pattern
-	}
-	re, err := regexp.Compile(pattern)
+	re, err := textutil.PyRegexp(pattern, ignorecase, multiline)
 	if err != nil {
 		return nil, errValue(fn, "%v", err)
 	}
 	return re, nil
-}
-
-// pyReplacement turns Python's \1, \g<1> and \g<name> into Go's ${1}.
-var pyGroup = regexp.MustCompile(`\\(?:g<(\w+)>|(\d+))|\$`)
-
-func pyReplacement(s string) string {
-	return pyGroup.ReplaceAllStringFunc(s, func(m string) string {
-		if m == "$" {
-			return "$$"
-		}
-		sub := pyGroup.FindStringSubmatch(m)
-		if sub[1] != "" {
-			return "${" + sub[1] + "}"
-		}
-		return "${" + sub[2] + "}"
-	})
 }
 
 func filterRegexReplace(_ *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exec.Value {
@@ -277,7 +252,7 @@ func filterRegexReplace(_ *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exe
 	if bad != nil {
 		return bad
 	}
-	return exec.AsValue(re.ReplaceAllString(in.String(), pyReplacement(repl)))
+	return exec.AsValue(re.ReplaceAllString(in.String(), textutil.PyReplacement(repl)))
 }
 
 // filterRegexSearch is Ansible's regex_search: the match (None when there
@@ -301,7 +276,7 @@ func filterRegexSearch(_ *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exec
 	}
 	var groups []any
 	for _, a := range p.Args[1:] {
-		sub := pyGroup.FindStringSubmatch(a.String())
+		sub := textutil.PyGroup.FindStringSubmatch(a.String())
 		if sub == nil || sub[0] != a.String() || sub[0] == "$" {
 			return errValue("regex_search", `unknown argument %s (want '\\N' or '\\g<name>')`, a.String())
 		}
