@@ -70,7 +70,7 @@ func TestAnsibleFunctions(t *testing.T) {
 		`regex_replace("x", "(?<=a)b", "")`:     "does not compile",
 		`int_or("inf", 0)`:                      "infinity",
 		`int_or(vars.missing, 0)`:               "no such key",
-		`regex_replace(vars.big, "", vars.big)`: "too large",
+		`regex_replace(vars.big, "", vars.big)`: "larger than the 1 MiB limit",
 		`int_or("99999999999999999999", 0)`:     "64-bit",
 	} {
 		p, err := env.Compile(src)
