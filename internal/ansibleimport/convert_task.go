@@ -323,10 +323,26 @@ func (c *converter) loop(t *Task, out omap, tc *taskConv, sc Scope) {
 	}
 	switch kind {
 	case "loop", "with_items", "with_list":
-		if kind == "with_items" && src.Kind == yaml.ScalarNode {
-			tc.approx("with_items flattens nested lists one level; loop: does not")
+		v := c.translateNode(src, tc, sc, "loop")
+		if kind == "with_items" {
+			// with_items flattens nested lists one level; loop: does not.
+			switch x := v.(type) {
+			case string:
+				if inner := unwrap(x); strings.HasPrefix(strings.TrimSpace(x), "${") && inner != strconv.Quote(x) {
+					v = "${ flatten(" + inner + ") }"
+				} else {
+					tc.approx("with_items flattens nested lists one level; loop: does not")
+				}
+			case []any:
+				switch listShape(x) {
+				case "exprs":
+					v = "${ flatten(" + celList(x) + ") }"
+				case "mixed":
+					tc.approx("with_items flattens nested lists one level; loop: does not")
+				}
+			}
 		}
-		out.set("loop", c.translateNode(src, tc, sc, "loop"), "")
+		out.set("loop", v, "")
 	case "with_dict":
 		tr := TranslateValue(src.Value, sc)
 		tc.take(tr, "with_dict")
@@ -588,4 +604,44 @@ func unwrap(v string) string {
 		return strings.TrimSpace(s[2 : len(s)-1])
 	}
 	return strconv.Quote(v)
+}
+
+// listShape tells what a translated YAML list holds: "plain" (literals
+// and maps, nothing to flatten), "exprs" (strings,
+// some a whole ${ } expression) or "mixed" (anything else).
+func listShape(l []any) string {
+	shape := "plain"
+	for _, e := range l {
+		switch x := e.(type) {
+		case string:
+			if strings.Contains(x, "${") {
+				if unwrap(x) == strconv.Quote(x) {
+					return "mixed"
+				}
+				shape = "exprs"
+			}
+		case []any:
+			return "mixed"
+		case map[string]any:
+			// A map stays one item, whatever its values.
+		}
+	}
+	if shape == "exprs" {
+		for _, e := range l {
+			if _, ok := e.(string); !ok {
+				return "mixed"
+			}
+		}
+	}
+	return shape
+}
+
+// celList writes a list of strings, each a whole ${ } expression or a
+// literal, as a CEL list.
+func celList(l []any) string {
+	parts := make([]string, len(l))
+	for i, e := range l {
+		parts[i] = unwrap(e.(string))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }

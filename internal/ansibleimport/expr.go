@@ -7,6 +7,7 @@ package ansibleimport
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,6 +61,10 @@ type Translation struct {
 	Lost []string
 	// Manual, when set, says why the expression could not be translated.
 	Manual string
+	// Omit, for a value that is one {{ x | default(omit) }}, is the CEL
+	// condition under which Ansible leaves the parameter out; CEL is then
+	// the value given otherwise.
+	Omit string
 }
 
 // Exact reports whether the translation means exactly what the Ansible
@@ -104,6 +109,7 @@ func TranslateValue(src string, sc Scope) Translation {
 	}
 	tr := &translator{sc: sc}
 	var b strings.Builder
+	omit := ""
 	for _, n := range tpl.Nodes {
 		switch x := n.(type) {
 		case *nodes.Data:
@@ -121,13 +127,24 @@ func TranslateValue(src string, sc Scope) Translation {
 					tr.approx("%s is written out as soulprint spells it, which differs from Ansible's spelling", v.code)
 				}
 			}
+			if v.omitWhen != "" {
+				if len(tpl.Nodes) == 1 {
+					omit = v.omitWhen
+				} else {
+					tr.approx("default(omit) inside a longer value: the parameter is given (empty) where Ansible left it out")
+				}
+			}
 			b.WriteString("${ " + v.code + " }")
 		case *nodes.Comment:
 		default:
 			tr.fail("Jinja statements ({%% %%}) in a value: render it with a template instead")
 		}
 	}
-	return tr.result(b.String())
+	t := tr.result(b.String())
+	if t.Manual == "" {
+		t.Omit = omit
+	}
+	return t
 }
 
 // parse parses src with Ansible's Jinja settings for templated values: a
@@ -135,8 +152,18 @@ func TranslateValue(src string, sc Scope) Translation {
 func parse(src string) (*nodes.Template, error) {
 	cfg := config.New()
 	cfg.KeepTrailingNewline = true
-	p := parser.NewParser("expression", tokens.Lex(pyEscapes(src), cfg), cfg, nil, builtins.ControlStructures)
+	p := parser.NewParser("expression", tokens.Lex(versionKwargs(pyEscapes(src)), cfg), cfg, nil, builtins.ControlStructures)
 	return p.Parse()
+}
+
+// versionOperatorKwarg is `is version(v, operator=op)`, the one keyword
+// argument of a test that roles write: gonja's parser reads no keyword
+// arguments in a test call, so it is passed by position (the operator is
+// the version test's second parameter).
+var versionOperatorKwarg = regexp.MustCompile(`(\bis\s+(?:not\s+)?version(?:_compare)?\s*\(\s*[^(),=]+?)\s*,\s*operator\s*=\s*('[^']*'|"[^"]*")\s*\)`)
+
+func versionKwargs(src string) string {
+	return versionOperatorKwarg.ReplaceAllString(src, "$1, $2)")
 }
 
 // pyEscapes doubles a backslash inside a string literal of an expression
@@ -197,6 +224,11 @@ type val struct {
 	// never marks a literal that the fact never equals on a host a soul
 	// runs on (a BSD family, or a value Ansible itself never reports).
 	never bool
+	// elem is the kind of a list's elements, when known.
+	elem Kind
+	// omitWhen is set by default(omit): the condition under which the
+	// parameter is left out.
+	omitWhen string
 }
 
 type translator struct {
@@ -328,7 +360,14 @@ func (tr *translator) expr(n nodes.Node) val {
 		return tr.test(x)
 	case *nodes.FilteredExpression:
 		v := tr.expr(x.Expression)
-		for _, f := range x.Filters {
+		for i, f := range x.Filters {
+			if i == 0 && (f.Name == "default" || f.Name == "d") && len(f.Kwargs) == 0 {
+				v = tr.defaultOf(x.Expression, v, f)
+				continue
+			}
+			if v.omitWhen != "" {
+				tr.fail("a filter after default(omit) has no CEL translation")
+			}
 			v = tr.filter(v, f)
 		}
 		return v
@@ -418,7 +457,7 @@ func (tr *translator) fact(name string) val {
 func (tr *translator) attr(x *nodes.GetAttribute) val {
 	if x.Attribute == "" {
 		base := tr.expr(x.Node)
-		return val{code: fmt.Sprintf("%s[%d]", paren(base), x.Index)}
+		return val{code: fmt.Sprintf("%s[%d]", paren(base), x.Index), kind: base.elem}
 	}
 	if f, ok := factPath(x); ok {
 		return tr.fact(f)
@@ -515,5 +554,5 @@ func (tr *translator) item(x *nodes.GetItem) val {
 	if idx.kind == KindInt && strings.HasPrefix(idx.code, "-") {
 		tr.fail("a negative index (%s) has no CEL translation", idx.code)
 	}
-	return val{code: paren(base) + "[" + idx.code + "]"}
+	return val{code: paren(base) + "[" + idx.code + "]", kind: base.elem}
 }

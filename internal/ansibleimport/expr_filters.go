@@ -3,13 +3,145 @@ package ansibleimport
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/nikolalohinski/gonja/v2/nodes"
+
+	"github.com/soulstack/soulstack/internal/textutil"
 )
 
 // boolStrings are the strings Ansible's bool filter takes as true (after
 // lower-casing), as our string() writes true, 1 and 1.0.
 const boolStrings = `["1", "on", "t", "true", "y", "yes"]`
+
+// defaultOf is `x | default(d)` (or default(d, true), default(omit)):
+// exact where the importer can write Ansible's notion of "x is
+// undefined" in CEL (a role variable, a loop item, a field of either),
+// which keeps a null x as Ansible does; approximated (CEL's default(),
+// which also replaces null) elsewhere.
+func (tr *translator) defaultOf(n nodes.Expression, v val, f *nodes.FilterCall) val {
+	guard, ok := tr.definedGuard(n)
+	orEmpty := false
+	if len(f.Args) == 2 {
+		if b, isBool := f.Args[1].(*nodes.Bool); isBool {
+			orEmpty = b.Val
+		} else {
+			tr.fail("default's second argument is not a literal boolean")
+			return val{}
+		}
+	} else if len(f.Args) > 2 {
+		tr.fail("default with %d arguments", len(f.Args))
+		return val{}
+	}
+	missing := "!" + parenCode(guard)
+	if guard == "true" {
+		missing = "false"
+	}
+	if orEmpty {
+		t := tr.truthy(v)
+		if missing == "false" {
+			missing = "!(" + t + ")"
+		} else {
+			missing = fmt.Sprintf("%s || !(%s)", missing, t)
+		}
+	}
+	if len(f.Args) > 0 {
+		if nm, isName := f.Args[0].(*nodes.Name); isName && nm.Name.Val == "omit" {
+			if !ok {
+				tr.approx("default(omit) of %s: the parameter is given where Ansible may leave it out", v.code)
+				return v
+			}
+			v.omitWhen = missing
+			return v
+		}
+	}
+	d := val{code: `""`, kind: KindString}
+	if len(f.Args) > 0 {
+		d = tr.expr(f.Args[0])
+	}
+	k := v.kind
+	if d.kind != k {
+		k = KindUnknown
+	}
+	if !ok {
+		if orEmpty {
+			tr.approx("default(x, true): an empty string or list keeps the default in Ansible only")
+		} else {
+			tr.approx("default(): a value that is null falls back to the default in Soul Stack, and stays null in Ansible")
+		}
+		return val{code: fmt.Sprintf("default(%s, %s)", v.code, d.code), kind: k}
+	}
+	if missing == "false" {
+		return v
+	}
+	return val{code: fmt.Sprintf("(%s) ? %s : %s", missing, paren(d), paren(v)), kind: k, compound: true}
+}
+
+// definedGuard is the CEL condition under which Ansible finds n defined:
+// a role variable or loop item, or a field of one (each step a map that
+// has the key). ok is false where the importer cannot say (facts,
+// registers, names from the inventory).
+func (tr *translator) definedGuard(n nodes.Expression) (string, bool) {
+	switch x := n.(type) {
+	case *nodes.Name:
+		if x.Name.Val == "item" {
+			return "true", true
+		}
+		if strings.HasPrefix(x.Name.Val, "ansible_") || tr.sc.Var == nil {
+			return "", false
+		}
+		path, kind, ok := tr.sc.Var(x.Name.Val)
+		if !ok || kind == KindRegister {
+			return "", false
+		}
+		if strings.Contains(path, ".") {
+			return "has(" + path + ")", true
+		}
+		return "true", true
+	case *nodes.GetAttribute, *nodes.GetItem:
+		if _, isFact := factPath(x); isFact {
+			return "", false
+		}
+		var base nodes.Expression
+		var key string
+		if ga, isAttr := x.(*nodes.GetAttribute); isAttr {
+			if ga.Attribute == "" {
+				return "", false
+			}
+			base, key = ga.Node, ga.Attribute
+		} else {
+			gi := x.(*nodes.GetItem)
+			s, isStr := gi.Arg.(*nodes.String)
+			if !isStr {
+				return "", false
+			}
+			base, key = gi.Node, s.Val
+		}
+		g, ok := tr.definedGuard(base)
+		if !ok {
+			return "", false
+		}
+		sub := &translator{sc: tr.sc}
+		b := sub.expr(base)
+		if sub.manual != "" || b.kind == KindRegister {
+			return "", false
+		}
+		here := fmt.Sprintf("type(%s) == map && %s in %s", b.code, strconv.Quote(key), paren(b))
+		if g == "true" {
+			return here, true
+		}
+		return g + " && " + here, true
+	}
+	return "", false
+}
+
+// parenCode wraps a condition in parentheses unless it is one call.
+func parenCode(c string) string {
+	if strings.HasPrefix(c, "has(") && strings.Count(c, "(") == 1 {
+		return c
+	}
+	return "(" + c + ")"
+}
 
 func (tr *translator) args(f *nodes.FilterCall) []val {
 	out := make([]val, len(f.Args))
@@ -25,30 +157,8 @@ func (tr *translator) filter(v val, f *nodes.FilterCall) val {
 		tr.fail("the filter %s with keyword arguments has no CEL translation", f.Name)
 		return val{}
 	}
-	if f.Name == "default" || f.Name == "d" {
-		if len(f.Args) > 0 {
-			if n, ok := f.Args[0].(*nodes.Name); ok && n.Name.Val == "omit" {
-				tr.approx("default(omit): the parameter is given (empty) where Ansible left it out")
-				return v
-			}
-		}
-	}
 	a := tr.args(f)
 	switch f.Name {
-	case "default", "d":
-		if len(a) == 0 {
-			a = append(a, val{code: `""`, kind: KindString})
-		}
-		if len(a) == 2 {
-			tr.approx("default(x, true): an empty string or list keeps the default in Ansible only")
-		} else {
-			tr.approx("default(): a value that is null falls back to the default in Soul Stack, and stays null in Ansible")
-		}
-		k := v.kind
-		if a[0].kind != k {
-			k = KindUnknown
-		}
-		return val{code: fmt.Sprintf("default(%s, %s)", v.code, a[0].code), kind: k}
 	case "bool":
 		if v.kind == KindBool {
 			return v
@@ -61,12 +171,19 @@ func (tr *translator) filter(v val, f *nodes.FilterCall) val {
 		if v.kind == KindInt {
 			return v
 		}
+		def := "0"
 		if len(a) > 0 {
-			tr.approx("int(default): a value that is not a number fails in Soul Stack instead of giving the default")
-		} else if v.kind != KindFloat {
-			tr.approx("int: a value that is not a number fails in Soul Stack instead of giving 0")
+			if a[0].kind != KindInt {
+				tr.fail("int's default is not an integer")
+				return val{}
+			}
+			def = a[0].code
 		}
-		return val{code: "int(" + v.code + ")", kind: KindInt}
+		if len(a) > 1 {
+			tr.fail("int with a base has no CEL translation")
+			return val{}
+		}
+		return val{code: fmt.Sprintf("int_or(%s, %s)", v.code, def), kind: KindInt}
 	case "float":
 		if len(a) > 0 || (v.kind != KindInt && v.kind != KindFloat) {
 			tr.approx("float: a value that is not a number fails in Soul Stack instead of giving 0.0")
@@ -102,6 +219,15 @@ func (tr *translator) filter(v val, f *nodes.FilterCall) val {
 		if len(a) == 2 && v.kind == KindString {
 			return val{code: fmt.Sprintf("%s.replace(%s, %s)", paren(v), a[0].code, a[1].code), kind: KindString}
 		}
+	case "regex_replace":
+		if len(a) != 2 || !a[0].str || !(a[1].str || a[1].kind == KindString) {
+			break
+		}
+		if _, err := textutil.PyRegexp(a[0].lit, false, false); err != nil {
+			tr.fail("the regular expression %q is not RE2 (Go): %v", a[0].lit, err)
+			return val{}
+		}
+		return val{code: fmt.Sprintf("regex_replace(%s, %s, %s)", tr.str(v), a[0].code, a[1].code), kind: KindString}
 	case "to_json":
 		tr.approx("to_json: Soul Stack writes compact JSON (no spaces after , and :)")
 		return val{code: "to_json(" + v.code + ")", kind: KindString}
@@ -166,7 +292,10 @@ func (tr *translator) call(x *nodes.Call) val {
 	switch ga.Attribute {
 	case "split":
 		if len(args) == 1 && args[0].str && args[0].lit != "" {
-			return val{code: fmt.Sprintf("split(%s, %s)", recv.code, args[0].code), kind: KindList}
+			return val{code: fmt.Sprintf("split(%s, %s)", recv.code, args[0].code), kind: KindList, elem: KindString}
+		}
+		if len(args) == 0 {
+			return val{code: fmt.Sprintf("split(%s)", recv.code), kind: KindList, elem: KindString}
 		}
 	case "startswith", "endswith":
 		if len(args) == 1 && args[0].kind == KindString {

@@ -170,6 +170,8 @@ func (tr *translator) test(x *nodes.TestExpression) val {
 			pat = "^(?:" + pat + ")"
 		}
 		return val{code: fmt.Sprintf("%s.matches(%s)", paren(v), strconv.Quote(pat)), kind: KindBool}
+	case "version", "version_compare":
+		return tr.version(v, x.Test)
 	case "equalto", "eq", "sameas":
 		if len(x.Test.Args) == 1 {
 			l, r := tr.compare(v, tr.expr(x.Test.Args[0]))
@@ -236,4 +238,55 @@ func (tr *translator) defined(n nodes.Expression, not bool) val {
 	}
 	tr.fail("is defined of %s has no CEL translation", n)
 	return val{}
+}
+
+// versionOps are the operators of Ansible's version test, as CEL compares
+// version_compare's result with 0.
+var versionOps = map[string]string{"==": "==", "=": "==", "eq": "==", "<": "<", "lt": "<", "<=": "<=", "le": "<=",
+	">": ">", "gt": ">", ">=": ">=", "ge": ">=", "!=": "!=", "<>": "!=", "ne": "!="}
+
+// version is `v is version(other, operator)`: LooseVersion, the test's
+// default (strict and version_type are other comparisons).
+func (tr *translator) version(v val, t *nodes.TestCall) val {
+	args := t.Args
+	if len(args) == 1 {
+		// version('1.2', '<') reaches us as one tuple.
+		if tup, ok := args[0].(*nodes.Tuple); ok {
+			args = tup.Val
+		}
+	}
+	t = &nodes.TestCall{Name: t.Name, Args: args, Kwargs: t.Kwargs}
+	if len(t.Args) == 0 || len(t.Args) > 2 {
+		tr.fail("the version test takes a version and an operator (strict and version_type have no CEL translation)")
+		return val{}
+	}
+	op := "eq"
+	var opNode nodes.Expression
+	if len(t.Args) == 2 {
+		opNode = t.Args[1]
+	}
+	for k, a := range t.Kwargs {
+		switch k {
+		case "operator":
+			opNode = a
+		default:
+			tr.fail("the version test's %s= (only LooseVersion, the default, has a CEL translation)", k)
+			return val{}
+		}
+	}
+	if opNode != nil {
+		s, ok := opNode.(*nodes.String)
+		if !ok {
+			tr.fail("the version test's operator is not a literal")
+			return val{}
+		}
+		op = s.Val
+	}
+	cop, ok := versionOps[op]
+	if !ok {
+		tr.fail("the version test has no operator %q", op)
+		return val{}
+	}
+	other := tr.expr(t.Args[0])
+	return val{code: fmt.Sprintf("version_compare(%s, %s) %s 0", tr.str(v), tr.str(other), cop), kind: KindBool, compound: true}
 }

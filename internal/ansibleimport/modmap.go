@@ -17,6 +17,9 @@ type margs struct {
 	tc   *taskConv
 	sc   Scope
 	used map[string]bool
+	// omit is the condition under which Ansible leaves out the argument
+	// val read last ({{ x | default(omit) }}), "" when it never does.
+	omit string
 }
 
 func (a *margs) has(k string) bool { _, ok := a.t.Args[k]; return ok }
@@ -52,6 +55,15 @@ func (a *margs) first(keys ...string) string {
 // val is the translated value of k.
 func (a *margs) val(k string) any {
 	a.used[k] = true
+	a.omit = ""
+	if src, ok := a.t.Args[k].(string); ok {
+		tr := TranslateValue(src, a.sc)
+		if tr.Omit != "" {
+			a.omit = tr.Omit
+			a.tc.take(tr, k)
+			return tr.CEL
+		}
+	}
 	return a.c.translateAny(a.t.Args[k], a.tc, a.sc, k)
 }
 
@@ -81,6 +93,21 @@ func (in *into) set(param string, v any) {
 		return
 	}
 	in.params.set(param, coerce(param, in.schema.Params[param].Type, v), "")
+}
+
+// omitted is the value of a parameter Ansible leaves out when omit holds
+// ({{ x | default(omit) }}): for a list parameter, where an empty list is
+// the same as none, the empty list then, and otherwise the value as
+// Ansible's list type reads it (a string splits at commas).
+func (in *into) omitted(param string, v any, omit string) any {
+	p, ok := in.schema.Params[param]
+	s, isStr := v.(string)
+	if !ok || !isStr || (p.Type != module.TypeStrList && p.Type != module.TypeList) {
+		in.a.tc.approx("%s: default(omit): the parameter is given (empty) where Ansible left it out", param)
+		return v
+	}
+	x := unwrap(s)
+	return fmt.Sprintf("${ (%s) ? [] : (type(%s) == type([]) ? dyn(%s) : split(string(%s), \",\")) }", omit, x, x, x)
 }
 
 // coerce converts a literal as Ansible's argument spec does for a typed
@@ -123,7 +150,12 @@ func coerce(param string, t module.ParamType, v any) any {
 func (in *into) copy(ansible, param string) {
 	for _, k := range strings.Split(ansible, "|") {
 		if in.a.has(k) {
-			in.set(param, in.a.val(k))
+			v := in.a.val(k)
+			if omit := in.a.omit; omit != "" {
+				in.a.omit = ""
+				v = in.omitted(param, v, omit)
+			}
+			in.set(param, v)
 			return
 		}
 	}

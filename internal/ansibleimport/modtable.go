@@ -278,7 +278,10 @@ func convPackage(a *margs) *into {
 		if a.has("enablerepo") {
 			// Ansible takes one repository or a comma list; ours a list.
 			v := a.val("enablerepo")
-			if _, isList := v.([]any); !isList {
+			if omit := a.omit; omit != "" {
+				a.omit = ""
+				v = in.omitted("enablerepo", v, omit)
+			} else if _, isList := v.([]any); !isList {
 				v = []any{v}
 			}
 			in.set("enablerepo", v)
