@@ -3,6 +3,7 @@ package ansibleimport
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +23,11 @@ func (c *converter) tasks(ts []*Task, loopVar string) []omap {
 				return append(out, blk)
 			}
 			continue
+		}
+		if t.Module == "include_vars" && !t.IsBlock && c.never(t, loopVar) == "" {
+			if blk, ok := c.includeVars(t, ts[i+1:], loopVar); ok {
+				return append(out, blk)
+			}
 		}
 		out = append(out, c.task(t, loopVar)...)
 	}
@@ -432,9 +438,17 @@ func (c *converter) include(t *Task, loopVar string) []omap {
 	if f, ok := t.Args["file"].(string); ok {
 		file = f
 	}
+	if n, ok := t.Keywords["when"]; ok && strings.Contains(file, "{{") {
+		file = pinnedName(file, n)
+	}
 	rel := path.Clean(file)
 	ts, ok := c.role.TaskFiles[rel]
+	var expanded []omap
+	if strings.Contains(file, "{{") {
+		expanded, ok = c.includeByFact(file, loopVar)
+	}
 	switch {
+	case expanded != nil:
 	case strings.Contains(file, "{{"):
 		tc.need("%s: the file name is an expression; include each file under a when: instead", file)
 	case !ok:
@@ -453,7 +467,10 @@ func (c *converter) include(t *Task, loopVar string) []omap {
 	}
 	c.including[rel] = true
 	defer delete(c.including, rel)
-	inner := c.tasks(ts, loopVar)
+	inner := expanded
+	if inner == nil {
+		inner = c.tasks(ts, loopVar)
+	}
 	if len(t.Keywords) == 0 {
 		c.row(t, newMap(), "spliced", tc)
 		c.rows[len(c.rows)-1].node = firstNode(inner)
@@ -520,8 +537,14 @@ func (c *converter) setFact(t *Task, rest []*Task, loopVar string) (omap, bool) 
 			if tr.Manual == "" && !strings.HasPrefix(expr, "${") {
 				expr = "${ " + strconv.Quote(expr) + " }"
 			}
+		case bool:
+			expr = fmt.Sprintf("${ %t }", v)
+		case int:
+			expr = fmt.Sprintf("${ %d }", v)
+		case float64:
+			expr = "${ " + strconv.FormatFloat(v, 'g', -1, 64) + " }"
 		default:
-			tc.need("set_fact %s: only string values are imported", k)
+			tc.need("set_fact %s: only string, boolean and number values are imported", k)
 		}
 		if k == override {
 			c.overrides[k] = c.overrideType(t.Args[k])
@@ -644,4 +667,196 @@ func celList(l []any) string {
 		parts[i] = unwrap(e.(string))
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// includeVars turns an include_vars of one file of vars/ into a block
+// around the tasks after it whose vars: hold the file's variables, as
+// Ansible sets them at that point of the run. With when:, the file's
+// values are held under a name of their own and each variable takes its
+// value from them where the condition holds (elsewhere it keeps the
+// value it had). A file name made of a fact that the task's when: pins
+// (include_vars: "{{ ansible_os_family }}.yml" when: ansible_os_family ==
+// "Debian") is that file. ok is false where this does not apply (the
+// task then stays a manual placeholder).
+func (c *converter) includeVars(t *Task, rest []*Task, loopVar string) (omap, bool) {
+	file := t.FreeForm
+	for k, v := range t.Args {
+		s, isStr := v.(string)
+		if k != "file" || !isStr {
+			return omap{}, false
+		}
+		file = s
+	}
+	for k := range t.Keywords {
+		if k != "when" && k != "tags" {
+			return omap{}, false
+		}
+	}
+	tc := &taskConv{}
+	sc := c.scope("", loopVar)
+	cond := ""
+	if n, ok := t.Keywords["when"]; ok {
+		tr := TranslateCondition(conditions(n), sc)
+		if tr.Manual != "" {
+			return omap{}, false
+		}
+		tc.take(tr, "when")
+		cond = tr.CEL
+		file = pinnedName(file, n)
+	}
+	if file == "" || strings.Contains(file, "{{") {
+		return omap{}, false
+	}
+	vf := c.role.VarFiles[strings.TrimPrefix(path.Clean(file), "vars/")]
+	if vf == nil {
+		return omap{}, false
+	}
+	values := newMap()
+	for _, name := range vf.Names {
+		v, err := vf.Value(name)
+		if err != nil {
+			return omap{}, false
+		}
+		values.set(name, c.translateAny(v, tc, sc, vf.File+" "+name), "")
+	}
+	out := newMap()
+	out.set("name", nameOr(t), "")
+	inner := out
+	if cond == "" {
+		out.set("vars", values, "")
+	} else {
+		hold := "__include_" + slugRe.ReplaceAllString(strings.ToLower(strings.TrimSuffix(path.Base(file), path.Ext(file))), "_")
+		outer := newMap()
+		outer.set(hold, values, "")
+		out.set("vars", outer, "")
+		picks := newMap()
+		for _, name := range vf.Names {
+			if _, known := c.vars[name]; known {
+				picks.set(name, fmt.Sprintf("${ (%s) ? vars.%s.%s : (has(vars.%s) ? vars.%s : null) }", cond, hold, name, name, name), "")
+			} else {
+				tc.approx("include_vars %s with when: where the condition is false and %s was never set, it is null (Ansible: undefined)", name, name)
+				picks.set(name, fmt.Sprintf("${ (%s) ? vars.%s.%s : null }", cond, hold, name), "")
+			}
+		}
+		inner = newMap()
+		inner.set("name", "the variables of "+file+" where "+conditions(t.Keywords["when"]), "")
+		inner.set("vars", picks, "")
+	}
+	for _, name := range vf.Names {
+		if v, err := vf.Value(name); err == nil {
+			c.vars[name] = valueKind(v)
+		}
+	}
+	if cm := comment(tc); cm != "" {
+		out.n.HeadComment = cm
+	}
+	c.row(t, out, "vars", tc)
+	inner.set("block", c.tasks(rest, loopVar), "")
+	if cond != "" {
+		out.set("block", []omap{inner}, "")
+	}
+	return out, true
+}
+
+// pinnedCond is one when: condition of the form `expr == "literal"`.
+var pinnedCond = regexp.MustCompile(`^\s*(.+?)\s*==\s*(?:"([^"]*)"|'([^']*)')\s*$`)
+var jinjaOutput = regexp.MustCompile(`\{\{\s*(.+?)\s*\}\}`)
+
+// pinnedName replaces each {{ expr }} of a file name with the literal a
+// condition of when (n) pins expr to.
+func pinnedName(file string, n *yaml.Node) string {
+	conds := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		conds = n.Content
+	}
+	pins := map[string]string{}
+	for _, cn := range conds {
+		if m := pinnedCond.FindStringSubmatch(cn.Value); m != nil {
+			pins[strings.Join(strings.Fields(m[1]), "")] = m[2] + m[3]
+		}
+	}
+	return jinjaOutput.ReplaceAllStringFunc(file, func(o string) string {
+		expr := strings.Join(strings.Fields(jinjaOutput.FindStringSubmatch(o)[1]), "")
+		if lit, ok := pins[expr]; ok {
+			return lit
+		}
+		return o
+	})
+}
+
+// includeByFact expands an include whose file name is made of one fact
+// ("setup-{{ ansible_os_family }}.yml") into one block per file of
+// tasks/ the name can be, each under a when: on the fact, and a last task
+// that fails as Ansible does where the host's value names no file. A
+// file only hosts a soul never runs on would include is left out. ok is
+// false where the name is not made of one fact with value rewriting.
+func (c *converter) includeByFact(file, loopVar string) ([]omap, bool) {
+	m := jinjaOutput.FindAllStringSubmatchIndex(file, -1)
+	if len(m) != 1 {
+		return nil, false
+	}
+	f := factNamed(file[m[0][2]:m[0][3]])
+	if f == nil {
+		return nil, false
+	}
+	prefix, suffix := file[:m[0][0]], file[m[0][1]:]
+	var names []string
+	for rel := range c.role.TaskFiles {
+		if strings.HasPrefix(rel, prefix) && strings.HasSuffix(rel, suffix) && len(rel) > len(prefix)+len(suffix) {
+			names = append(names, rel)
+		}
+	}
+	sort.Strings(names)
+	var out []omap
+	var values []string
+	for _, rel := range names {
+		lit := strings.TrimSuffix(strings.TrimPrefix(rel, prefix), suffix)
+		v, ok := f.Values(lit)
+		if !ok {
+			if f.Never != nil && f.Never(lit) {
+				for _, t := range c.role.TaskFiles[rel] {
+					c.skipRows(t, fmt.Sprintf("%s is only included where ansible_%s is %q, which no host a soul runs on reports", rel, f.Ansible, lit))
+				}
+				continue
+			}
+			return nil, false
+		}
+		if c.including[rel] {
+			return nil, false
+		}
+		c.including[rel] = true
+		blk := newMap()
+		blk.set("name", "include "+rel, "")
+		blk.set("when", fmt.Sprintf("%s == %s", f.CEL, strconv.Quote(v)), "")
+		blk.set("block", c.tasks(c.role.TaskFiles[rel], loopVar), "")
+		delete(c.including, rel)
+		out = append(out, blk)
+		values = append(values, strconv.Quote(v))
+	}
+	if len(out) == 0 {
+		return nil, false
+	}
+	fail := newMap()
+	fail.set("name", "no "+file+" for this host", "")
+	fail.set("module", "core.test.fail", "")
+	fail.set("params", map[string]any{"message": fmt.Sprintf("Could not find or access '%s${ %s }%s': Ansible's include_tasks fails where no file is named after the host's %s",
+		prefix, f.CEL, suffix, f.Ansible)}, "")
+	fail.set("when", fmt.Sprintf("!(%s in [%s])", f.CEL, strings.Join(values, ", ")), "")
+	return append(out, fail), true
+}
+
+var soleFactRef = regexp.MustCompile(`^(?:ansible_facts\.(\w+)|ansible_facts\[['"](\w+)['"]\]|ansible_(\w+))$`)
+
+// factNamed is the fact with value rewriting an expression reads alone
+// (ansible_os_family, ansible_facts.os_family, ansible_facts['os_family']).
+func factNamed(expr string) *Fact {
+	m := soleFactRef.FindStringSubmatch(strings.Join(strings.Fields(expr), ""))
+	if m == nil {
+		return nil
+	}
+	f, ok := lookupFact(m[1] + m[2] + m[3])
+	if !ok || f.Values == nil {
+		return nil
+	}
+	return &f
 }

@@ -49,17 +49,21 @@ func TestLoadRoleRedis(t *testing.T) {
 
 func TestSplitFreeForm(t *testing.T) {
 	for _, c := range []struct {
-		in   string
-		free string
-		kv   map[string]string
+		in       string
+		checkRaw bool
+		free     string
+		kv       map[string]string
 	}{
-		{`name={{ redis_daemon }} state=restarted`, "", map[string]string{"name": "{{ redis_daemon }}", "state": "restarted"}},
-		{`{{ x }} a={{ y | default("b c") }}`, "{{ x }}", map[string]string{"a": `{{ y | default("b c") }}`}},
-		{`name="{{ redis_daemon }}" state=restarted`, "", map[string]string{"name": "{{ redis_daemon }}", "state": "restarted"}},
-		{`echo hello creates=/tmp/x`, "echo hello", map[string]string{"creates": "/tmp/x"}},
-		{`/usr/bin/make install chdir='/src/my app'`, "/usr/bin/make install", map[string]string{"chdir": "/src/my app"}},
+		{`name={{ redis_daemon }} state=restarted`, false, "", map[string]string{"name": "{{ redis_daemon }}", "state": "restarted"}},
+		{`{{ x }} a={{ y | default("b c") }}`, false, "{{ x }}", map[string]string{"a": `{{ y | default("b c") }}`}},
+		{`name="{{ redis_daemon }}" state=restarted`, false, "", map[string]string{"name": "{{ redis_daemon }}", "state": "restarted"}},
+		{`echo hello creates=/tmp/x`, true, "echo hello", map[string]string{"creates": "/tmp/x"}},
+		{`/usr/bin/make install chdir='/src/my app'`, true, "/usr/bin/make install", map[string]string{"chdir": "/src/my app"}},
+		// A command's key=value words stay in the command unless they are
+		// one of its options.
+		{`make prefix={{ p }} all chdir=/src`, true, "make prefix={{ p }} all", map[string]string{"chdir": "/src"}},
 	} {
-		free, kv := splitFreeForm(c.in)
+		free, kv := splitFreeForm(c.in, c.checkRaw)
 		if free != c.free || !cmp.Equal(kv, c.kv) {
 			t.Errorf("%s: free %q kv %v, want %q %v", c.in, free, kv, c.free, c.kv)
 		}

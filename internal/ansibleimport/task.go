@@ -166,7 +166,7 @@ func (t *Task) readArgs(v *yaml.Node) error {
 			t.ArgLines[k] = v.Content[i+1].Line
 		}
 	case yaml.ScalarNode:
-		free, kv := splitFreeForm(v.Value)
+		free, kv := splitFreeForm(v.Value, commandModules[t.Module])
 		t.FreeForm = free
 		for k, val := range kv {
 			t.Args[k] = val
@@ -176,20 +176,23 @@ func (t *Task) readArgs(v *yaml.Node) error {
 	return nil
 }
 
-// freeFormModules keep their free-form text as the command (their
-// key=value words are options only when the module knows them).
-var freeFormModules = map[string]bool{"command": true, "shell": true, "raw": true, "script": true,
-	"include_tasks": true, "import_tasks": true, "include_vars": true, "include_role": true, "import_role": true}
+// commandModules keep their free-form text as the command: a key=value
+// word is an option only when its key is one of commandWordOptions (Ansible's
+// parse_kv with check_raw), so `make prefix=/usr all` stays the command.
+var commandModules = map[string]bool{"command": true, "shell": true, "raw": true, "script": true}
+
+var commandWordOptions = map[string]bool{"creates": true, "removes": true, "chdir": true, "executable": true, "warn": true,
+	"stdin": true, "stdin_add_newline": true, "strip_empty_ends": true}
 
 // splitFreeForm splits Ansible's "k=v k2='v 2' rest" into the key=value
 // pairs and the words that are not pairs, as Ansible's parse_kv does
 // (quotes group words; a word is a pair when its key is an identifier).
-func splitFreeForm(s string) (string, map[string]string) {
+func splitFreeForm(s string, checkRaw bool) (string, map[string]string) {
 	kv := map[string]string{}
 	var free []string
 	for _, w := range shellWords(s) {
 		k, v, ok := strings.Cut(w.text, "=")
-		if ok && isIdent(k) && !w.quotedKey {
+		if ok && isIdent(k) && !w.quotedKey && (!checkRaw || commandWordOptions[k]) {
 			kv[k] = unquote(v)
 			continue
 		}
