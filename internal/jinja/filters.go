@@ -460,11 +460,85 @@ func ansibleTests() map[string]exec.TestFunction {
 		"match":  regexTest("match"),
 		"search": regexTest("search"),
 		"regex":  regexTest("search"),
+		// Ansible's version test (alias version_compare) with its loose
+		// comparison, the one roles use on `x is version('1.8', '>=')`.
+		"version":         versionTest,
+		"version_compare": versionTest,
 	}
+}
+
+// testArgs undoes how gonja parses a test's call: it reads
+// `x is version('1.8', '>=')` as one argument, the tuple ('1.8', '>='),
+// where Jinja passes two. Tests whose first argument is never a list
+// (version, match, search) take the tuple's items as their arguments.
+// Keyword arguments in a test call are a syntax error in gonja.
+func testArgs(p *exec.VarArgs) *exec.VarArgs {
+	if len(p.Args) != 1 || !p.Args[0].IsList() {
+		return p
+	}
+	var args []*exec.Value
+	p.Args[0].Iterate(func(_, _ int, key, _ *exec.Value) bool {
+		args = append(args, key)
+		return true
+	}, func() {})
+	return &exec.VarArgs{Args: args, KwArgs: p.KwArgs}
+}
+
+// versionOperators are the operator spellings Ansible's version test takes.
+var versionOperators = map[string]func(int) bool{
+	"==": func(c int) bool { return c == 0 }, "=": func(c int) bool { return c == 0 }, "eq": func(c int) bool { return c == 0 },
+	"<": func(c int) bool { return c < 0 }, "lt": func(c int) bool { return c < 0 },
+	"<=": func(c int) bool { return c <= 0 }, "le": func(c int) bool { return c <= 0 },
+	">": func(c int) bool { return c > 0 }, "gt": func(c int) bool { return c > 0 },
+	">=": func(c int) bool { return c >= 0 }, "ge": func(c int) bool { return c >= 0 },
+	"!=": func(c int) bool { return c != 0 }, "<>": func(c int) bool { return c != 0 }, "ne": func(c int) bool { return c != 0 },
+}
+
+// versionTest is version(other, operator='eq', strict=False) with
+// LooseVersion semantics; strict and version_type are refused rather than
+// silently compared another way.
+func versionTest(_ *exec.Context, in *exec.Value, p *exec.VarArgs) (bool, error) {
+	p = testArgs(p)
+	if in.IsError() {
+		return false, errValue("version", "the version to compare is undefined")
+	}
+	var other *exec.Value
+	if len(p.Args) > 0 {
+		other = p.Args[0]
+	} else if v, ok := p.KwArgs["version"]; ok {
+		other = v
+	}
+	if other == nil {
+		return false, errValue("version", "needs a version to compare with")
+	}
+	op := "eq"
+	if len(p.Args) > 1 {
+		op = p.Args[1].String()
+	} else if v, ok := p.KwArgs["operator"]; ok {
+		op = v.String()
+	}
+	for _, kw := range []string{"strict", "version_type"} {
+		if v, ok := p.KwArgs[kw]; ok && v.IsTrue() && v.String() != "loose" {
+			return false, errValue("version", "%s=%s is not supported (only the loose comparison)", kw, v.String())
+		}
+	}
+	if len(p.Args) > 2 && p.Args[2].IsTrue() {
+		return false, errValue("version", "strict comparison is not supported (only the loose comparison)")
+	}
+	check, ok := versionOperators[op]
+	if !ok {
+		return false, errValue("version", "invalid operator type (%s)", op)
+	}
+	c, err := textutil.CompareLooseVersions(in.String(), other.String())
+	if err != nil {
+		return false, errValue("version", "%v", err)
+	}
+	return check(c), nil
 }
 
 func regexTest(kind string) func(*exec.Context, *exec.Value, *exec.VarArgs) (bool, error) {
 	return func(_ *exec.Context, in *exec.Value, p *exec.VarArgs) (bool, error) {
+		p = testArgs(p)
 		if len(p.Args) == 0 {
 			return false, errValue(kind, "needs a pattern")
 		}
