@@ -8,7 +8,7 @@ VERSION := $(shell sh scripts/version.sh)
 LDFLAGS := $(shell sh scripts/version.sh ldflags)
 ARCHES := amd64 arm64
 
-.PHONY: build test demo demo-stop dev lab lab-down clean dist package screenshots
+.PHONY: build test demo demo-stop dev lab lab-down clean dist package repo release api-docs screenshots
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
@@ -29,6 +29,16 @@ package: dist
 
 test:
 	bash scripts/test.sh
+
+# docs/api/index.html, the rendered Operator API reference: redocly
+# build-docs of internal/api/openapi.json with the @redocly/cli that
+# scripts/test-deps.sh pins and installs (a test checks it is current).
+REDOCLY_VERSION := $(shell sed -n 's/^REDOCLY_VERSION=//p' scripts/test-deps.sh)
+REDOCLY ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/soulstack-test/redocly-$(REDOCLY_VERSION)/node_modules/.bin/redocly
+api-docs:
+	@test -x $(REDOCLY) || bash scripts/test-deps.sh
+	mkdir -p docs/api
+	cd internal/api && REDOCLY_TELEMETRY=off $(REDOCLY) build-docs openapi.json --output ../../docs/api/index.html
 
 # docs/screenshots/*.png, the README's pictures of the web UI: the browser
 # tests' harness (headless Chromium) over a seeded fleet.
