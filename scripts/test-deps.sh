@@ -28,7 +28,7 @@ command -v lintian >/dev/null 2>&1 || need+=(lintian)
 # python3-magic (a dependency a partial install can lack: without it every
 # package is "no-binary").
 command -v rpmlint >/dev/null 2>&1 || need+=(rpmlint)
-python3 -c 'import magic' >/dev/null 2>&1 || need+=(python3-magic)
+/usr/bin/python3 -c 'import magic' >/dev/null 2>&1 || need+=(python3-magic)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test-deps: installing ${need[*]}"
