@@ -27,6 +27,13 @@ dist:
 package: dist
 	$(GO) run ./internal/install/mkpackage -version $(VERSION) -dist $(DIST) -arch $(shell echo $(ARCHES) | tr ' ' ,)
 
+# A signed apt repository of the .debs that make package left in $(DIST),
+# written to $(DIST)/apt for any web server: REPO_KEY is an armored OpenPGP
+# secret key (gpg --export-secret-keys --armor KEYID). See docs/operations.md.
+REPO_KEY ?=
+repo:
+	$(GO) run ./internal/install/mkrepo -dist $(DIST) -out $(DIST)/apt -key "$(REPO_KEY)"
+
 test:
 	bash scripts/test.sh
 

@@ -211,6 +211,7 @@ func TestPackages(t *testing.T) {
 		}
 	}
 	checkRpmlint(t, rpmPaths)
+	checkAptRepo(t, out)
 }
 
 // checkRpmlint runs rpmlint with packaging/rpmlint.toml on the .rpm files
