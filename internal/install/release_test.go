@@ -100,7 +100,7 @@ func TestReleaseDryRun(t *testing.T) {
 	if v := run(t, "", filepath.Join(dist, "linux-"+arch, "soulctl"), "--version"); !strings.Contains(v, "v9.9.9") {
 		t.Errorf("soulctl --version = %q, want v9.9.9", v)
 	}
-	listing := run(t, "", "tar", "-tzf", filepath.Join(dist, "soulstack-v9.9.9-linux-"+arch+".tar.gz"))
+	listing := run(t, "", "tar", "-tzf", filepath.Join(dist, "soulstack-v9.9.9-linux-"+arch+".tar.gz")) + "\n"
 	for _, f := range []string{"keeper", "soul", "soulctl", "LICENSE", "CHANGELOG.md"} {
 		if !strings.Contains(listing, "soulstack-v9.9.9-linux-"+arch+"/"+f+"\n") {
 			t.Errorf("tarball lacks %s:\n%s", f, listing)
