@@ -8,7 +8,7 @@ VERSION := $(shell sh scripts/version.sh)
 LDFLAGS := $(shell sh scripts/version.sh ldflags)
 ARCHES := amd64 arm64
 
-.PHONY: build test demo demo-stop dev lab lab-down clean dist package screenshots
+.PHONY: build test demo demo-stop dev lab lab-down clean dist package repo release api-docs screenshots
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
@@ -27,8 +27,25 @@ dist:
 package: dist
 	$(GO) run ./internal/install/mkpackage -version $(VERSION) -dist $(DIST) -arch $(shell echo $(ARCHES) | tr ' ' ,)
 
+# A signed apt repository of the .debs that make package left in $(DIST),
+# written to $(DIST)/apt for any web server: REPO_KEY is an armored OpenPGP
+# secret key (gpg --export-secret-keys --armor KEYID). See docs/operations.md.
+REPO_KEY ?=
+repo:
+	$(GO) run ./internal/install/mkrepo -dist $(DIST) -out $(DIST)/apt -key "$(REPO_KEY)"
+
 test:
 	bash scripts/test.sh
+
+# docs/api/index.html, the rendered Operator API reference: redocly
+# build-docs of internal/api/openapi.json with the @redocly/cli that
+# scripts/test-deps.sh pins and installs (a test checks it is current).
+REDOCLY_VERSION := $(shell sed -n 's/^REDOCLY_VERSION=//p' scripts/test-deps.sh)
+REDOCLY ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/soulstack-test/redocly-$(REDOCLY_VERSION)/node_modules/.bin/redocly
+api-docs:
+	@test -x $(REDOCLY) || bash scripts/test-deps.sh
+	mkdir -p docs/api
+	cd internal/api && REDOCLY_TELEMETRY=off $(REDOCLY) build-docs openapi.json --output ../../docs/api/index.html
 
 # docs/screenshots/*.png, the README's pictures of the web UI: the browser
 # tests' harness (headless Chromium) over a seeded fleet.

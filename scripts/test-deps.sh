@@ -24,6 +24,11 @@ command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 # i32: the .debs are checked with lintian as a Debian user would.
 command -v lintian >/dev/null 2>&1 || need+=(lintian)
+# i32: the .rpms are checked with rpmlint, whose binary check needs
+# python3-magic (a dependency a partial install can lack: without it every
+# package is "no-binary").
+command -v rpmlint >/dev/null 2>&1 || need+=(rpmlint)
+/usr/bin/python3 -c 'import magic' >/dev/null 2>&1 || need+=(python3-magic)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test-deps: installing ${need[*]}"
@@ -41,4 +46,16 @@ if [ -n "$ver" ]; then
   done
   su postgres -c "psql -qAtc \"select 1 from pg_roles where rolname='soulstack'\"" | grep -q 1 ||
     su postgres -c "psql -qc \"create role soulstack login superuser password 'soulstack'\"" >/dev/null
+fi
+
+# i32: the OpenAPI document is linted with @redocly/cli (internal/api's
+# redocly_test.go), this version exactly, installed with npm into a cache
+# directory the tests own (the test finds it there, or at $SOULSTACK_REDOCLY).
+REDOCLY_VERSION=2.77.0
+redocly_dir="${XDG_CACHE_HOME:-$HOME/.cache}/soulstack-test/redocly-$REDOCLY_VERSION"
+if [ ! -x "$redocly_dir/node_modules/.bin/redocly" ]; then
+  command -v npm >/dev/null 2>&1 || { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends npm >/dev/null; }
+  echo "test-deps: installing @redocly/cli@$REDOCLY_VERSION into $redocly_dir"
+  mkdir -p "$redocly_dir"
+  npm install --silent --no-audit --no-fund --prefix "$redocly_dir" "@redocly/cli@$REDOCLY_VERSION" >/dev/null
 fi

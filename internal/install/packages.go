@@ -193,7 +193,12 @@ func packageInfo(name string, o PackageOptions, tmp string) (*nfpm.Info, error) 
 			if base != bin+"."+section+".gz" && !strings.HasPrefix(base, bin+"-") {
 				continue // soul's pages are not soulctl's
 			}
-			info.Contents = append(info.Contents, file(pg, "/usr/share/man/man"+section+"/"+base, 0o644))
+			// %doc in the .rpm (rpmlint: not-listed-as-documentation); a
+			// plain file in the .deb, where nfpm drops doc-typed files.
+			dst := "/usr/share/man/man" + section + "/" + base
+			info.Contents = append(info.Contents,
+				&files.Content{Source: pg, Destination: dst, Packager: "deb", FileInfo: &files.ContentFileInfo{Mode: 0o644}},
+				&files.Content{Source: pg, Destination: dst, Type: files.TypeRPMDoc, Packager: "rpm", FileInfo: &files.ContentFileInfo{Mode: 0o644}})
 		}
 		if len(pages) == 0 {
 			return fmt.Errorf("building %s: no man pages of %s in packaging/man", name, bin)
@@ -216,7 +221,8 @@ func packageInfo(name string, o PackageOptions, tmp string) (*nfpm.Info, error) 
 	}
 	switch name {
 	case PkgSoul:
-		info.Description = `agent that runs a Soul Stack Keeper's work on this host
+		info.RPM.Group = "System Environment/Daemons"
+		info.Description = `Agent that runs a Soul Stack Keeper's work on this host
 The soul is the agent of Soul Stack, a configuration management and
 orchestration system. It dials out to its Keeper, pins the Keeper's
 certificate, and runs the idempotent modules (packages, files, services,
@@ -239,6 +245,7 @@ services. Set SOULSTACK_KEEPER and SOUL_JOIN_TOKEN in
 		)
 		info.Scripts = nfpm.Scripts{PostInstall: script("soul-postinstall.sh"), PreRemove: script("soul-preremove.sh"), PostRemove: script("soul-postremove.sh")}
 	case PkgKeeper:
+		info.RPM.Group = "System Environment/Daemons"
 		info.Description = `Soul Stack server: Operator API, web UI, run engine and soul gateway
 The Keeper is the server of Soul Stack, a configuration management and
 orchestration system. It holds the service repositories and their
@@ -267,7 +274,8 @@ it once with "keeper init", then enable soulstack-keeper.service.`
 		info.Scripts = nfpm.Scripts{PreInstall: script("keeper-preinstall.sh"), PostInstall: script("keeper-postinstall.sh"),
 			PreRemove: script("keeper-preremove.sh"), PostRemove: script("keeper-postremove.sh")}
 	case PkgSoulctl:
-		info.Description = `command line client of the Soul Stack configuration system
+		info.RPM.Group = "Applications/System"
+		info.Description = `Command line client of the Soul Stack configuration system
 soulctl drives a Soul Stack Keeper through its Operator API: services,
 incarnations and their runs, souls, tokens and the audit log. It also works
 on service repositories offline: it validates them and runs their scenario
@@ -294,6 +302,11 @@ func buildOne(info *nfpm.Info, format, outDir, tmp, upstream string, rels []Rele
 	info = nfpm.WithDefaults(info)
 	if rels != nil {
 		v := debVersion(info.Version, info.Prerelease, info.VersionMetadata, info.Release)
+		if format == "rpm" {
+			// rpm spells a prerelease with _ for - (nfpm's formatVersion):
+			// rpmlint wants the newest entry to name the package's EVR.
+			v = debVersion(info.Version, strings.ReplaceAll(info.Prerelease, "-", "_"), info.VersionMetadata, info.Release)
+		}
 		entries := changelogEntries(v, upstream, rels, time.Now().UTC())
 		switch format {
 		case "rpm":

@@ -1,6 +1,7 @@
 package install_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,6 +196,62 @@ func TestPackages(t *testing.T) {
 	}
 	if len(rpms) > 0 {
 		t.Errorf("no rpm of %v", rpms)
+	}
+
+	// rpmlint, as an RPM user would run it: no error and no warning beyond
+	// packaging/rpmlint.toml (each filter and setting with its reason).
+	var rpmPaths []string
+	for _, p := range paths {
+		if strings.HasSuffix(p, ".rpm") {
+			rpmPaths = append(rpmPaths, p)
+			// The man pages are %doc (rpmlint: not-listed-as-documentation).
+			if d := run(t, "", "rpm", "-qdp", p); !strings.Contains(d, "/usr/share/man/man") {
+				t.Errorf("%s: no man page among its documentation: %q", p, d)
+			}
+		}
+	}
+	checkRpmlint(t, rpmPaths)
+	checkAptRepo(t, out)
+}
+
+// checkRpmlint runs rpmlint with packaging/rpmlint.toml on the .rpm files
+// and fails on any error or warning it prints. nfpm (rpmpack) names the
+// cpio payload's members with absolute paths, which rpm installs right but
+// which Debian's rpmlint unpacks with `rpm2cpio | cpio -id` into / instead
+// of its scratch directory (and then finds no binary to check): the cpio
+// it runs is made to keep names relative (--no-absolute-filenames).
+func checkRpmlint(t *testing.T, rpms []string) {
+	t.Helper()
+	for _, tool := range []string{"rpmlint", "cpio"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed (scripts/test-deps.sh installs it)", tool)
+		}
+	}
+	if len(rpms) == 0 {
+		t.Fatal("no .rpm to lint")
+	}
+	cpio, _ := exec.LookPath("cpio")
+	shim := t.TempDir()
+	if err := os.WriteFile(filepath.Join(shim, "cpio"), []byte("#!/bin/sh\nexec "+cpio+" --no-absolute-filenames \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("rpmlint", append([]string{"-c", filepath.Join(repoDir, "packaging", "rpmlint.toml")}, rpms...)...)
+	cmd.Env = append(os.Environ(), "PATH="+shim+string(os.PathListSeparator)+os.Getenv("PATH"), "TMPDIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("rpmlint: %v", err)
+	}
+	summary := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, ": E: ") || strings.Contains(l, ": W: ") {
+			t.Errorf("rpmlint: %s", l)
+		}
+		if strings.Contains(l, "packages and") {
+			summary = l
+		}
+	}
+	if !strings.Contains(summary, fmt.Sprintf("%d packages", len(rpms))) || !strings.Contains(summary, " 0 errors, 0 warnings") {
+		t.Errorf("rpmlint summary %q, want %d packages with 0 errors, 0 warnings:\n%s", summary, len(rpms), out)
 	}
 }
 

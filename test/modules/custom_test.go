@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/lab"
+	"github.com/soulstack/soulstack/internal/lab/labtest"
 )
 
 // exampleRepo is the example service with a shell and a Python custom
@@ -67,6 +68,10 @@ func applyDestiny(t *testing.T, h *lab.Host, dir string, input map[string]any, c
 	argv := []string{"soul", "apply", "--local", dir, "--sid", "lab", "-o", "json", "--input", string(in)}
 	if check {
 		argv = append(argv, "--check")
+	}
+	// Under the packaged soul unit's sandbox, as every module of the suite.
+	if argv, err = labtest.SoulSandbox(argv...); err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -58,7 +58,7 @@ type taskResult = labtest.TaskResult
 // soul as root and returns its JSON output whatever the exit status.
 func applyRaw(t *testing.T, h *lab.Host, dir, main string, check bool) string {
 	t.Helper()
-	out, _ := labtest.ApplyRaw(t, h, dir, main, check)
+	out, _ := labtest.ApplyRawSandboxed(t, h, dir, main, check)
 	return string(out)
 }
 
@@ -67,7 +67,7 @@ func applyRaw(t *testing.T, h *lab.Host, dir, main string, check bool) string {
 // result whatever the exit status.
 func apply(t *testing.T, h *lab.Host, dir, tasks string, check bool) taskResult {
 	t.Helper()
-	out, stderr := labtest.ApplyRaw(t, h, dir, "input: {}\ntasks:\n"+tasks, check)
+	out, stderr := labtest.ApplyRawSandboxed(t, h, dir, "input: {}\ntasks:\n"+tasks, check)
 	res := labtest.Tasks(t, out, stderr)
 	if len(res) == 0 {
 		t.Fatalf("soul apply printed no task result: %q (stderr %q)", out, stderr)

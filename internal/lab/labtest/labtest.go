@@ -118,12 +118,31 @@ type TaskResult struct {
 // not run at all.
 func ApplyRaw(t testing.TB, h *lab.Host, dir, main string, check bool) (stdout []byte, stderr string) {
 	t.Helper()
+	return applyRaw(t, h, dir, main, check, false)
+}
+
+// ApplyRawSandboxed is ApplyRaw with the soul run under the sandboxing
+// options of the packaged unit (SoulSandbox), as the installed soul runs
+// its modules; the host must boot systemd.
+func ApplyRawSandboxed(t testing.TB, h *lab.Host, dir, main string, check bool) (stdout []byte, stderr string) {
+	t.Helper()
+	return applyRaw(t, h, dir, main, check, true)
+}
+
+func applyRaw(t testing.TB, h *lab.Host, dir, main string, check, sandboxed bool) (stdout []byte, stderr string) {
+	t.Helper()
 	if err := h.WriteFile(path.Join(dir, "main.yml"), []byte(main), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	argv := []string{"soul", "apply", "--local", dir, "--sid", "lab", "-o", "json"}
 	if check {
 		argv = append(argv, "--check")
+	}
+	if sandboxed {
+		var err error
+		if argv, err = SoulSandbox(argv...); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
