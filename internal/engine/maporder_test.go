@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/soulstack/soulstack/internal/dispatch"
-	"github.com/soulstack/soulstack/internal/soul"
 	_ "github.com/soulstack/soulstack/internal/module/core" // core.file.rendered
+	"github.com/soulstack/soulstack/internal/soul"
 )
 
 // TestTemplateItemsInYAMLOrder (issue 37): a role's Jinja template writes
