@@ -206,7 +206,8 @@ func attemptOne(ctx context.Context, t *dsl.Task, act *expr.Activation, o Option
 	if templated {
 		call.Files = o.Files
 		call.TemplateData = TemplateData(act)
-		call.KeyOrder = act.Order.For(call.TemplateData)
+		// The YAML orders of the data's maps (facts have none).
+		call.KeyOrder = act.Order.For(act.Vars, act.Input, act.Essence, act.Item)
 	}
 	if t.Module == "core.file.copied" || t.Module == "core.archive.extracted" {
 		call.Files = CopiedFiles(o.Files, params)
