@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/soulstack/soulstack/internal/dispatch"
@@ -72,5 +73,45 @@ expect:
 		"nofile:65536 nproc:4096 core:0 \n"
 	if string(got) != want {
 		t.Fatalf("rendered:\n%s\nwant (the YAML's order):\n%s", got, want)
+	}
+}
+
+// TestDestinyLoopInYAMLOrder (issue 37): inside a destiny bundle (run on
+// the soul) a loop over an essence map, and over a map of the destiny's own
+// vars:, iterate in the order their YAML wrote them.
+func TestDestinyLoopInYAMLOrder(t *testing.T) {
+	svc := loadService(t, map[string]string{
+		"essence/_default.yaml": "vhosts: {www: 80, api: 8080, admin: 9000}\n",
+		"scenario/deploy/main.yml": `
+tasks:
+  - name: sites
+    apply: {destiny: sites}
+`,
+		"destiny/sites/main.yml": `
+tasks:
+  - name: vhost
+    module: core.test.echo
+    loop: "${ essence.vhosts }"
+    params: {message: "${ item.key }:${ item.value }"}
+  - name: own
+    module: core.test.echo
+    vars:
+      users: {zed: 1, amy: 2, kit: 3}
+    params: {message: "${ join(keys(vars.users), \",\") }"}
+`})
+	w := newWorld(t, svc, "deploy", `
+hosts: [{sid: h1}]
+expect:
+  outcome: succeeded
+`)
+	w.run()
+	var got []string
+	for _, c := range callsTo(w.Sim.Calls(), "sites")["h1"] {
+		if c.Module != "" {
+			got = append(got, c.Params["message"].(string))
+		}
+	}
+	if want := []string{"www:80", "api:8080", "admin:9000", "zed,amy,kit"}; !slices.Equal(got, want) {
+		t.Fatalf("destiny calls %v, want %v (the YAML's order)", got, want)
 	}
 }
