@@ -5,6 +5,7 @@ import (
 
 	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
+	"github.com/soulstack/soulstack/internal/catalog"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -33,7 +34,7 @@ func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ auth.
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, wireService(redactService(svc)))
+	writeJSON(w, http.StatusCreated, s.serviceWithWarnings(r, svc))
 	return nil
 }
 
@@ -58,7 +59,7 @@ func (s *Server) getService(w http.ResponseWriter, r *http.Request, _ auth.Princ
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, wireService(redactService(svc)))
+	writeJSON(w, http.StatusOK, s.serviceWithWarnings(r, svc))
 	return nil
 }
 
@@ -71,7 +72,7 @@ func (s *Server) updateService(w http.ResponseWriter, r *http.Request, _ auth.Pr
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, wireService(redactService(svc)))
+	writeJSON(w, http.StatusOK, s.serviceWithWarnings(r, svc))
 	return nil
 }
 
@@ -88,4 +89,22 @@ func (s *Server) deleteService(w http.ResponseWriter, r *http.Request, _ auth.Pr
 func redactService(svc store.Service) store.Service {
 	svc.Git = auth.RedactURL(svc.Git)
 	return svc
+}
+
+// serviceWithWarnings is the wire form of svc with the warnings of its
+// commit (issue 31: the shell-injection advice of `scenario validate` is
+// shown where the Keeper takes the service in, not only offline). The
+// commit was just validated (register, update) or is cached; a commit
+// that cannot be opened now leaves the warnings out, the call stands.
+func (s *Server) serviceWithWarnings(r *http.Request, svc store.Service) apitypes.Service {
+	out := wireService(redactService(svc))
+	d, err := s.cfg.Catalog.Open(r.Context(), svc.Name, svc.Commit)
+	if err != nil {
+		s.log.WarnContext(r.Context(), "service warnings unavailable", "service", svc.Name, "commit", svc.Commit, "err", err)
+		return out
+	}
+	if len(d.Warnings) > 0 {
+		out.Warnings = catalog.Problems(d.Warnings)
+	}
+	return out
 }

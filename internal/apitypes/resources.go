@@ -116,6 +116,11 @@ type Service struct {
 	Description string    `json:"description,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	// Warnings is the advice validating the commit found that does not
+	// refuse it (as `soulctl scenario validate` prints it: an unquoted
+	// ${ input.x } in a shell command line, …). Sent by register, update
+	// and the get of one service.
+	Warnings []Problem `json:"warnings,omitempty"`
 }
 
 // Incarnation is a runtime instance of a service on a set of member hosts.

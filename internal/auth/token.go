@@ -156,11 +156,17 @@ func (a *Authority) Authenticate(ctx context.Context, bearer string) (Principal,
 	case c.ID == "" || c.Subject == "":
 		return Principal{}, unauthorized("invalid token: no id or subject", nil)
 	}
-	rec, ar, err := a.st.GetTokenArchon(ctx, c.ID)
+	return a.tokenPrincipal(ctx, c.ID, c.Subject)
+}
+
+// tokenPrincipal is the Principal of token id, held by archon, as its
+// stored record and Archon say now.
+func (a *Authority) tokenPrincipal(ctx context.Context, id, archon string) (Principal, error) {
+	rec, ar, err := a.st.GetTokenArchon(ctx, id)
 	if err != nil {
 		return Principal{}, storeErr(err, "unknown token")
 	}
-	if rec.ArchonID != c.Subject {
+	if rec.ArchonID != archon {
 		return Principal{}, unauthorized("invalid token: subject mismatch", nil)
 	}
 	if ar.DisabledAt != nil {
@@ -176,7 +182,7 @@ func (a *Authority) Authenticate(ctx context.Context, bearer string) (Principal,
 	if err != nil {
 		return Principal{}, unauthorized("archon has an unknown role", err)
 	}
-	return Principal{ArchonID: c.Subject, Role: role, TokenID: c.ID, ExpiresAt: rec.ExpiresAt}, nil
+	return Principal{ArchonID: archon, Role: role, TokenID: id, ExpiresAt: rec.ExpiresAt}, nil
 }
 
 // Tokens lists token records, oldest first: an admin's call lists every

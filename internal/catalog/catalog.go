@@ -135,6 +135,7 @@ func (c *Catalog) Register(ctx context.Context, name, gitURL, ref string) (store
 		return store.Service{}, fmt.Errorf("recording service %s: %w", name, err)
 	}
 	c.log.InfoContext(ctx, "service registered", "service", name, "ref", ref, "commit", commit)
+	c.logWarnings(ctx, name, commit, svc)
 	return rec, nil
 }
 
@@ -161,6 +162,7 @@ func (c *Catalog) Update(ctx context.Context, name, ref, gitURL string) (store.S
 		return store.Service{}, err // the store's message starts with "updating service <name>"
 	}
 	c.log.InfoContext(ctx, "service updated", "service", name, "ref", ref, "commit", commit)
+	c.logWarnings(ctx, name, commit, svc)
 	return rec, nil
 }
 
@@ -354,5 +356,13 @@ func (c *Catalog) lock(key string) func() {
 			delete(c.locks, key)
 		}
 		c.mu.Unlock()
+	}
+}
+
+// logWarnings logs the advice validation found in a commit the catalog
+// took in (it does not refuse the commit; the API answer carries it too).
+func (c *Catalog) logWarnings(ctx context.Context, name, commit string, svc *dsl.Service) {
+	for _, w := range svc.Warnings {
+		c.log.WarnContext(ctx, "service warning", "service", name, "commit", commit, "warning", w.String())
 	}
 }

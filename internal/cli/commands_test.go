@@ -359,3 +359,27 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("completion without a keeper: exit %d %q %q", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// Audit finding (issue 31): `service register` and `service update` show
+// the shell-injection warning `scenario validate` prints, with
+// file:line:col, and the JSON output carries it.
+func TestServiceRegisterShowsWarnings(t *testing.T) {
+	k := startKeeper(t)
+	repo := catalogtest.NewRepo(t)
+	repo.Commit(catalogtest.MyService, "my-service")
+	repo.Commit(map[string]string{"scenario/greet/main.yml": catalogtest.ShellWarningScenario}, "greet")
+	want := "scenario/greet/main.yml:6:38: warning: " + catalogtest.ShellWarningText
+
+	reg := k.ctl(t, "service", "register", "--name", "my-service", "--git", repo.Dir, "--ref", "master").must(t)
+	if !strings.Contains(reg.Stdout, "Warning:") || !strings.Contains(reg.Stdout, want) {
+		t.Fatalf("service register output lacks the warning %q:\n%s", want, reg.Stdout)
+	}
+	upd := k.ctl(t, "service", "update", "my-service", "--ref", "master").must(t)
+	if !strings.Contains(upd.Stdout, want) {
+		t.Fatalf("service update output lacks the warning:\n%s", upd.Stdout)
+	}
+	js := k.ctl(t, "-o", "json", "service", "show", "my-service").must(t)
+	if !strings.Contains(js.Stdout, `"warnings"`) || !strings.Contains(js.Stdout, `"line": 6`) {
+		t.Fatalf("service show -o json lacks the warnings:\n%s", js.Stdout)
+	}
+}

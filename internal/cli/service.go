@@ -188,7 +188,20 @@ func serviceDetail(w io.Writer, s apitypes.Service) error {
 	row(w, "Commit:", s.Commit)
 	row(w, "Registered:", stamp(s.CreatedAt))
 	row(w, "Updated:", stamp(s.UpdatedAt))
+	for _, p := range s.Warnings {
+		row(w, "Warning:", warningText(p))
+	}
 	return nil
+}
+
+// warningText renders a validation warning as `scenario validate` does:
+// file:line:col: warning: message.
+func warningText(p apitypes.Problem) string {
+	pos := p.File
+	if p.Line > 0 {
+		pos += fmt.Sprintf(":%d:%d", p.Line, p.Col)
+	}
+	return pos + ": warning: " + p.Message
 }
 
 // servicePins lists the incarnations of svc with the ref and commit each

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/expr"
 )
 
 // Call is one rendered module call for one host.
@@ -20,6 +21,9 @@ type Call struct {
 	Files map[string][]byte `json:"files,omitempty"`
 	// TemplateData is the data core.file.rendered renders with.
 	TemplateData map[string]any `json:"template_data,omitempty"`
+	// KeyOrder is the YAML key order of the maps in TemplateData (a
+	// template's `for k, v in m.items()` follows it, issue 37).
+	KeyOrder *expr.KeyOrder `json:"key_order,omitempty"`
 	// Custom is the service's custom module the call runs (Module is
 	// service.<name>): its module.yml and program, pinned by SHA-256.
 	Custom *CustomModule `json:"custom,omitempty"`
@@ -42,6 +46,9 @@ type Bundle struct {
 	Files   map[string][]byte `json:"files"` // the destiny directory, paths relative to it ("main.yml", "templates/x.tmpl")
 	Input   map[string]any    `json:"input"`
 	Essence map[string]any    `json:"essence,omitempty"`
+	// KeyOrder is the YAML key order of the maps in Input and Essence
+	// (issue 37); the destiny's own files add theirs on the host.
+	KeyOrder *expr.KeyOrder `json:"key_order,omitempty"`
 	// Modules are the service's custom modules the destiny calls, by name
 	// (service.<name>).
 	Modules map[string]*CustomModule `json:"modules,omitempty"`

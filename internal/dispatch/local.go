@@ -116,7 +116,7 @@ func (l *Local) run(ctx context.Context, w Work) (res domain.Result) {
 		return localFailed(err.Error())
 	}
 	client := l.client() // sets l.policy
-	env := &module.Env{Check: w.Check, Root: l.Root, Files: files, TemplateData: w.Call.TemplateData, Log: l.Logger, HTTPClient: client, DialContext: l.policy.DialContext, InKeeper: true}
+	env := &module.Env{Check: w.Check, Root: l.Root, Files: files, TemplateData: w.Call.TemplateData, MapKeys: w.Call.KeyOrder.Keys, Log: l.Logger, HTTPClient: client, DialContext: l.policy.DialContext, InKeeper: true}
 	if env.Log == nil {
 		env.Log = slog.New(slog.DiscardHandler)
 	}

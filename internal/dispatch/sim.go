@@ -79,6 +79,9 @@ type SimCall struct {
 	Check   bool
 	Params  map[string]any
 	Input   map[string]any // the bundle's input
+	// Call is the module call as it would go to the soul (nil for a
+	// bundle): its files, template data and key order.
+	Call *Call
 }
 
 type servedKey struct {
@@ -224,7 +227,7 @@ func (s *Sim) bundle(ctx context.Context, sid string, w Work, facts map[string]a
 
 // call answers one module call of host sid from the stubs.
 func (s *Sim) call(ctx context.Context, sid, task string, c Call, check bool, timeout time.Duration) domain.Result {
-	s.record(SimCall{SID: sid, Task: task, Module: c.Module, Check: check, Params: c.Params})
+	s.record(SimCall{SID: sid, Task: task, Module: c.Module, Check: check, Params: c.Params, Call: &c})
 	st, n, ok := s.match(sid, task, c.Module)
 	if !ok {
 		return domain.Result{}

@@ -42,6 +42,8 @@ type parser struct {
 	// brokenMods are the custom modules whose directory has problems
 	// (reported once there, not again at every task calling them).
 	brokenMods map[string]bool
+	// order records the key order of every YAML map read as a value.
+	order *expr.KeyOrder
 }
 
 // skip records a file found but not read, with the problem saying why.
@@ -79,8 +81,9 @@ func Load(dir string) (*Service, Problems) {
 // LoadFS is Load for a repository materialized as a file system (the
 // catalog's checkout at a commit).
 func LoadFS(fsys fs.FS) (*Service, Problems) {
-	p := &parser{fsys: fsys}
+	p := &parser{fsys: fsys, order: &expr.KeyOrder{}}
 	svc := &Service{
+		KeyOrder:  p.order,
 		Essences:  map[string]map[string]any{},
 		Scenarios: map[string]*Scenario{},
 		Destinies: map[string]*Destiny{},
@@ -115,11 +118,12 @@ func LoadFS(fsys fs.FS) (*Service, Problems) {
 // service's custom modules the bundle carries (nil: none). The error is a
 // Problems value when the bundle is invalid.
 func ParseDestiny(name string, files map[string][]byte, mods map[string]*custom.Module) (*Destiny, error) {
-	p := &parser{}
+	p := &parser{order: &expr.KeyOrder{}}
 	d := p.destiny(name, "destiny/"+name, files, mods)
 	if len(p.problems) > 0 {
 		return nil, sortProblems(p.problems)
 	}
+	d.KeyOrder = p.order
 	return d, nil
 }
 

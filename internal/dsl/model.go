@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soulstack/soulstack/internal/expr"
 	"github.com/soulstack/soulstack/internal/module/custom"
 )
 
@@ -62,6 +63,10 @@ type Service struct {
 	// Warnings are advice found while validating that does not make the
 	// repository invalid (an unquoted ${ input.* } in a shell command line).
 	Warnings Problems
+	// KeyOrder is the order in which the repository's YAML wrote the keys
+	// of its maps (essence, vars, input defaults, literal values): maps
+	// iterate in it, as Ansible's do (issue 37).
+	KeyOrder *expr.KeyOrder
 
 	validateState func(map[string]any) error
 	// essenceOpen is set when an essence file could not be read: its keys
@@ -100,9 +105,12 @@ type Scenario struct {
 // Destiny is an isolated reusable bundle of tasks: destiny/<name>/. Destinies
 // are shipped to souls as Files and re-parsed there with ParseDestiny.
 type Destiny struct {
-	Name  string
-	Dir   string // "destiny/<name>"
-	Input Inputs
+	// KeyOrder is the YAML key order of the destiny's own files (see
+	// Service.KeyOrder).
+	KeyOrder *expr.KeyOrder
+	Name     string
+	Dir      string // "destiny/<name>"
+	Input    Inputs
 	// VarsFiles are the destiny's vars_files:, resolved on the host.
 	VarsFiles []VarsFile
 	Tasks     []*Task

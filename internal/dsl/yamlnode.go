@@ -258,13 +258,18 @@ func (p *parser) valueRec(file string, n *yaml.Node, depth int) (any, bool) {
 			return nil, false
 		}
 		m := make(map[string]any, len(ents))
+		keys := make([]string, 0, len(ents))
 		for _, e := range ents {
 			v, ok := p.valueRec(file, e.value, depth+1)
 			if !ok {
 				return nil, false
 			}
+			if _, dup := m[e.key]; !dup {
+				keys = append(keys, e.key)
+			}
 			m[e.key] = v
 		}
+		p.order.Add(keys)
 		return m, true
 	case yaml.SequenceNode:
 		l := make([]any, 0, len(n.Content))

@@ -99,7 +99,8 @@ func (r *runner) applyOne(ctx context.Context, t *dsl.Task, d *dsl.Destiny, sid 
 		Check:   r.run.Check,
 		Timeout: timeout,
 		Bundle: &dispatch.Bundle{Destiny: d.Name, Files: d.Files, Input: input, Essence: a.Essence,
-			Modules: executor.WireAll(dsl.UsedModules(d.Tasks, r.svc.Modules))},
+			KeyOrder: a.Order.For(input, a.Essence),
+			Modules:  executor.WireAll(dsl.UsedModules(d.Tasks, r.svc.Modules))},
 	}
 	return r.dispatch(ctx, t, sid, wave, w, n)
 }

@@ -101,10 +101,12 @@ expect:
 	}
 }
 
-// TestMapsIterateInKeyOrder (SPEC §9, issue 13 item 7): loop: over a map
-// and a CEL comprehension over a map see the keys sorted, identically on
-// every host and every run.
-func TestMapsIterateInKeyOrder(t *testing.T) {
+// TestMapsIterateInYAMLOrder (issue 37; SPEC §9, issue 13 item 7): loop:
+// over a map, a CEL comprehension over it and keys() (Ansible's
+// dict2items) see the keys in the order the YAML wrote them, as Ansible's
+// insertion-ordered dicts do, identically on every host and every run; a
+// computed map whose keys the YAML never wrote iterates sorted.
+func TestMapsIterateInYAMLOrder(t *testing.T) {
 	svc := loadService(t, map[string]string{
 		"essence/_default.yaml": "users: {zoe: 6, mia: 3, ann: 1, kim: 4, bob: 2, tom: 5, lea: 7, dan: 8}\n",
 		"scenario/deploy/main.yml": `
@@ -116,14 +118,21 @@ tasks:
   - name: names
     module: core.test.echo
     params: {message: "${ join(essence.users.map(k, k), \",\") }"}
+  - name: dict2items
+    module: core.test.echo
+    params: {message: "${ join(keys(essence.users).map(k, k + '=' + string(essence.users[k])), \",\") }"}
+  - name: computed
+    module: core.test.echo
+    params: {message: "${ join(merge(essence.users, {'abe': 0}).map(k, k), \",\") }"}
 `})
 	w := newWorld(t, svc, "deploy", `
 hosts: [{sid: h1}, {sid: h2}, {sid: h3}]
 expect:
   outcome: succeeded
 `)
-	const wantLoop = "ann=1,bob=2,dan=8,kim=4,lea=7,mia=3,tom=5,zoe=6"
-	const wantNames = "ann,bob,dan,kim,lea,mia,tom,zoe"
+	const wantLoop = "zoe=6,mia=3,ann=1,kim=4,bob=2,tom=5,lea=7,dan=8"
+	const wantNames = "zoe,mia,ann,kim,bob,tom,lea,dan"
+	const wantComputed = "abe,ann,bob,dan,kim,lea,mia,tom,zoe"
 	w.run()
 	for run := range 2 { // every run, not only the first
 		if run > 0 {
@@ -131,21 +140,31 @@ expect:
 				t.Fatalf("second run: %s %s", r.Status, r.Error)
 			}
 		}
-		loops, names := callsTo(w.Sim.Calls(), "each user"), callsTo(w.Sim.Calls(), "names")
+		calls := w.Sim.Calls()
+		loops := callsTo(calls, "each user")
 		for _, sid := range []string{"h1", "h2", "h3"} {
 			var got []string
 			for _, c := range loops[sid] {
 				got = append(got, c.Params["message"].(string))
 			}
 			// Calls accumulate across runs: each run's 8 items in order.
+			if len(got) != 8*(run+1) {
+				t.Fatalf("%s: %d loop items after run %d", sid, len(got), run+1)
+			}
 			for i := 0; i+8 <= len(got); i += 8 {
 				if s := strings.Join(got[i:i+8], ","); s != wantLoop {
 					t.Errorf("%s: loop order %s, want %s", sid, s, wantLoop)
 				}
 			}
-			for _, c := range names[sid] {
-				if c.Params["message"] != wantNames {
-					t.Errorf("%s: comprehension order %v, want %s", sid, c.Params["message"], wantNames)
+			for task, want := range map[string]string{"names": wantNames, "dict2items": wantLoop, "computed": wantComputed} {
+				cs := callsTo(calls, task)[sid]
+				if len(cs) == 0 {
+					t.Fatalf("%s: no call of %s", sid, task)
+				}
+				for _, c := range cs {
+					if c.Params["message"] != want {
+						t.Errorf("%s: %s order %v, want %s", sid, task, c.Params["message"], want)
+					}
 				}
 			}
 		}

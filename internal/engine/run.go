@@ -281,6 +281,7 @@ func (r *runner) prepare(ctx context.Context) error {
 		members[i] = m
 	}
 	r.base = expr.Activation{
+		Order:     r.svc.KeyOrder,
 		Input:     r.input,
 		Essence:   r.svc.Essence(r.inc.Covens, r.inc.Name, r.inc.Essence),
 		Registers: expr.NewRegisters(),

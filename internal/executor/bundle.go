@@ -36,7 +36,11 @@ func RunBundle(ctx context.Context, b *dispatch.Bundle, facts map[string]any, o 
 	o.Files = d.Files
 	o.Modules = mods
 	sid, _ := facts["sid"].(string)
+	order := &expr.KeyOrder{}
+	order.Merge(b.KeyOrder)
+	order.Merge(d.KeyOrder)
 	act := &expr.Activation{
+		Order:      order,
 		Input:      input,
 		Essence:    b.Essence,
 		Registers:  expr.NewRegisters(),

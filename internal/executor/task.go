@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
@@ -143,9 +142,10 @@ func loopItems(ctx context.Context, t *dsl.Task, act *expr.Activation, env *expr
 	case []any:
 		return x, nil
 	case map[string]any:
-		// A map loops over its entries in key order (SPEC §9), each item
-		// {key, value}, the same on every host and every run.
-		keys := slices.Sorted(maps.Keys(x))
+		// A map loops over its entries in the order its YAML wrote them
+		// (issue 37, as Ansible's dict2items), else in key order (SPEC
+		// §9), each item {key, value}, the same on every host and run.
+		keys := act.Order.Keys(x)
 		items := make([]any, len(keys))
 		for i, k := range keys {
 			items[i] = map[string]any{"key": k, "value": x[k]}
@@ -206,6 +206,8 @@ func attemptOne(ctx context.Context, t *dsl.Task, act *expr.Activation, o Option
 	if templated {
 		call.Files = o.Files
 		call.TemplateData = TemplateData(act)
+		// The YAML orders of the data's maps (facts have none).
+		call.KeyOrder = act.Order.For(act.Vars, act.Input, act.Essence, act.Item)
 	}
 	if t.Module == "core.file.copied" || t.Module == "core.archive.extracted" {
 		call.Files = CopiedFiles(o.Files, params)

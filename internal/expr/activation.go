@@ -17,6 +17,10 @@ import (
 // evaluation, so one value may be shared by concurrent evaluations as long
 // as nobody mutates it meanwhile (Registers is itself synchronized).
 type Activation struct {
+	// Order is the YAML key order of the service's maps (KeyOrder): maps
+	// read from input, essence, vars, item and state iterate in it. nil
+	// iterates every map in key order.
+	Order   *KeyOrder
 	Input   map[string]any
 	Essence map[string]any
 	// Vars are scenario vars.yml merged with the task's vars: (task wins).
@@ -108,16 +112,16 @@ func (r activation) ResolveName(name string) (any, bool) {
 	a := r.a
 	switch name {
 	case "input":
-		return orEmpty(a.Input), true
+		return a.ordered(orEmpty(a.Input)), true
 	case "essence":
-		return orEmpty(a.Essence), true
+		return a.ordered(orEmpty(a.Essence)), true
 	case "vars":
-		return orEmpty(a.Vars), true
+		return a.ordered(orEmpty(a.Vars)), true
 	case "item":
 		if !a.HasItem {
 			return missingVal("item is only defined inside a loop: task"), true
 		}
-		return a.Item, true
+		return a.ordered(a.Item), true
 	case "loop_index":
 		if !a.HasItem {
 			return missingVal("loop_index is only defined inside a loop: task"), true
@@ -130,7 +134,7 @@ func (r activation) ResolveName(name string) (any, bool) {
 	case "incarnation":
 		return orEmpty(a.Incarnation), true
 	case "state":
-		return orEmpty(a.State), true
+		return a.ordered(orEmpty(a.State)), true
 	case "run":
 		return orEmpty(a.Run), true
 	case secretsVar:
@@ -145,6 +149,19 @@ func (r activation) ResolveName(name string) (any, bool) {
 }
 
 func (activation) Parent() interpreter.Activation { return nil }
+
+// ordered adapts a map or list with a's key order; other values (and every
+// value when a has no order) are left to the environment's adapter.
+func (a *Activation) ordered(v any) any {
+	if a.Order.Empty() {
+		return v
+	}
+	switch v.(type) {
+	case map[string]any, []any:
+		return orderedAdapter{order: a.Order}.NativeToValue(v)
+	}
+	return v
+}
 
 // Registers holds, per register name, the result map of every host that
 // returned one. It is safe for concurrent use: the engine records results

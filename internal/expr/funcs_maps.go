@@ -71,11 +71,20 @@ func deepMerge(a, b map[string]any) map[string]any {
 }
 
 // keysImpl returns the keys of a map, sorted (SPEC §9: maps iterate in key
-// order everywhere).
+// order everywhere), or in the order the YAML wrote them when the map
+// came from it (KeyOrder; Ansible's dict2items keeps that order).
 func keysImpl(m ref.Val) ref.Val {
 	mp, ok := m.(traits.Mapper)
 	if !ok {
 		return types.NewErr("keys(m) needs a map, got %s", m.Type().TypeName())
+	}
+	if om, ok := m.(*orderedMap); ok && !om.order.Empty() {
+		keys := om.order.Keys(om.m)
+		out := make([]any, len(keys))
+		for i, k := range keys {
+			out[i] = k
+		}
+		return orderedAdapter{order: om.order}.NativeToValue(out)
 	}
 	var keys []string
 	it := mp.Iterator()

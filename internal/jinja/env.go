@@ -16,9 +16,13 @@ const MaxRange = 100_000
 // environment builds a fresh gonja environment (nothing global is
 // changed): Jinja's builtins, with Ansible's filters and tests, and
 // bounded versions of those that grow their output (limit 0: unbounded).
-func environment(limit int, newline string) *exec.Environment {
+func environment(limit int, newline string, mapKeys func(map[string]any) []string) *exec.Environment {
+	keysOf := mapKeysOr(mapKeys)
 	filters := exec.NewFilterSet(map[string]exec.FilterFunction{}).Update(builtins.Filters)
-	for name, fn := range ansibleFilters(limit, newline) {
+	fs := ansibleFilters(limit, newline)
+	fs["items"] = filterItemsOrdered(keysOf)
+	fs["dict2items"] = filterDict2ItemsOrdered(keysOf)
+	for name, fn := range fs {
 		if filters.Exists(name) {
 			_ = filters.Replace(name, fn)
 		} else {
@@ -47,7 +51,7 @@ func environment(limit int, newline string) *exec.Environment {
 		Filters:           filters,
 		Tests:             tests,
 		ControlStructures: structures,
-		Methods:           builtins.Methods,
+		Methods:           orderedMethods(keysOf),
 	}
 }
 

@@ -113,7 +113,6 @@ func ansibleFilters(limit int, newline string) map[string]exec.FilterFunction {
 			}
 			return exec.AsValue(string(b))
 		},
-		"dict2items": filterDict2Items,
 		"items2dict": filterItems2Dict,
 		"ternary":    filterTernary,
 		"comment":    filterComment,
@@ -298,20 +297,6 @@ func filterRegexSearch(_ *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exec
 		}
 	}
 	return exec.AsValue(groups)
-}
-
-func filterDict2Items(_ *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exec.Value {
-	if !in.IsDict() {
-		return errValue("dict2items", "requires a dictionary, got %s", pyString(in))
-	}
-	kn := p.GetKeywordArgument("key_name", "key").String()
-	vn := p.GetKeywordArgument("value_name", "value").String()
-	m, _ := goValue(in).(map[string]any)
-	out := make([]any, 0, len(m))
-	for _, k := range sortedKeys(m) {
-		out = append(out, map[string]any{kn: k, vn: m[k]})
-	}
-	return exec.AsValue(out)
 }
 
 func filterItems2Dict(_ *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exec.Value {

@@ -29,6 +29,10 @@ type Options struct {
 	NewlineSequence string
 	// MaxBytes bounds the rendered output (0: no bound).
 	MaxBytes int
+	// MapKeys orders a map's keys where a template lists its entries
+	// (items(), keys(), values(), the items and dict2items filters): the
+	// order its YAML wrote them (issue 37). nil sorts them.
+	MapKeys func(map[string]any) []string
 }
 
 // Default returns Ansible's defaults: trim_blocks true, lstrip_blocks
@@ -98,7 +102,7 @@ func Render(fsys fs.FS, name string, data map[string]any, o Options) (out []byte
 		return nil, err
 	}
 	loader := newLoader(fsys, name, body)
-	env := environment(o.MaxBytes, cfg.NewlineSequence)
+	env := environment(o.MaxBytes, cfg.NewlineSequence, o.MapKeys)
 	t, err := exec.NewTemplate(name, cfg, loader, env)
 	if err != nil {
 		return nil, syntaxError(fsys, name, body, cfg, shift, err)
@@ -141,7 +145,7 @@ func Check(fsys fs.FS, name string) (err error) {
 	if err != nil {
 		return err
 	}
-	if _, err := exec.NewTemplate(name, cfg, newLoader(fsys, name, body), environment(0, cfg.NewlineSequence)); err != nil {
+	if _, err := exec.NewTemplate(name, cfg, newLoader(fsys, name, body), environment(0, cfg.NewlineSequence, nil)); err != nil {
 		return syntaxError(fsys, name, body, cfg, shift, err)
 	}
 	return nil
@@ -284,7 +288,7 @@ func failingLine(fsys fs.FS, name, body string, cfg *config.Config, msg string) 
 	ls := strings.SplitAfter(body, "\n")
 	fails := func(n int) bool {
 		prefix := strings.Join(ls[:n], "")
-		_, err := exec.NewTemplate(name, cfg, newLoader(fsys, name, prefix), environment(0, cfg.NewlineSequence))
+		_, err := exec.NewTemplate(name, cfg, newLoader(fsys, name, prefix), environment(0, cfg.NewlineSequence, nil))
 		if err == nil {
 			return false
 		}

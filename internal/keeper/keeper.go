@@ -329,6 +329,8 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		Services:         k.catalog,
 		TLSPin:           install.PublicKeyPin(k.tls),
 		HealthStaleAfter: cfg.HealthStaleAfter.D(),
+		SessionTTL:       cfg.Auth.UISessionTTL.D(),
+		SessionIdle:      cfg.Auth.UISessionIdle.D(),
 		Logger:           log.With("component", "ui"),
 	})
 	if err != nil {

@@ -69,13 +69,14 @@ func TestStoreDownAnswers503(t *testing.T) {
 		{"POST", "/v1/incarnations", `{"name": "web", "service": "web"}`},
 		{"PUT", "/v1/procedures/p", `{"source": "steps:\n  s:\n    action:\n      log: hi\n"}`},
 	}
+	session := uiSession(t, addr, res.Token.Token)
 	do := func(method, path, body string) (int, string) {
 		req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.Header.Set("Authorization", "Bearer "+res.Token.Token)
-		req.AddCookie(&http.Cookie{Name: "soulstack_ui", Value: res.Token.Token}) // the UI's session
+		req.AddCookie(session) // the UI's session
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -194,4 +195,23 @@ func documentedRoutes(t *testing.T, doc string) []apiRoute {
 		t.Fatalf("the OpenAPI document lists %d operations; expected the whole API", len(out))
 	}
 	return out
+}
+
+// uiSession signs in to the UI at addr with token and returns the session
+// cookie it set.
+func uiSession(t *testing.T, addr, token string) *http.Cookie {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.PostForm("http://"+addr+"/ui/login", url.Values{"token": {token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "soulstack_ui" && ck.Value != "" {
+			return ck
+		}
+	}
+	t.Fatalf("UI login: %s, no session cookie", resp.Status)
+	return nil
 }

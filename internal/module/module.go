@@ -120,6 +120,9 @@ type Env struct {
 	// TemplateData is the data core.file.rendered renders with (task vars,
 	// input, essence, soulprint), already merged by the executor.
 	TemplateData map[string]any
+	// MapKeys orders the keys of a map in TemplateData as its YAML wrote
+	// them (issue 37); nil sorts them.
+	MapKeys func(map[string]any) []string
 	// InKeeper is set when the module runs inside the Keeper (on: keeper):
 	// it must then not run programs (a file module's validate:), which
 	// could read the Keeper's keys and database.

@@ -98,6 +98,7 @@ func (r *ModuleRunner) call(ctx context.Context, c *dispatch.Call, env *module.E
 	}
 	env.Files = files
 	env.TemplateData = c.TemplateData
+	env.MapKeys = c.KeyOrder.Keys
 	params := c.Params
 	if params == nil {
 		params = map[string]any{}

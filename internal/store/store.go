@@ -85,6 +85,21 @@ type Token struct {
 	ParentID    string     `json:"parent_id,omitempty"`
 }
 
+// UISession is a web UI session (SPEC §12, issue 31). The browser holds
+// only a random id; the store holds its SHA-256 (IDHash), so a copy of the
+// database does not sign anyone in. The session acts with the Archon's
+// role through the token it was opened with (TokenID): that token's
+// expiry and revocation end the session too.
+type UISession struct {
+	IDHash     []byte     `json:"-"`
+	ArchonID   string     `json:"archon_id"`
+	TokenID    string     `json:"token_id"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	LastSeenAt time.Time  `json:"last_seen_at"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
 // AuditEntry records one mutating call.
 type AuditEntry struct {
 	ID       int64          `json:"id"`
@@ -492,6 +507,19 @@ type Store interface {
 	// (recursively, through ParentID); revoking twice keeps the first
 	// time. ErrNotFound when it does not exist.
 	RevokeToken(ctx context.Context, id string, at time.Time) error
+
+	// Web UI sessions (issue 31), keyed by the SHA-256 of the cookie's
+	// random id. CreateUISession also drops sessions that ended a day
+	// before s.CreatedAt; ErrNotFound for an unknown Archon or token.
+	CreateUISession(ctx context.Context, s UISession) error
+	// GetUISession returns the session with idHash; ErrNotFound when
+	// there is none.
+	GetUISession(ctx context.Context, idHash []byte) (UISession, error)
+	// TouchUISession records activity of the session at at.
+	TouchUISession(ctx context.Context, idHash []byte, at time.Time) error
+	// RevokeUISession ends the session at at (logout); ending an ended or
+	// unknown session is a no-op.
+	RevokeUISession(ctx context.Context, idHash []byte, at time.Time) error
 
 	// Audit.
 	AppendAudit(ctx context.Context, e AuditEntry) error

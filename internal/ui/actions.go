@@ -26,10 +26,10 @@ var doneMessages = map[string]string{
 	"deleted":   "Soul deleted.",
 }
 
-// actionFunc performs one action for a verified request. session is the
-// Archon's token, which the action passes on to the API; it returns where
-// to send the browser next, or "" when it wrote the answer itself.
-type actionFunc func(w http.ResponseWriter, r *http.Request, session string) (string, error)
+// actionFunc performs one action for a verified request (its context
+// carries the session's Principal, which callAPI acts as); it returns
+// where to send the browser next, or "" when it wrote the answer itself.
+type actionFunc func(w http.ResponseWriter, r *http.Request) (string, error)
 
 // action wraps an action handler: the session must be signed in, the
 // request must come from this origin with the session's CSRF token, and
@@ -65,7 +65,7 @@ func (u *UI) action(need auth.Role, f actionFunc) http.Handler {
 			u.renderActionError(w, r, &p, err)
 			return
 		}
-		next, err := f(w, r, c.Value)
+		next, err := f(w, r)
 		if err != nil {
 			u.renderActionError(w, r, &p, err)
 			return
@@ -121,38 +121,38 @@ func pathTo(parts ...string) string {
 	return strings.Join(parts, "")
 }
 
-func (u *UI) unlock(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) unlock(_ http.ResponseWriter, r *http.Request) (string, error) {
 	name := r.PathValue("name")
 	req := apitypes.UnlockRequest{Reason: strings.TrimSpace(r.PostForm.Get("reason"))}
-	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/incarnations/", name, "/unlock"), req, nil); err != nil {
+	if err := u.callAPI(r.Context(), r, http.MethodPost, pathTo("/v1/incarnations/", name, "/unlock"), req, nil); err != nil {
 		return "", err
 	}
 	return pathTo(Prefix+"/incarnations/", name, "?done=unlocked"), nil
 }
 
-func (u *UI) drift(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) drift(_ http.ResponseWriter, r *http.Request) (string, error) {
 	name := r.PathValue("name")
 	var acc apitypes.Accepted
 	req := apitypes.DriftRequest{Scenario: strings.TrimSpace(r.PostForm.Get("scenario"))}
-	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/incarnations/", name, "/drift"), req, &acc); err != nil {
+	if err := u.callAPI(r.Context(), r, http.MethodPost, pathTo("/v1/incarnations/", name, "/drift"), req, &acc); err != nil {
 		return "", err
 	}
 	return pathTo(Prefix+"/runs/", acc.ApplyID), nil
 }
 
-func (u *UI) cancelRun(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) cancelRun(_ http.ResponseWriter, r *http.Request) (string, error) {
 	id := r.PathValue("id")
-	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/runs/", id, "/cancel"), nil, nil); err != nil {
+	if err := u.callAPI(r.Context(), r, http.MethodPost, pathTo("/v1/runs/", id, "/cancel"), nil, nil); err != nil {
 		return "", err
 	}
 	return pathTo(Prefix+"/runs/", id, "?done=cancelled"), nil
 }
 
-func (u *UI) resumeRun(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) resumeRun(_ http.ResponseWriter, r *http.Request) (string, error) {
 	id := r.PathValue("id")
 	var acc apitypes.Accepted
 	req := apitypes.ResumeRequest{Reason: strings.TrimSpace(r.PostForm.Get("reason"))}
-	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/runs/", id, "/resume"), req, &acc); err != nil {
+	if err := u.callAPI(r.Context(), r, http.MethodPost, pathTo("/v1/runs/", id, "/resume"), req, &acc); err != nil {
 		return "", err
 	}
 	return pathTo(Prefix+"/runs/", acc.ApplyID), nil
@@ -167,29 +167,29 @@ func splitCovens(s string) []string {
 	return out
 }
 
-func (u *UI) acceptSoul(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) acceptSoul(_ http.ResponseWriter, r *http.Request) (string, error) {
 	sid := r.PathValue("sid")
 	req := apitypes.AcceptSoulRequest{Covens: splitCovens(r.PostForm.Get("covens"))}
-	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/souls/", sid, "/accept"), req, nil); err != nil {
+	if err := u.callAPI(r.Context(), r, http.MethodPost, pathTo("/v1/souls/", sid, "/accept"), req, nil); err != nil {
 		return "", err
 	}
 	return pathTo(Prefix+"/souls/", sid, "?done=accepted"), nil
 }
 
-func (u *UI) rejectSoul(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) rejectSoul(_ http.ResponseWriter, r *http.Request) (string, error) {
 	sid := r.PathValue("sid")
-	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/souls/", sid, "/reject"), nil, nil); err != nil {
+	if err := u.callAPI(r.Context(), r, http.MethodPost, pathTo("/v1/souls/", sid, "/reject"), nil, nil); err != nil {
 		return "", err
 	}
 	return pathTo(Prefix+"/souls/", sid, "?done=rejected"), nil
 }
 
-func (u *UI) deleteSoul(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) deleteSoul(_ http.ResponseWriter, r *http.Request) (string, error) {
 	sid := r.PathValue("sid")
 	if r.PostForm.Get("confirm") != sid {
 		return "", domain.Errorf(domain.CodeInvalid, "type the SID to confirm deleting the soul")
 	}
-	if err := u.callAPI(r.Context(), r, session, http.MethodDelete, pathTo("/v1/souls/", sid), nil, nil); err != nil {
+	if err := u.callAPI(r.Context(), r, http.MethodDelete, pathTo("/v1/souls/", sid), nil, nil); err != nil {
 		return "", err
 	}
 	return Prefix + "/souls?done=deleted", nil
@@ -207,7 +207,7 @@ func (u *UI) joinTokenForm(r *http.Request) (view, error) {
 	return view{Template: "jointoken", Title: "Join token", Nav: "souls", Data: joinTokenView{Act: u.actionsFor(r)}}, nil
 }
 
-func (u *UI) createJoinToken(w http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) createJoinToken(w http.ResponseWriter, r *http.Request) (string, error) {
 	req := apitypes.CreateJoinTokenRequest{Covens: splitCovens(r.PostForm.Get("covens"))}
 	if s := strings.TrimSpace(r.PostForm.Get("ttl")); s != "" {
 		d, err := time.ParseDuration(s)
@@ -224,7 +224,7 @@ func (u *UI) createJoinToken(w http.ResponseWriter, r *http.Request, session str
 		req.MaxUses = n
 	}
 	var jt apitypes.CreatedJoinToken
-	if err := u.callAPI(r.Context(), r, session, http.MethodPost, "/v1/join-tokens", req, &jt); err != nil {
+	if err := u.callAPI(r.Context(), r, http.MethodPost, "/v1/join-tokens", req, &jt); err != nil {
 		return "", err
 	}
 	p, _ := auth.FromContext(r.Context())

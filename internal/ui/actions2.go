@@ -37,10 +37,10 @@ func (u *UI) registerMoreActions(mux *http.ServeMux) {
 	mux.Handle("POST "+Prefix+"/schedules/{id}/delete", u.action(auth.RoleOperator, u.deleteSchedule))
 }
 
-func (u *UI) setCovens(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) setCovens(_ http.ResponseWriter, r *http.Request) (string, error) {
 	sid := r.PathValue("sid")
 	req := apitypes.CovensRequest{Covens: splitCovens(r.PostForm.Get("covens"))}
-	if err := u.callAPI(r.Context(), r, session, http.MethodPut, pathTo("/v1/souls/", sid, "/covens"), req, nil); err != nil {
+	if err := u.callAPI(r.Context(), r, http.MethodPut, pathTo("/v1/souls/", sid, "/covens"), req, nil); err != nil {
 		return "", err
 	}
 	return pathTo(Prefix+"/souls/", sid, "?done=covens"), nil
@@ -112,7 +112,7 @@ func (u *UI) newIncarnationForm(r *http.Request) (view, error) {
 	return view{Template: "newincarnation", Title: "New incarnation", Nav: "incarnations", Data: nv}, nil
 }
 
-func (u *UI) createIncarnation(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) createIncarnation(_ http.ResponseWriter, r *http.Request) (string, error) {
 	ctx := r.Context()
 	name, service := strings.TrimSpace(r.PostForm.Get("name")), r.PostForm.Get("service")
 	if name == "" || service == "" {
@@ -135,7 +135,7 @@ func (u *UI) createIncarnation(_ http.ResponseWriter, r *http.Request, session s
 		}
 	}
 	var acc apitypes.Accepted
-	if err := u.callAPI(ctx, r, session, http.MethodPost, "/v1/incarnations", req, &acc); err != nil {
+	if err := u.callAPI(ctx, r, http.MethodPost, "/v1/incarnations", req, &acc); err != nil {
 		return "", err
 	}
 	return pathTo(Prefix+"/runs/", acc.ApplyID), nil
@@ -235,7 +235,7 @@ func (u *UI) procedureFields(r *http.Request, name string) ([]varField, error) {
 	return procedureVars(p), nil
 }
 
-func (u *UI) executeProcedure(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) executeProcedure(_ http.ResponseWriter, r *http.Request) (string, error) {
 	name := r.PathValue("name")
 	fields, err := u.procedureFields(r, name)
 	if err != nil {
@@ -246,7 +246,7 @@ func (u *UI) executeProcedure(_ http.ResponseWriter, r *http.Request, session st
 		return "", err
 	}
 	var resp apitypes.ExecuteResponse
-	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/procedures/", name, "/execute"),
+	if err := u.callAPI(r.Context(), r, http.MethodPost, pathTo("/v1/procedures/", name, "/execute"),
 		apitypes.ExecuteRequest{Vars: vars}, &resp); err != nil {
 		return "", err
 	}
@@ -256,7 +256,7 @@ func (u *UI) executeProcedure(_ http.ResponseWriter, r *http.Request, session st
 	return Prefix + "/tasks?procedure=" + url.QueryEscape(name), nil
 }
 
-func (u *UI) addSchedule(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) addSchedule(_ http.ResponseWriter, r *http.Request) (string, error) {
 	name := strings.TrimSpace(r.PostForm.Get("procedure"))
 	fields, err := u.procedureFields(r, name)
 	if err != nil {
@@ -267,15 +267,15 @@ func (u *UI) addSchedule(_ http.ResponseWriter, r *http.Request, session string)
 		return "", err
 	}
 	req := apitypes.CreateScheduleRequest{Procedure: name, Vars: vars, Cron: strings.TrimSpace(r.PostForm.Get("cron"))}
-	if err := u.callAPI(r.Context(), r, session, http.MethodPost, "/v1/schedules", req, nil); err != nil {
+	if err := u.callAPI(r.Context(), r, http.MethodPost, "/v1/schedules", req, nil); err != nil {
 		return "", err
 	}
 	return Prefix + "/schedules?done=scheduled", nil
 }
 
-func (u *UI) deleteSchedule(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) deleteSchedule(_ http.ResponseWriter, r *http.Request) (string, error) {
 	id := r.PathValue("id")
-	if err := u.callAPI(r.Context(), r, session, http.MethodDelete, pathTo("/v1/schedules/", id), nil, nil); err != nil {
+	if err := u.callAPI(r.Context(), r, http.MethodDelete, pathTo("/v1/schedules/", id), nil, nil); err != nil {
 		return "", err
 	}
 	return Prefix + "/schedules?done=unscheduled", nil

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/soulstack/soulstack/internal/apitypes"
+	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 )
 
@@ -37,12 +38,19 @@ func (a *apiAnswer) Write(b []byte) (int, error) {
 	return a.body.Write(b)
 }
 
-// callAPI performs an action through the Operator API, in process, with
-// the session's own token: the API authenticates, authorises by role,
-// validates and audits exactly as for soulctl. body (nil for none) is
-// sent as JSON; a 2xx answer is decoded into out (when not nil), any other
-// answer becomes a domain error carrying the API's code and message.
-func (u *UI) callAPI(ctx context.Context, orig *http.Request, session, method, path string, body, out any) error {
+// callAPI performs an action through the Operator API, in process, as the
+// session's Archon: the API takes the principal the session authenticated
+// (auth.InProcess: no token travels, the session's cookie is not one),
+// authorises by role, validates and audits exactly as for soulctl. body
+// (nil for none) is sent as JSON; a 2xx answer is decoded into out (when
+// not nil), any other answer becomes a domain error carrying the API's
+// code and message.
+func (u *UI) callAPI(ctx context.Context, orig *http.Request, method, path string, body, out any) error {
+	p, ok := auth.FromContext(orig.Context())
+	if !ok {
+		return domain.Errorf(domain.CodeUnauthorized, "not signed in")
+	}
+	ctx = auth.InProcess(ctx, p)
 	var rd *bytes.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -57,7 +65,6 @@ func (u *UI) callAPI(ctx context.Context, orig *http.Request, session, method, p
 	if err != nil {
 		return fmt.Errorf("building the %s %s request: %w", method, path, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+session)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -20,9 +20,10 @@ const csrfField = "csrf"
 const csrfLabel = "soulstack ui csrf v1"
 
 // csrfToken is the CSRF token of a session: an HMAC-SHA256, keyed by the
-// session cookie (the Archon's token, which script on another site can
-// neither read nor guess), of a fixed label. It needs no server state,
-// works on every keeper of a cluster and changes with every sign-in.
+// session cookie (the session's random id, which script on another site
+// can neither read nor guess), of a fixed label. It needs no more server
+// state than the session, works on every keeper of a cluster and changes
+// with every sign-in.
 func csrfToken(session string) string {
 	m := hmac.New(sha256.New, []byte(session))
 	m.Write([]byte(csrfLabel))

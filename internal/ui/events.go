@@ -129,6 +129,11 @@ func (u *UI) runEvents(w http.ResponseWriter, r *http.Request) error {
 				return nil
 			}
 		case <-tick.C:
+			// A session that ended (logout, revoked token) ends its
+			// streams too.
+			if _, err := u.principal(r); err != nil {
+				return nil
+			}
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
 				return nil
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
+	"github.com/soulstack/soulstack/internal/dsl"
 	"github.com/soulstack/soulstack/internal/store"
 )
 
@@ -291,6 +292,9 @@ func (u *UI) services(r *http.Request) (view, error) {
 type serviceView struct {
 	Service      store.Service
 	Incarnations []store.Incarnation
+	// Warnings is the advice validating the service's commit found (an
+	// unquoted ${ input.x } in a shell command line, …).
+	Warnings dsl.Problems
 }
 
 func (u *UI) service(r *http.Request) (view, error) {
@@ -309,6 +313,15 @@ func (u *UI) service(r *http.Request) (view, error) {
 	for _, inc := range incs {
 		if inc.Service == name {
 			sv.Incarnations = append(sv.Incarnations, inc)
+		}
+	}
+	if u.cfg.Services != nil {
+		// The warnings are a courtesy: a commit that cannot be opened now
+		// does not fail the page.
+		if d, err := u.cfg.Services.Open(r.Context(), name, s.Commit); err == nil {
+			sv.Warnings = d.Warnings
+		} else {
+			u.log.WarnContext(r.Context(), "ui: service warnings unavailable", "service", name, "err", err)
 		}
 	}
 	return view{Template: "service", Title: "Service " + name, Nav: "services", Data: sv}, nil

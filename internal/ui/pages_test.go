@@ -56,6 +56,10 @@ func TestEmptyStatesAreFriendly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sess, err := a.StartSession(ctx, tok.Token, auth.SessionLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	u, err := ui.New(ui.Config{Store: st, Auth: a})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +75,7 @@ func TestEmptyStatesAreFriendly(t *testing.T) {
 		"/ui/schedules":    "No schedule",
 	} {
 		req, _ := http.NewRequest(http.MethodGet, path, nil)
-		req.AddCookie(&http.Cookie{Name: "soulstack_ui", Value: tok.Token})
+		req.AddCookie(&http.Cookie{Name: "soulstack_ui", Value: sess.ID})
 		rec := httptest.NewRecorder()
 		u.Handler().ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK {

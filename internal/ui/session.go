@@ -11,8 +11,9 @@ import (
 	"github.com/soulstack/soulstack/internal/domain"
 )
 
-// cookieName is the session cookie; its value is the Archon's JWT itself,
-// so the server keeps no session state and revocation applies at once.
+// cookieName is the session cookie. Its value is the random id of a
+// server-side session (auth.StartSession), never the Archon's token: it
+// authenticates nothing but this UI, and nothing at all after logout.
 const cookieName = "soulstack_ui"
 
 // maxLoginForm bounds the login form body.
@@ -24,7 +25,7 @@ func (u *UI) principal(r *http.Request) (auth.Principal, error) {
 	if err != nil || c.Value == "" {
 		return auth.Principal{}, domain.Errorf(domain.CodeUnauthorized, "not signed in")
 	}
-	p, err := u.auth.Authenticate(r.Context(), c.Value)
+	p, err := u.auth.AuthenticateSession(r.Context(), c.Value, u.limits())
 	if err != nil {
 		return auth.Principal{}, err
 	}
@@ -107,6 +108,8 @@ func (u *UI) toLogin(w http.ResponseWriter, r *http.Request, err error) {
 var endReasons = map[string]string{
 	"expired": "Your token has expired. Sign in with a new one.",
 	"revoked": "Your token was revoked. Sign in with a new one.",
+	"session": "Your session has expired. Sign in again.",
+	"idle":    "Your session ended after a time without activity. Sign in again.",
 	"invalid": "Your session is no longer valid. Sign in again.",
 }
 
@@ -117,6 +120,10 @@ func endReason(err error) string {
 		switch {
 		case strings.Contains(de.Message, "revoked"):
 			return "revoked"
+		case de.Message == "session expired":
+			return "session"
+		case de.Message == "session idle too long":
+			return "idle"
 		case strings.Contains(de.Message, "expired"):
 			return "expired"
 		}
@@ -142,12 +149,13 @@ func (u *UI) loginForm(w http.ResponseWriter, r *http.Request) {
 	lv := loginView{Next: next}
 	lv.Error = endReasons[r.URL.Query().Get("reason")]
 	if r.URL.Query().Has("out") {
-		lv.Info = "Signed out. The token itself stays valid until it expires or is revoked."
+		lv.Info = "Signed out. This session is over; the token you signed in with stays valid (for soulctl) until it expires or is revoked."
 	}
 	u.render(w, r, nil, http.StatusOK, view{Template: "login", Title: "Sign in", Data: lv})
 }
 
-// login verifies the posted token and stores it in the session cookie.
+// login verifies the posted token and opens a server-side session for
+// it; the cookie carries only the session's id.
 func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxLoginForm)
 	if err := r.ParseForm(); err != nil {
@@ -157,7 +165,7 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 	}
 	next := safeNext(r.PostForm.Get("next"))
 	token := strings.TrimSpace(r.PostForm.Get("token"))
-	p, err := u.auth.Authenticate(r.Context(), token)
+	s, err := u.auth.StartSession(r.Context(), token, u.limits())
 	if err != nil {
 		status, msg := http.StatusUnauthorized, "That token was refused."
 		var de *domain.Error
@@ -173,22 +181,50 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name:     cookieName,
-		Value:    token,
+		Value:    s.ID,
 		Path:     Prefix,
-		Expires:  p.ExpiresAt,
+		Expires:  s.ExpiresAt,
 		HttpOnly: true,
 		Secure:   u.secure(r),
 		SameSite: http.SameSiteStrictMode,
 	})
+	p := s.Principal
 	u.log.InfoContext(r.Context(), "ui login", "archon", p.ArchonID, "role", p.Role, "token_id", p.TokenID)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// logout drops the session cookie. The token is not revoked: the same
-// token may serve soulctl too.
+// logout ends the session server-side, so its cookie (or a copy of it)
+// authenticates nothing any more, and drops the cookie. A signed-in
+// session's logout needs its CSRF token like any action. The token the
+// session was opened with is not revoked: it may serve soulctl too.
 func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginForm)
+	c, err := r.Cookie(cookieName)
+	if err == nil && c.Value != "" {
+		if p, perr := u.principal(r); perr == nil {
+			if err := r.ParseForm(); err != nil {
+				u.renderActionError(w, r, &p, domain.Errorf(domain.CodeInvalid, "the form could not be read"))
+				return
+			}
+			if err := checkCSRF(r, c.Value); err != nil {
+				u.log.WarnContext(r.Context(), "ui: logout refused", "archon", p.ArchonID, "err", err)
+				u.renderActionError(w, r, &p, err)
+				return
+			}
+		}
+		if err := u.auth.EndSession(r.Context(), c.Value); err != nil {
+			u.log.ErrorContext(r.Context(), "ui logout: ending the session failed", "err", err)
+			u.renderError(w, r, nil, err)
+			return
+		}
+	}
 	u.clearCookie(w, r)
 	http.Redirect(w, r, Prefix+"/login?out=1", http.StatusSeeOther)
+}
+
+// limits are the session bounds of the UI's config.
+func (u *UI) limits() auth.SessionLimits {
+	return auth.SessionLimits{TTL: u.cfg.SessionTTL, Idle: u.cfg.SessionIdle}
 }
 
 func (u *UI) clearCookie(w http.ResponseWriter, r *http.Request) {

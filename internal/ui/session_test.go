@@ -173,7 +173,14 @@ func TestForgedCookieRefused(t *testing.T) {
 func TestLogoutDropsCookie(t *testing.T) {
 	e := newEnv(t)
 	c := e.session()
-	res, err := c.PostForm(e.srv.URL+"/ui/logout", nil)
+	m := csrfRE.FindStringSubmatch(e.page(c, "/ui/"))
+	if m == nil {
+		t.Fatal("no CSRF token in the sign-out form")
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/ui/logout", strings.NewReader(url.Values{"csrf": {m[1]}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", e.srv.URL)
+	res, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

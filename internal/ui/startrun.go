@@ -96,7 +96,7 @@ func fieldOf(in *dsl.InputSpec) inputField {
 
 // startRun starts a run of the posted scenario with the typed input read
 // from the form, then lands on the run's live page.
-func (u *UI) startRun(_ http.ResponseWriter, r *http.Request, session string) (string, error) {
+func (u *UI) startRun(_ http.ResponseWriter, r *http.Request) (string, error) {
 	name := r.PathValue("name")
 	sc := strings.TrimSpace(r.PostForm.Get("scenario"))
 	if sc == "" {
@@ -123,7 +123,7 @@ func (u *UI) startRun(_ http.ResponseWriter, r *http.Request, session string) (s
 	}
 	req := apitypes.StartRunRequest{Scenario: sc, Input: input, Check: r.PostForm.Get("check") != ""}
 	var acc apitypes.Accepted
-	if err := u.callAPI(r.Context(), r, session, http.MethodPost, pathTo("/v1/incarnations/", name, "/runs"), req, &acc); err != nil {
+	if err := u.callAPI(r.Context(), r, http.MethodPost, pathTo("/v1/incarnations/", name, "/runs"), req, &acc); err != nil {
 		return "", err
 	}
 	return pathTo(Prefix+"/runs/", acc.ApplyID), nil

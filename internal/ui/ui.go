@@ -2,16 +2,20 @@
 // pages (html/template, assets embedded with go:embed, a
 // little vanilla JavaScript for live run updates) over the store.
 //
-// Every page needs a valid, unrevoked Archon token; any role may read. The
-// token is entered once on the login page and kept in an HttpOnly,
-// SameSite=Strict cookie (Secure when the request came over TLS), and
-// re-authenticated on every request, so revoking it ends the session at
-// once. State changes are POSTs behind http.CrossOriginProtection: login,
+// Every page needs a signed-in session; any role may read. The Archon's
+// token is entered once on the login page, which opens a server-side
+// session (auth.StartSession, stored hashed, with an expiry and an idle
+// timeout) whose random id is kept in an HttpOnly, SameSite=Strict cookie
+// (Secure when the request came over TLS). The token never goes into the
+// cookie, and the cookie is no token: the API refuses it. The session and
+// its token are re-checked on every request, so logout, revoking the
+// token or disabling the Archon ends the session at once, on every keeper.
+// State changes are POSTs behind http.CrossOriginProtection: login,
 // logout, and the actions (csrf.go, actions.go), which also need the
 // session's CSRF token and a same-origin Origin, and which call the
-// Operator API in process with the session's token, so the API authorises
-// (by role), validates and audits them; pages hide the actions the
-// Archon's role cannot use. Pages are served with a strict
+// Operator API in process as the session's Archon (auth.InProcess), so the
+// API authorises (by role), validates and audits them; pages hide the
+// actions the Archon's role cannot use. Pages are served with a strict
 // Content-Security-Policy (no inline script or style).
 //
 // Secrets: the store holds secret inputs already masked, and the UI never
@@ -32,9 +36,12 @@ import (
 // Prefix is the path the UI is served under.
 const Prefix = "/ui"
 
-// Authenticator verifies an Archon's token; *auth.Authority implements it.
+// Authenticator opens, checks and ends the UI's server-side sessions;
+// *auth.Authority implements it.
 type Authenticator interface {
-	Authenticate(ctx context.Context, bearer string) (auth.Principal, error)
+	StartSession(ctx context.Context, bearer string, lim auth.SessionLimits) (auth.Session, error)
+	AuthenticateSession(ctx context.Context, id string, lim auth.SessionLimits) (auth.Principal, error)
+	EndSession(ctx context.Context, id string) error
 }
 
 // Config holds the UI's dependencies.
@@ -48,6 +55,12 @@ type Config struct {
 	// for plain-HTTP requests (TLS terminated by a proxy in front of the
 	// keeper). Requests that arrive over TLS always get it.
 	SecureCookie bool
+	// SessionTTL is the longest a session lives (never past its token's
+	// expiry); 0 means auth.DefaultSessionTTL.
+	SessionTTL time.Duration
+	// SessionIdle ends a session that made no request for this long; 0
+	// means auth.DefaultSessionIdle.
+	SessionIdle time.Duration
 	// PollInterval is how often a live page refreshes from the store while
 	// its run or task is unfinished; 0 means 2s.
 	PollInterval time.Duration
@@ -55,7 +68,7 @@ type Config struct {
 	// means 100.
 	SoulsPageSize int
 	// API is the Operator API's handler. The UI's action forms call it in
-	// process with the session's token, so every action is authorised,
+	// process as the session's Archon, so every action is authorised,
 	// validated and audited exactly as from soulctl; nil makes the UI
 	// read-only.
 	API http.Handler

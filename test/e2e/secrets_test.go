@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,7 +238,8 @@ func (c *cluster) waitRunDone(t *testing.T, id string) apitypes.Run {
 }
 
 // getPage returns the body of a GET of path on the Keeper, with the first
-// Archon's token as a bearer token (API) or as the UI's session cookie.
+// Archon's token as a bearer token (API) or in a UI session signed in with
+// it.
 func (c *cluster) getPage(t *testing.T, path string, ui bool) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -247,7 +249,7 @@ func (c *cluster) getPage(t *testing.T, path string, ui bool) string {
 		t.Fatal(err)
 	}
 	if ui {
-		req.AddCookie(&http.Cookie{Name: "soulstack_ui", Value: c.token})
+		req.AddCookie(c.uiSession(t))
 	} else {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -267,4 +269,23 @@ func (c *cluster) getPage(t *testing.T, path string, ui bool) string {
 		t.Fatalf("GET %s: not JSON: %s", path, b)
 	}
 	return string(b)
+}
+
+// uiSession signs in to the Keeper's UI with the first Archon's token and
+// returns the session cookie.
+func (c *cluster) uiSession(t *testing.T) *http.Cookie {
+	t.Helper()
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.PostForm("http://"+c.keeper.addr+"/ui/login", url.Values{"token": {c.token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "soulstack_ui" && ck.Value != "" {
+			return ck
+		}
+	}
+	t.Fatalf("UI login: %s, no session cookie", resp.Status)
+	return nil
 }

@@ -169,3 +169,18 @@ const BrokenScenario = `tasks:
   - name: Write motd
     modul: core.file.present
 `
+
+// ShellWarningScenario is a valid scenario/greet/main.yml that puts an
+// input unquoted into a /bin/sh command line (line 6, column 38): the DSL
+// warns (SPEC §7) but does not refuse it.
+const ShellWarningScenario = `input:
+  who: {type: string, default: world}
+tasks:
+  - name: greet
+    module: core.exec.run
+    params: {command: "echo hello ${ input.who }"}
+`
+
+// ShellWarningText is the warning ShellWarningScenario draws, as
+// `soulctl scenario validate` prints it after the position.
+const ShellWarningText = "params.command: ${ input.who } is put unquoted into a /bin/sh command line"

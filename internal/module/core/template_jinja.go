@@ -105,6 +105,7 @@ func renderJinja(env *module.Env, name string, vars map[string]any, o jinja.Opti
 		data["vars"] = merged
 	}
 	o.MaxBytes = MaxRenderedBytes
+	o.MapKeys = env.MapKeys
 	out, err := jinja.Render(env.Files, name, data, o)
 	if err != nil {
 		return nil, fmt.Errorf("rendering template: %w", err)

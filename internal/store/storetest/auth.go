@@ -12,6 +12,7 @@ var authTests = []test{
 	{"Archons", testArchons},
 	{"DisableAndEnable", testArchonDisable},
 	{"Tokens", testTokens},
+	{"UISessions", testUISessions},
 	{"ListTokensAndTokenArchon", testListTokens},
 	{"Audit", testAudit},
 	{"Settings", testSettings},
