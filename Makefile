@@ -8,7 +8,7 @@ VERSION := $(shell sh scripts/version.sh)
 LDFLAGS := $(shell sh scripts/version.sh ldflags)
 ARCHES := amd64 arm64
 
-.PHONY: build test demo demo-stop dev lab lab-down clean dist package screenshots
+.PHONY: build test demo demo-stop dev lab lab-down clean dist package screenshots docs
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
@@ -29,6 +29,11 @@ package: dist
 
 test:
 	bash scripts/test.sh
+
+# The documentation site (docs/ and mkdocs.yml) into site/; a broken link
+# between pages fails the build (internal/docsite tests it in make test).
+docs:
+	mkdocs build --strict
 
 # docs/screenshots/*.png, the README's pictures of the web UI: the browser
 # tests' harness (headless Chromium) over a seeded fleet.
@@ -58,4 +63,4 @@ lab-down:
 
 clean:
 	-bash scripts/demo.sh stop
-	rm -rf $(BIN) $(DIST) .soulstack-dev
+	rm -rf $(BIN) $(DIST) .soulstack-dev site

@@ -25,6 +25,8 @@ command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 # i32: the .debs are checked with lintian as a Debian user would.
 command -v lintian >/dev/null 2>&1 || need+=(lintian)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
+# i32: the docs site is built with mkdocs (make docs).
+command -v mkdocs >/dev/null 2>&1 || need+=(mkdocs)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test-deps: installing ${need[*]}"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
