@@ -8,7 +8,7 @@ VERSION := $(shell sh scripts/version.sh)
 LDFLAGS := $(shell sh scripts/version.sh ldflags)
 ARCHES := amd64 arm64
 
-.PHONY: build test demo demo-stop dev lab lab-down clean dist package repo release api-docs screenshots
+.PHONY: build test demo demo-stop dev lab lab-down clean dist package repo release api-docs screenshots docs
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
@@ -47,6 +47,11 @@ api-docs:
 	mkdir -p docs/api
 	cd internal/api && REDOCLY_TELEMETRY=off $(REDOCLY) build-docs openapi.json --output ../../docs/api/index.html
 
+# The documentation site (docs/ and mkdocs.yml) into site/; a broken link
+# between pages fails the build (internal/docsite tests it in make test).
+docs:
+	mkdocs build --strict
+
 # docs/screenshots/*.png, the README's pictures of the web UI: the browser
 # tests' harness (headless Chromium) over a seeded fleet.
 screenshots:
@@ -75,4 +80,4 @@ lab-down:
 
 clean:
 	-bash scripts/demo.sh stop
-	rm -rf $(BIN) $(DIST) .soulstack-dev
+	rm -rf $(BIN) $(DIST) .soulstack-dev site

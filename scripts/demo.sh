@@ -112,7 +112,7 @@ case "$BIN" in /*) path=$BIN ;; *) path="\$PWD/$BIN" ;; esac
 cat <<MSG
 
 Done in ${elapsed}s. The keeper and its 3 souls keep running in the background
-(pid $pid, log $DIR/dev.log). Try, from this directory (README.md has a tour):
+(pid $pid, log $DIR/dev.log). Try, from this directory (the tour: README.md, then docs/tour.md):
 
   export PATH="$path:\$PATH"    # soulctl is already configured for this keeper
   soulctl incarnation run hello-dev --scenario greet --input '{"greeting": "Good evening"}' --watch

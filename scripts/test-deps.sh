@@ -30,6 +30,8 @@ command -v lintian >/dev/null 2>&1 || need+=(lintian)
 command -v rpmlint >/dev/null 2>&1 || need+=(rpmlint)
 /usr/bin/python3 -c 'import magic' >/dev/null 2>&1 || need+=(python3-magic)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
+# i32: the docs site is built with mkdocs (make docs).
+command -v mkdocs >/dev/null 2>&1 || need+=(mkdocs)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test-deps: installing ${need[*]}"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null

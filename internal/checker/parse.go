@@ -27,7 +27,7 @@ func ParseProcedure(name string, src []byte) (*Procedure, error) {
 		return nil, &ValidationError{Name: name, Issues: []Issue{{Line: 1, Col: 1, Msg: "empty procedure: expected config:, vars: and steps:"}}}
 	}
 	proc := &Procedure{Name: name, Source: string(src)}
-	top := p.fields(doc.Content[0], "the procedure", "config", "vars", "steps")
+	top := p.fields(doc.Content[0], "the procedure", procedureKeys...)
 	if n := top["config"]; n != nil {
 		proc.Config = p.config(n)
 	}
@@ -145,7 +145,7 @@ func (p *parser) seconds(n *yaml.Node, what string) (time.Duration, bool) {
 
 func (p *parser) config(n *yaml.Node) ProcedureConfig {
 	var c ProcedureConfig
-	f := p.fields(n, "config", "run-on-vip", "timeout")
+	f := p.fields(n, "config", configKeys...)
 	if v := f["run-on-vip"]; v != nil {
 		c.RunOnVIP = p.boolean(v, "config.run-on-vip")
 	}
@@ -171,7 +171,7 @@ func (p *parser) varDecls(n *yaml.Node) []*Var {
 			continue
 		}
 		v := &Var{Name: kv.key, Line: kv.kn.Line}
-		f := p.fields(kv.vn, "var "+kv.key, "type", "default", "visibility", "secret", "default_secret")
+		f := p.fields(kv.vn, "var "+kv.key, varKeys...)
 		if t := f["type"]; t == nil {
 			p.errf(kv.kn, "var %s: type is required (one of %s)", kv.key, strings.Join(varTypes, ", "))
 		} else if s, ok := p.str(t, "var "+kv.key+" type"); ok {
@@ -232,7 +232,7 @@ func (p *parser) steps(n *yaml.Node) []*Step {
 	for _, kv := range p.pairs(n, "steps") {
 		s := &Step{Name: kv.key, Line: kv.kn.Line}
 		what := "step " + kv.key
-		f := p.fields(kv.vn, what, "conditions", "action")
+		f := p.fields(kv.vn, what, stepKeys...)
 		if c := f["conditions"]; c != nil {
 			if c.Kind != yaml.SequenceNode || len(c.Content) == 0 {
 				p.errf(c, "%s: conditions must be a non-empty list", what)
@@ -255,7 +255,7 @@ func (p *parser) steps(n *yaml.Node) []*Step {
 
 func (p *parser) condition(n *yaml.Node, what string) *Condition {
 	c := &Condition{Line: n.Line, Attempts: Attempts{Min: 1, Max: 1}}
-	f := p.fields(n, what, "apicall", "const", "expect", "attempts", "on-error", "log")
+	f := p.fields(n, what, conditionKeys...)
 	switch {
 	case f["apicall"] != nil && f["const"] != nil:
 		p.errf(n, "%s: apicall and const are exclusive", what)
@@ -291,7 +291,7 @@ func (p *parser) condition(n *yaml.Node, what string) *Condition {
 
 func (p *parser) expect(n *yaml.Node, what string) *Expect {
 	e := &Expect{Line: n.Line}
-	f := p.fields(n, what, "filter", "op", "value")
+	f := p.fields(n, what, expectKeys...)
 	if fn := f["filter"]; fn == nil {
 		p.errf(n, "%s: filter is required", what)
 	} else {
@@ -327,7 +327,7 @@ const (
 
 func (p *parser) attempts(n *yaml.Node, what string) Attempts {
 	a := Attempts{Min: 1}
-	f := p.fields(n, what, "min", "max", "interval", "fast-poll")
+	f := p.fields(n, what, attemptsKeys...)
 	if v := f["min"]; v != nil {
 		a.Min = p.integer(v, what+".min", 1)
 	}
@@ -376,7 +376,7 @@ func (p *parser) onError(n *yaml.Node, what string) map[string]string {
 		return out
 	}
 	for _, hn := range n.Content {
-		f := p.fields(hn, what, "error-type", "handler")
+		f := p.fields(hn, what, onErrorKeys...)
 		var et, h string
 		if v := f["error-type"]; v == nil {
 			p.errf(hn, "%s: error-type is required", what)
@@ -404,7 +404,7 @@ func (p *parser) onError(n *yaml.Node, what string) map[string]string {
 
 func (p *parser) action(n *yaml.Node, what string) *Action {
 	a := &Action{}
-	f := p.fields(n, what, "apicall", "parse", "log")
+	f := p.fields(n, what, actionKeys...)
 	if c := f["apicall"]; c != nil {
 		a.Calls = p.calls(c, what)
 	}
@@ -431,7 +431,7 @@ func (p *parser) action(n *yaml.Node, what string) *Action {
 
 func (p *parser) parseEntry(n *yaml.Node, what string) *ParseRule {
 	e := &ParseRule{Line: n.Line}
-	f := p.fields(n, what, "filter", "op", "var")
+	f := p.fields(n, what, parseKeys...)
 	if fn := f["filter"]; fn == nil {
 		p.errf(n, "%s: filter is required", what)
 	} else {
@@ -476,7 +476,7 @@ func (p *parser) logSpec(n *yaml.Node, what string, allowString bool) LogSpec {
 		l.After = p.template(n, what)
 		return l
 	}
-	f := p.fields(n, what, "before", "after")
+	f := p.fields(n, what, logKeys...)
 	if v := f["before"]; v != nil {
 		l.Before = p.template(v, what+".before")
 	}

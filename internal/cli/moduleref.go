@@ -9,7 +9,7 @@ import (
 	"github.com/soulstack/soulstack/internal/module"
 )
 
-//go:generate go run ./genmodref ../../docs/modules.md ../../README.md
+//go:generate go run ./genmodref ../../docs/modules.md ../../docs/tour.md
 
 // ModuleReferencePath is where the generated module reference lives,
 // relative to the repository root.
@@ -27,7 +27,7 @@ func WriteModuleReference(w io.Writer) error {
 	b.WriteString("Every module a task's `module:` can name, as `soulctl module show <name>` prints it. ")
 	b.WriteString("Params are checked when a service or scenario is validated: unknown params, missing required ones, wrong literal types and broken exactly-one/at-least-one groups are errors with file:line. ")
 	b.WriteString("Expressions reading `register.<name>.<field>` are type-checked against the result fields below (see [dsl.md](dsl.md)).\n\n")
-	b.WriteString("A service repository can add its own typed modules, called as `service.<name>` from `modules/<name>/module.yml` and `modules/<name>/run` (see the README's custom modules paragraph and [`examples/custom-modules`](../examples/custom-modules)); `soulctl module list --service DIR` lists them and `soulctl module show service.<name> --service DIR` documents one. A custom module's program is not confined by a soul's `--root`, so souls under `--root` (`keeper dev`'s, `soul swarm`, `soul apply --local --root`) refuse to run it.\n\n")
+	b.WriteString("A service repository can add its own typed modules, called as `service.<name>` from `modules/<name>/module.yml` and `modules/<name>/run` (see the custom modules paragraph of the [tour](tour.md) and [`examples/custom-modules`](../examples/custom-modules)); `soulctl module list --service DIR` lists them and `soulctl module show service.<name> --service DIR` documents one. A custom module's program is not confined by a soul's `--root`, so souls under `--root` (`keeper dev`'s, `soul swarm`, `soul apply --local --root`) refuse to run it.\n\n")
 	b.WriteString("Flags: **keeper-side** (runs inside the Keeper: the task needs `on: keeper`), **needs-root** (host-global state: packages, services, sysctl, users; never under a soul's `--root`), **runs-program** (runs a program of the task's choosing), **read-only** (changes nothing; runs in check mode too).\n\n")
 	b.WriteString("## Result fields of every module\n\n| Field | Type | Description |\n|---|---|---|\n")
 	common := make([]string, 0, len(module.ResultFields))

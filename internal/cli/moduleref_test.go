@@ -45,10 +45,10 @@ func TestModuleReferenceCurrent(t *testing.T) {
 	}
 }
 
-// TestReadmeModuleTableCurrent: the README's module table (between its
-// markers) is what the modules' schemas generate today.
-func TestReadmeModuleTableCurrent(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", ReadmePath))
+// TestModuleTableCurrent: the tour's module table (between its markers,
+// in docs/tour.md) is what the modules' schemas generate today.
+func TestModuleTableCurrent(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", ModuleTablePath))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestReadmeModuleTableCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(readme, want) {
-		t.Fatalf("the module table of %s is stale: run go generate ./internal/cli", ReadmePath)
+		t.Fatalf("the module table of %s is stale: run go generate ./internal/cli", ModuleTablePath)
 	}
 	for _, n := range module.Names() {
 		if !strings.Contains(table.String(), "[`"+n+"`]") {
@@ -69,6 +69,6 @@ func TestReadmeModuleTableCurrent(t *testing.T) {
 		}
 	}
 	if _, err := ReplaceModuleTable([]byte("no markers\n"), table.Bytes()); err == nil {
-		t.Error("a README without the markers was accepted")
+		t.Error("a page without the markers was accepted")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,14 +18,30 @@ import (
 	"github.com/soulstack/soulstack/internal/config"
 )
 
-// Markers around the README's tour: its sh blocks are run, in order.
+// Markers around the tour in docs/tour.md: its sh blocks are run, in
+// order. The README's short tour (between the readme-tour markers) is made
+// of blocks of that tour, so it is run too.
 const (
-	tourBegin = "<!-- readme-check: begin"
-	tourEnd   = "<!-- readme-check: end -->"
+	tourBegin      = "<!-- readme-check: begin"
+	tourEnd        = "<!-- readme-check: end -->"
+	readmeTourFrom = "<!-- readme-tour: begin"
+	readmeTourTo   = "<!-- readme-tour: end -->"
+	tourPage       = "docs/tour.md"
 )
 
-// readmeTour returns the sh code blocks of the README's tour, and the
-// two-command block at its top.
+// between returns the text of md between the markers begin and end.
+func between(t *testing.T, md, file, begin, end string) string {
+	t.Helper()
+	i, j := strings.Index(md, begin), strings.Index(md, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the %q … %q markers", file, begin, end)
+	}
+	return md[i:j]
+}
+
+// readmeTour returns the sh code blocks of the tour (docs/tour.md), and
+// the two-command block at the top of the README. Every sh block of the
+// README's short tour must be one of the tour's blocks, as written.
 func readmeTour(t *testing.T) (top string, blocks []string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
@@ -36,13 +53,22 @@ func readmeTour(t *testing.T) (top string, blocks []string) {
 	if len(all) == 0 {
 		t.Fatal("README has no sh blocks")
 	}
-	i, j := strings.Index(readme, tourBegin), strings.Index(readme, tourEnd)
-	if i < 0 || j < i {
-		t.Fatalf("README lacks the %q … %q markers", tourBegin, tourEnd)
+	page, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(tourPage)))
+	if err != nil {
+		t.Fatal(err)
 	}
-	blocks = shBlocks(readme[i:j])
+	blocks = shBlocks(between(t, string(page), tourPage, tourBegin, tourEnd))
 	if len(blocks) < 5 {
 		t.Fatalf("the tour has %d sh blocks; the markers are misplaced", len(blocks))
+	}
+	short := shBlocks(between(t, readme, "README.md", readmeTourFrom, readmeTourTo))
+	if len(short) < 2 {
+		t.Fatalf("the README's short tour has %d sh blocks", len(short))
+	}
+	for _, s := range short {
+		if !slices.Contains(blocks, s) {
+			t.Errorf("the README's short tour block\n%s\nis not a block of the tour in %s (so it would not be run): copy it from there", s, tourPage)
+		}
 	}
 	return all[0], blocks
 }

@@ -233,7 +233,7 @@ func (p *parser) manifest(fsys fs.FS, svc *Service) {
 		case "state_schema":
 			schemaNode = e.value
 		default:
-			p.unknownKey(e, []string{"name", "description", "state_schema"}, "service.yml")
+			p.unknownKey(e, serviceKeys, "service.yml")
 		}
 	}
 	if svc.Manifest.Name == "" && !hasKey(ents, "name") {

@@ -266,7 +266,7 @@ func (p *parser) apply(u *unit, file string, t *Task, n *yaml.Node) *Apply {
 		case "input":
 			inputNode = e.value
 		default:
-			p.unknownKey(e, []string{"destiny", "input"}, "apply")
+			p.unknownKey(e, applyKeys, "apply")
 		}
 	}
 	if !hasKey(ents, "destiny") {

@@ -247,7 +247,7 @@ func (p *parser) retry(u *unit, file string, n *yaml.Node, opts templateOpts) *R
 		case "until":
 			r.Until = p.predicate(u, file, e.value, "retry.until", opts)
 		default:
-			p.unknownKey(e, []string{"count", "delay", "until"}, "retry")
+			p.unknownKey(e, retryKeys, "retry")
 		}
 	}
 	if !hasKey(ents, "count") {

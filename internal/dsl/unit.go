@@ -321,7 +321,7 @@ func (p *parser) stateChanges(u *unit, file string, e entry) StateChanges {
 				}
 			}
 		default:
-			p.unknownKey(f, []string{"sets", "unsets"}, "state_changes")
+			p.unknownKey(f, stateChangesKeys, "state_changes")
 		}
 	}
 	return sc

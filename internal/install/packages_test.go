@@ -26,7 +26,7 @@ func TestPackages(t *testing.T) {
 			t.Fatalf("%s is needed (scripts/test-deps.sh installs it)", tool)
 		}
 	}
-	blocks, err := testutil.ReadmeCommands(filepath.Join(repoDir, "README.md"), "<!-- install-check: begin", "<!-- install-check: end -->")
+	blocks, err := testutil.ReadmeCommands(filepath.Join(repoDir, "docs", "deployment.md"), "<!-- install-check: begin", "<!-- install-check: end -->")
 	if err != nil {
 		t.Fatal(err)
 	}

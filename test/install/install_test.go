@@ -125,7 +125,7 @@ func newEnv(t *testing.T, cfg lab.Config) *env {
 // the machine's architecture).
 func (e *env) readme(t *testing.T, prefix, token string, more ...string) []string {
 	t.Helper()
-	blocks, err := testutil.ReadmeCommands(filepath.Join(repoDir, "README.md"), readmeBegin, readmeEnd)
+	blocks, err := testutil.ReadmeCommands(filepath.Join(repoDir, "docs", "deployment.md"), readmeBegin, readmeEnd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,8 @@ func (e *env) readme(t *testing.T, prefix, token string, more ...string) []strin
 	return out
 }
 
-// The markers around the README's install section.
+// The markers around the install section of docs/deployment.md (moved
+// there from the README).
 const (
 	readmeBegin = "<!-- install-check: begin"
 	readmeEnd   = "<!-- install-check: end -->"

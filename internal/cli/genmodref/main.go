@@ -1,6 +1,6 @@
 // Command genmodref writes the module reference (docs/modules.md) and the
-// module table of the README from the modules' schemas: go run
-// ./internal/cli/genmodref docs/modules.md README.md (or go generate
+// module table of the tour from the modules' schemas: go run
+// ./internal/cli/genmodref docs/modules.md docs/tour.md (or go generate
 // ./internal/cli).
 package main
 
@@ -14,7 +14,7 @@ import (
 
 func main() {
 	if len(os.Args) != 2 && len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: genmodref MODULES.md [README.md]")
+		fmt.Fprintln(os.Stderr, "usage: genmodref MODULES.md [TABLE-PAGE.md]")
 		os.Exit(2)
 	}
 	var b bytes.Buffer
@@ -34,7 +34,7 @@ func main() {
 	}
 }
 
-// readmeTable rewrites the module table region of the README at path.
+// readmeTable rewrites the module table region of the page at path.
 func readmeTable(path string) error {
 	readme, err := os.ReadFile(path)
 	if err != nil {
