@@ -55,6 +55,12 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with the API's config changed by edit (nil: none).
+func newEnvWith(t *testing.T, edit func(*api.Config)) *env {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "keeper.db"))
@@ -94,8 +100,12 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { eng.Close(context.Background()) })
 	reg := prometheus.NewRegistry()
-	s, err := api.New(api.Config{Store: st, Auth: a, Catalog: cat, Checker: ck, Engine: eng, Secrets: sec, Fingerprint: fingerprint, Registry: reg,
-		Install: &install.Server{Binaries: &install.SoulBinaries{Dirs: []string{t.TempDir()}}}})
+	acfg := api.Config{Store: st, Auth: a, Catalog: cat, Checker: ck, Engine: eng, Secrets: sec, Fingerprint: fingerprint, Registry: reg,
+		Install: &install.Server{Binaries: &install.SoulBinaries{Dirs: []string{t.TempDir()}}}}
+	if edit != nil {
+		edit(&acfg)
+	}
+	s, err := api.New(acfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,3 +140,98 @@ func TestRunsAndHistoryPaged(t *testing.T) {
 		t.Errorf("bad history cursor: status %d", status)
 	}
 }
+
+// TestRunShowPaged (issue 36): GET /v1/runs/{apply_id} answers one page of
+// hosts (100 by default) with every task, each with its counts over all
+// hosts, and names the next page; ?limit= and ?after= pick a page, and the
+// client's GetRun follows the pages to every result once.
+func TestRunShowPaged(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const n = 250
+	var sids []string
+	for i := range n {
+		sids = append(sids, fmt.Sprintf("host-%04d", i))
+	}
+	if err := e.st.CreateService(ctx, store.Service{Name: "big", Git: "/nowhere", Ref: "v1", Commit: "c0ffee", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	run := store.Run{ID: "big-create", Scenario: "create", KeeperID: "k1", CreatedAt: time.Now()}
+	if err := e.st.CreateIncarnation(ctx, store.Incarnation{Name: "big", Service: "big", Ref: "v1", Commit: "c0ffee",
+		Members: sids, CreatedAt: time.Now()}, run); err != nil {
+		t.Fatal(err)
+	}
+	var rs []store.HostResult
+	for i, sid := range sids {
+		st := "ok"
+		if i%10 == 0 {
+			st = "changed"
+		}
+		rs = append(rs, store.HostResult{RunID: run.ID, Seq: 1, Path: "1", TaskName: "install", SID: sid, Status: st,
+			Changed: st == "changed", StartedAt: time.Now(), FinishedAt: time.Now()})
+		if i >= 200 { // the last 50 hosts alone ran task 2
+			rs = append(rs, store.HostResult{RunID: run.ID, Seq: 2, Path: "2", TaskName: "late", SID: sid, Status: "ok",
+				StartedAt: time.Now(), FinishedAt: time.Now()})
+		}
+	}
+	if err := e.st.RecordResults(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.RecordRunNote(ctx, store.RunNote{RunID: run.ID, Seq: 3, Path: "3", TaskName: "db only", Note: "no host"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.CommitRun(ctx, run.ID, map[string]any{}, store.Snapshot{}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+
+	var d apitypes.RunDetail
+	status, next, link := e.getPage("/v1/runs/big-create", &d)
+	if status != http.StatusOK || next != "host-0099" || d.Next != "host-0099" || d.Hosts != n || !strings.Contains(link, "after=host-0099") {
+		t.Fatalf("first page: status %d, next %q/%q, hosts %d, link %q", status, next, d.Next, d.Hosts, link)
+	}
+	type task struct {
+		Name  string
+		Hosts int
+		Total int
+	}
+	tasks := func(d apitypes.RunDetail) []task {
+		var out []task
+		for _, tk := range d.Tasks {
+			x := task{Name: tk.Name, Hosts: len(tk.Hosts)}
+			if tk.Counts != nil {
+				x.Total = tk.Counts.Hosts
+			}
+			out = append(out, x)
+		}
+		return out
+	}
+	if got, want := tasks(d), []task{{"install", 100, 250}, {"late", 0, 50}, {"db only", 0, 0}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("first page tasks = %v, want %v", got, want)
+	}
+	if c := d.Tasks[0].Counts; c.Changed != 25 || c.Statuses["changed"] != 25 || c.Statuses["ok"] != 225 {
+		t.Errorf("install counts = %+v", c)
+	}
+	d = apitypes.RunDetail{}
+	status, next, _ = e.getPage("/v1/runs/big-create?limit=60&after=host-0199", &d)
+	if status != http.StatusOK || next != "" || d.Next != "" {
+		t.Fatalf("last page: status %d, next %q", status, next)
+	}
+	if got, want := tasks(d), []task{{"install", 50, 250}, {"late", 50, 50}, {"db only", 0, 0}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("last page tasks = %v, want %v", got, want)
+	}
+	if status, _, _ := e.getPage("/v1/runs/big-create?limit=0", &d); status != http.StatusBadRequest {
+		t.Errorf("limit=0: status %d, want 400", status)
+	}
+
+	full, err := e.client(auth.RoleViewer).GetRun(ctx, "big-create")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, h := range full.Tasks[0].Hosts {
+		seen[h.SID] = true
+	}
+	if len(full.Tasks[0].Hosts) != n || len(seen) != n || len(full.Tasks[1].Hosts) != 50 || full.Next != "" {
+		t.Errorf("GetRun merged %d install results (%d hosts), %d late, next %q", len(full.Tasks[0].Hosts), len(seen), len(full.Tasks[1].Hosts), full.Next)
+	}
+}

@@ -1,10 +1,12 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/apitypes"
@@ -91,7 +93,11 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, _ auth.Principal
 	if err != nil {
 		return err
 	}
-	rs, err := s.store.ListResults(r.Context(), id)
+	after, limit, err := pageParams(r, store.DefaultPageLimit)
+	if err != nil {
+		return err
+	}
+	page, err := s.store.PageResults(r.Context(), id, store.ResultQuery{After: after, Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -99,7 +105,8 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, _ auth.Principal
 	if err != nil {
 		return err
 	}
-	detail := RunDetail(run, rs, notes)
+	detail := RunDetailPage(run, page, notes)
+	setNext(w, r, page.Next)
 	if h, err := s.store.GetRunHealth(r.Context(), id); err != nil {
 		return err
 	} else if h != nil {
@@ -117,6 +124,13 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, _ auth.Principal
 // RunDetail groups a run's results by task (in task order) and host; a
 // task that targeted no host has no hosts and its note says why.
 func RunDetail(run store.Run, rs []store.HostResult, notes []store.RunNote) apitypes.RunDetail {
+	out, _ := runDetail(run, rs, notes)
+	return out
+}
+
+// runDetail is RunDetail and the index of each task with results in its
+// Tasks, by "seq/path".
+func runDetail(run store.Run, rs []store.HostResult, notes []store.RunNote) (apitypes.RunDetail, map[string]int) {
 	out := apitypes.RunDetail{Run: wireRun(run), Tasks: []apitypes.RunTask{}}
 	idx := map[string]int{}
 	for _, h := range rs { // by seq, sid
@@ -145,6 +159,44 @@ func RunDetail(run store.Run, rs []store.HostResult, notes []store.RunNote) apit
 	for _, n := range notes {
 		out.Tasks = append(out.Tasks, noteTask(n))
 	}
+	return out, idx
+}
+
+// RunDetailPage is RunDetail of one page of hosts: every task that has
+// results on any host is listed (with its counts over all hosts), even
+// when none of the page's hosts ran it.
+func RunDetailPage(run store.Run, page store.ResultPage, notes []store.RunNote) apitypes.RunDetail {
+	rs := page.Results
+	// Stand-ins keep the tasks that have no result on this page in place.
+	for _, tc := range page.Tasks {
+		rs = append(rs, store.HostResult{Seq: tc.Seq, Path: tc.Path, TaskName: tc.TaskName})
+	}
+	slices.SortStableFunc(rs, func(a, b store.HostResult) int {
+		if c := cmp.Compare(a.Seq, b.Seq); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.SID, b.SID)
+	})
+	out, idx := runDetail(run, rs, notes)
+	for _, tc := range page.Tasks {
+		if i, ok := idx[fmt.Sprintf("%d/%s", tc.Seq, tc.Path)]; ok {
+			out.Tasks[i].Counts = &apitypes.RunTaskCounts{Hosts: tc.Hosts, Changed: tc.Changed, Statuses: tc.Statuses}
+		}
+	}
+	for i := range out.Tasks {
+		t := &out.Tasks[i]
+		kept := t.Hosts[:0]
+		for _, h := range t.Hosts {
+			if h.SID != "" { // not a stand-in
+				kept = append(kept, h)
+			}
+		}
+		t.Hosts = kept
+	}
+	out.Hosts, out.Next = page.Hosts, page.Next
 	return out
 }
 

@@ -86,6 +86,9 @@ type Config struct {
 	// calls the API with; only they may act on behalf of another Archon
 	// (apitypes.HeaderOnBehalfOf). "" lets no one.
 	CheckerArchon string
+	// Load bounds the authenticated requests served at once (api.* in
+	// keeper.yaml); the zero value sheds nothing.
+	Load Load
 	// KeeperID is this keeper's id (GET /v1/keepers marks it self).
 	KeeperID string
 	// Leader returns the id of the keeper that leads; nil: none is shown.
@@ -118,6 +121,7 @@ type Server struct {
 	log     *slog.Logger
 	reg     *prometheus.Registry
 	metrics *metrics
+	shed    *shedder
 	mux     *http.ServeMux
 	routes  []Route
 	probe   writeProbe // /readyz's cached store write probe
@@ -147,6 +151,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if s.shed, err = newShedder(cfg.Load, cfg.Registry); err != nil {
+		return nil, err
+	}
 	rt := &Router{s: s}
 	for _, g := range routeGroups {
 		g(s, rt)
@@ -214,7 +221,7 @@ type Router struct{ s *Server }
 // above it.
 func (rt *Router) Handle(pattern string, need auth.Role, h HandlerFunc) {
 	rt.s.routes = append(rt.s.routes, Route{Pattern: pattern, Role: need})
-	rt.s.mux.Handle(pattern, rt.s.measure(rt.s.authenticated(need, h), false))
+	rt.s.mux.Handle(pattern, rt.s.measure(rt.s.shed.wrap(rt.s, pattern, rt.s.authenticated(need, h)), false))
 }
 
 // Public registers a route without authentication (health, metrics, the

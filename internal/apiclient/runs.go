@@ -13,10 +13,45 @@ import (
 	"github.com/soulstack/soulstack/internal/apitypes"
 )
 
-// GetRun returns a run with its results.
+// GetRun returns a run with the results of all its hosts, read a page of
+// 1,000 hosts at a time and merged.
 func (c *Client) GetRun(ctx context.Context, applyID string) (apitypes.RunDetail, error) {
+	out, err := c.GetRunPage(ctx, applyID, "", 1000)
+	for err == nil && out.Next != "" {
+		var next apitypes.RunDetail
+		if next, err = c.GetRunPage(ctx, applyID, out.Next, 1000); err != nil {
+			break
+		}
+		at := map[string]int{}
+		for i, t := range out.Tasks {
+			at[t.Path+"\x00"+t.Name] = i
+		}
+		for _, t := range next.Tasks {
+			if i, ok := at[t.Path+"\x00"+t.Name]; ok {
+				out.Tasks[i].Hosts = append(out.Tasks[i].Hosts, t.Hosts...)
+				out.Tasks[i].Counts = t.Counts
+				continue
+			}
+			out.Tasks = append(out.Tasks, t) // a task that reported meanwhile
+		}
+		out.Hosts, out.Next = next.Hosts, next.Next
+	}
+	return out, err
+}
+
+// GetRunPage returns a run with the results of one page of its hosts: at
+// most limit (<= 0: the server's default of 100) whose SID sorts after
+// after; the answer's Next is the after of the next page.
+func (c *Client) GetRunPage(ctx context.Context, applyID, after string, limit int) (apitypes.RunDetail, error) {
+	q := url.Values{}
+	if after != "" {
+		q.Set("after", after)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
 	var out apitypes.RunDetail
-	return out, c.Do(ctx, http.MethodGet, runPath(applyID), nil, nil, &out)
+	return out, c.Do(ctx, http.MethodGet, runPath(applyID), q, nil, &out)
 }
 
 // ListRuns lists runs, newest first: of one incarnation ("" = all), at most

@@ -6,7 +6,14 @@ import "time"
 // results in task order.
 type RunDetail struct {
 	Run
+	// Tasks holds every task of the run, each with the results of one
+	// page of hosts (GET /v1/runs/{apply_id}?limit=&after=: by SID, 100
+	// hosts by default, at most 1,000) and its counts over all hosts.
 	Tasks []RunTask `json:"tasks"`
+	// Hosts is how many hosts reported results in the run; Next is the
+	// after= of the next page of hosts ("" on the last).
+	Hosts int    `json:"hosts"`
+	Next  string `json:"next,omitempty"`
 	// Health is the health after the run when the service has after_runs
 	// checks (SPEC §14.1): per host, the outcomes of those checks.
 	Health []RunHealthHost `json:"health,omitempty"`
@@ -23,6 +30,16 @@ type RunTask struct {
 	// §6): "on: [db] matched no member of this incarnation", "where: was
 	// false on every host".
 	Note string `json:"note,omitempty"`
+	// Counts sums the task's results over all the run's hosts, not only
+	// the page's (nil for a task that targeted no host).
+	Counts *RunTaskCounts `json:"counts,omitempty"`
+}
+
+// RunTaskCounts sums one task's results over all the hosts of a run.
+type RunTaskCounts struct {
+	Hosts    int            `json:"hosts"`
+	Changed  int            `json:"changed"`
+	Statuses map[string]int `json:"statuses"`
 }
 
 // RunHost is one host's result of a task. Stdout and stderr are capped by

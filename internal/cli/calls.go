@@ -40,6 +40,10 @@ type runView struct {
 	StartedAt   *time.Time `json:"started_at"`
 	FinishedAt  *time.Time `json:"finished_at"`
 	Tasks       []taskView `json:"tasks"`
+	// Hosts is how many hosts reported; Tasks hold one page of them, Next
+	// names the next page.
+	Hosts int    `json:"hosts"`
+	Next  string `json:"next"`
 }
 
 // taskView is one task of a run with its per-host results.
@@ -49,6 +53,8 @@ type taskView struct {
 	Hosts []hostView `json:"hosts"`
 	// Note says why a task that targeted no host did (SPEC §6).
 	Note string `json:"note"`
+	// Counts sums the task over all hosts, not only the page's.
+	Counts *apitypes.RunTaskCounts `json:"counts"`
 }
 
 // hostView is one host's result of a task.
@@ -181,7 +187,20 @@ func changeMembers(ctx context.Context, cl *apiclient.Client, method, name strin
 }
 
 func getRun(ctx context.Context, cl *apiclient.Client, id string) (raw[runView], error) {
-	return call[runView](ctx, cl, http.MethodGet, "/v1/runs/"+url.PathEscape(id), nil, nil)
+	return getRunPage(ctx, cl, id, "", 0)
+}
+
+// getRunPage reads a run with one page of its hosts (limit 0: the
+// Keeper's default).
+func getRunPage(ctx context.Context, cl *apiclient.Client, id, after string, limit int) (raw[runView], error) {
+	q := url.Values{}
+	if after != "" {
+		q.Set("after", after)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	return call[runView](ctx, cl, http.MethodGet, "/v1/runs/"+url.PathEscape(id), q, nil)
 }
 
 func cancelRun(ctx context.Context, cl *apiclient.Client, id string) (raw[map[string]any], error) {

@@ -10,6 +10,7 @@ import (
 const (
 	maxListLimit        = 10000 // audit, runs, incarnation history
 	maxCheckerTaskLimit = 1000
+	maxRunHostsLimit    = 1000 // hosts of one page of run show
 )
 
 // checkLimit refuses, as a usage error, a --limit the Keeper would refuse

@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,17 +83,28 @@ func newRunListCmd(g *Globals) *cobra.Command {
 }
 
 func newRunShowCmd(g *Globals) *cobra.Command {
-	var id string
+	var (
+		id, after string
+		limit     int
+	)
 	c := &cobra.Command{
-		Use:   "show [apply-id]",
-		Short: "Show a run: status, timings and every task's result on every host",
-		Args:  cobra.MaximumNArgs(1),
+		Use:   "show [apply-id] [--limit N] [--after SID]",
+		Short: "Show a run: status, timings and every task's result on a page of hosts",
+		Long: `Shows a run's header and a task × host table of one page of its hosts
+(by SID: 100 hosts unless --limit says otherwise, at most 1000), each
+task's totals over all hosts when there are more, and the output of the
+failed hosts of the page. --after SID starts the page after that host;
+the last line names the next page.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkLimit(limit, maxRunHostsLimit, true); err != nil {
+				return err
+			}
 			rid, cl, err := g.nameAndClient(cmd, args, id, "id")
 			if err != nil {
 				return err
 			}
-			r, err := getRun(cmd.Context(), cl, rid)
+			r, err := getRunPage(cmd.Context(), cl, rid, after, limit)
 			if err != nil {
 				return err
 			}
@@ -99,6 +112,8 @@ func newRunShowCmd(g *Globals) *cobra.Command {
 		},
 	}
 	addNameFlag(c, &id, "id", "run apply_id")
+	c.Flags().IntVar(&limit, "limit", 0, "hosts per page (default 100, at most 1000)")
+	c.Flags().StringVar(&after, "after", "", "start the page after this host's SID")
 	return c
 }
 
@@ -216,6 +231,40 @@ func runDetail(w io.Writer, r runView) error {
 	if len(failed) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, strings.Join(failed, "\n"))
+	}
+	return pageFooter(w, r)
+}
+
+// pageFooter says, for a run shown a page of hosts at a time, each task's
+// totals over all hosts and how to read the next page.
+func pageFooter(w io.Writer, r runView) error {
+	shown := map[string]bool{}
+	for _, t := range r.Tasks {
+		for _, h := range t.Hosts {
+			shown[h.SID] = true
+		}
+	}
+	if r.Next == "" && len(shown) >= r.Hosts {
+		return nil
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%d of %d hosts shown. Totals over all hosts:\n", len(shown), r.Hosts)
+	for _, t := range r.Tasks {
+		if t.Counts == nil {
+			continue
+		}
+		name := t.Name
+		if name == "" {
+			name = t.Path
+		}
+		var parts []string
+		for _, st := range slices.Sorted(maps.Keys(t.Counts.Statuses)) {
+			parts = append(parts, fmt.Sprintf("%d %s", t.Counts.Statuses[st], st))
+		}
+		fmt.Fprintf(w, "  %s: %d hosts, %s\n", clip(name, 48), t.Counts.Hosts, strings.Join(parts, ", "))
+	}
+	if r.Next != "" {
+		fmt.Fprintf(w, "Next page: soulctl run show %s --after %s\n", r.ApplyID, r.Next)
 	}
 	return nil
 }

@@ -77,6 +77,7 @@ type Keeper struct {
 	Services       Services `yaml:"services"`
 	Auth           Auth     `yaml:"auth"`
 	Runs           Runs     `yaml:"runs"`
+	API            API      `yaml:"api"`
 	// PlainHTTP serves the Operator API and UI over plain HTTP next to TLS
 	// on the one listener (default true, as the seeds' curl examples use
 	// it). false answers plain connections with a refusal naming https://:
@@ -154,6 +155,7 @@ func Default() Keeper {
 		Services:           Services{MaxTreeSize: Size(catalog.DefaultMaxTreeBytes)},
 		PlainHTTP:          true,
 		Runs:               Runs{Keep: DefaultRunsKeep()},
+		API:                DefaultAPI(),
 	}
 }
 
@@ -217,6 +219,9 @@ func (k Keeper) Validate() error {
 	}
 	if k.SoulMaxMessageSize < 64<<10 {
 		errs = append(errs, fmt.Errorf("soul_max_message_size must be at least 64KiB"))
+	}
+	if err := k.API.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := k.Runs.Keep.validate(); err != nil {
 		errs = append(errs, err)

@@ -316,6 +316,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		HealthStaleAfter: cfg.HealthStaleAfter.D(),
 		Registry:         k.registry,
 		StoreIntegrity:   k.integrity.failed,
+		Load:             api.Load{MaxInFlight: cfg.API.MaxInFlight, MaxWait: cfg.API.MaxWait.D()},
 		Logger:           log.With("component", "api"),
 	})
 	if err != nil {

@@ -7,7 +7,8 @@ import (
 
 // pruner applies runs.keep while this keeper leads: at start and every
 // runs.keep.interval, it deletes the per-host results of the runs the
-// retention no longer keeps (store.PruneResults).
+// retention no longer keeps, then the run records and history entries
+// runs.keep.records no longer keeps (store.PruneResults).
 func (k *Keeper) pruner(ctx context.Context) {
 	keep := k.cfg.Runs.Keep
 	if !keep.Retention().Enabled() {
@@ -31,8 +32,9 @@ func (k *Keeper) pruner(ctx context.Context) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			k.log.Warn("pruning run results (runs.keep); retried at the next interval", "err", err)
-		case rep.Runs > 0:
-			k.log.Info("pruned run results (runs.keep)", "runs", rep.Runs, "results", rep.Results,
+		case rep.Runs > 0 || rep.Records > 0 || rep.History > 0:
+			k.log.Info("pruned runs (runs.keep)", "runs", rep.Runs, "results", rep.Results,
+				"run_records", rep.Records, "history_entries", rep.History,
 				"took", time.Since(start).Round(time.Millisecond))
 		}
 	}

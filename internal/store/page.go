@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Page bounds of PageSouls and PageRuns: a query without a limit reads
@@ -89,17 +88,48 @@ type RunPage struct {
 }
 
 // RunCursor is the cursor that follows r in a newest-first run list: its
-// creation time and apply_id (so it stays valid when r is deleted).
+// apply_id; the next page holds the runs recorded before r (a cursor whose
+// run was pruned since ends the list).
 func RunCursor(r Run) string {
-	return strconv.FormatInt(r.CreatedAt.UnixMicro(), 10) + "~" + r.ID
+	return "~" + r.ID
 }
 
-// ParseRunCursor splits a RunCursor.
-func ParseRunCursor(c string) (time.Time, string, error) {
-	us, id, ok := strings.Cut(c, "~")
-	n, err := strconv.ParseInt(us, 10, 64)
-	if !ok || err != nil || id == "" {
-		return time.Time{}, "", fmt.Errorf("run cursor %q is not one this keeper gave out", c)
+// ParseRunCursor returns the run id of a RunCursor (cursors of older
+// keepers, "<microseconds>~<id>", are read too).
+func ParseRunCursor(c string) (string, error) {
+	if id, ok := strings.CutPrefix(c, "~"); ok && id != "" {
+		return id, nil
 	}
-	return time.UnixMicro(n).UTC(), id, nil
+	us, id, ok := strings.Cut(c, "~")
+	if _, err := strconv.ParseInt(us, 10, 64); !ok || err != nil || id == "" {
+		return "", fmt.Errorf("run cursor %q is not one this keeper gave out", c)
+	}
+	return id, nil
+}
+
+// ResultQuery selects a page of a run's results by host: the hosts whose
+// SID sorts after After, at most Limit of them (see PageLimit).
+type ResultQuery struct {
+	After string
+	Limit int
+}
+
+// ResultPage is one page of a run's results (PageResults). Tasks counts
+// every task with results over all the run's hosts; Hosts is how many
+// hosts reported; Next is the After of the next page ("" on the last).
+type ResultPage struct {
+	Results []HostResult
+	Tasks   []TaskCounts
+	Hosts   int
+	Next    string
+}
+
+// TaskCounts sums one task's results over all the hosts of a run.
+type TaskCounts struct {
+	Seq      int
+	Path     string
+	TaskName string
+	Hosts    int
+	Changed  int
+	Statuses map[string]int
 }

@@ -712,6 +712,11 @@ type Store interface {
 	// written are Final. It returns how many were written.
 	RecordLateResults(ctx context.Context, rs []HostResult) (int, error)
 	ListResults(ctx context.Context, runID string) ([]HostResult, error) // by seq, sid
+	// PageResults is one page of a run's results by host: every result of
+	// at most q.Limit hosts (PageLimit bounds it) whose SID sorts after
+	// q.After, by seq and sid, with the run's per-task counts over all its
+	// hosts.
+	PageResults(ctx context.Context, runID string, q ResultQuery) (ResultPage, error)
 	// RecordRunNote upserts the note of a task that targeted no host,
 	// keyed by (run, seq); ErrNotFound when the run does not exist.
 	RecordRunNote(ctx context.Context, n RunNote) error

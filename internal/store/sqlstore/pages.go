@@ -86,7 +86,8 @@ func (s *Store) soulWhere(sq store.SoulQuery) (string, []any, error) {
 	return query, args, nil
 }
 
-// PageRuns returns one page of the runs matching q, newest first.
+// PageRuns returns one page of the runs matching q, newest first (in the
+// order they were recorded, see ListRuns).
 func (s *Store) PageRuns(ctx context.Context, rq store.RunQuery) (store.RunPage, error) {
 	const op = "listing runs"
 	limit := store.PageLimit(rq.Limit)
@@ -105,14 +106,14 @@ func (s *Store) PageRuns(ctx context.Context, rq store.RunQuery) (store.RunPage,
 		args = append(args, rq.Scenario)
 	}
 	if rq.Before != "" {
-		t, id, err := store.ParseRunCursor(rq.Before)
+		id, err := store.ParseRunCursor(rq.Before)
 		if err != nil {
 			return store.RunPage{}, s.wrap(op, invalid("%v", err))
 		}
-		query += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
-		args = append(args, s.ts(t), s.ts(t), id)
+		query += ` AND num < (SELECT c.num FROM runs c WHERE c.id = ?)`
+		args = append(args, id)
 	}
-	query += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	query += ` ORDER BY num DESC LIMIT ?`
 	args = append(args, limit+1)
 	rows, err := s.reader().query(ctx, query, args...)
 	if err != nil {

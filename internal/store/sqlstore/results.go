@@ -137,12 +137,27 @@ func (s *Store) upsertResults(ctx context.Context, rs []store.HostResult, late b
 
 // ListResults returns a run's results ordered by seq, then SID.
 func (s *Store) ListResults(ctx context.Context, runID string) ([]store.HostResult, error) {
-	rows, err := s.reader().query(ctx, `SELECT rr.seq, h.sid, rr.path, rr.task_name, rr.wave, rr.status, rr.changed, rr.rc,
+	return s.listResults(ctx, runID, "", nil)
+}
+
+// listResults reads a run's results by seq and sid, of the hosts numbered
+// hosts only when hosts is not nil.
+func (s *Store) listResults(ctx context.Context, runID, op string, hosts []any) ([]store.HostResult, error) {
+	if op == "" {
+		op = "listing results"
+	}
+	query := `SELECT rr.seq, h.sid, rr.path, rr.task_name, rr.wave, rr.status, rr.changed, rr.rc,
 		rr.stdout, rr.stderr, rr.msg, rr.diff, rr.duration_ms, rr.data, rr.started_us, rr.elapsed_us, rr.final, t.body
 		FROM run_results rr JOIN result_hosts h ON h.id = rr.host LEFT JOIN result_texts t ON t.id = rr.detail
-		WHERE rr.run = (SELECT num FROM runs WHERE id = ?) ORDER BY rr.seq, h.sid`, runID)
+		WHERE rr.run = (SELECT num FROM runs WHERE id = ?)`
+	args := []any{runID}
+	if hosts != nil {
+		query += ` AND rr.host IN (` + placeholders(len(hosts)) + `)`
+		args = append(args, hosts...)
+	}
+	rows, err := s.reader().query(ctx, query+` ORDER BY rr.seq, h.sid`, args...)
 	if err != nil {
-		return nil, s.wrap("listing results", err)
+		return nil, s.wrap(op, err)
 	}
 	out, err := collect(rows, func(sc interface{ Scan(...any) error }) (store.HostResult, error) {
 		r := store.HostResult{RunID: runID}
@@ -157,7 +172,79 @@ func (s *Store) ListResults(ctx context.Context, runID string) ([]store.HostResu
 		r.FinishedAt = time.UnixMicro(start + elapsed).UTC()
 		return r, err
 	})
-	return out, s.wrap("listing results", err)
+	return out, s.wrap(op, err)
+}
+
+// PageResults returns the results of one page of a run's hosts, with the
+// run's per-task counts over all its hosts.
+func (s *Store) PageResults(ctx context.Context, runID string, rq store.ResultQuery) (store.ResultPage, error) {
+	const op = "listing a page of results"
+	limit := store.PageLimit(rq.Limit)
+	var page store.ResultPage
+	rows, err := s.reader().query(ctx, `SELECT rr.seq, rr.path, rr.task_name, rr.status, rr.changed, COUNT(*)
+		FROM run_results rr WHERE rr.run = (SELECT num FROM runs WHERE id = ?)
+		GROUP BY rr.seq, rr.path, rr.task_name, rr.status, rr.changed ORDER BY rr.seq, rr.path`, runID)
+	if err != nil {
+		return page, s.wrap(op, err)
+	}
+	for rows.Next() {
+		var c store.TaskCounts
+		var status string
+		var changed bool
+		var n int
+		if err := rows.Scan(&c.Seq, &c.Path, &c.TaskName, &status, &changed, &n); err != nil {
+			rows.Close()
+			return page, s.wrap(op, err)
+		}
+		if k := len(page.Tasks); k == 0 || page.Tasks[k-1].Seq != c.Seq || page.Tasks[k-1].Path != c.Path {
+			c.Statuses = map[string]int{}
+			page.Tasks = append(page.Tasks, c)
+		}
+		t := &page.Tasks[len(page.Tasks)-1]
+		t.Hosts += n
+		t.Statuses[status] += n
+		if changed {
+			t.Changed += n
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return page, s.wrap(op, err)
+	}
+	if err := s.reader().row(ctx, `SELECT COUNT(DISTINCT host) FROM run_results
+		WHERE run = (SELECT num FROM runs WHERE id = ?)`, runID).Scan(&page.Hosts); err != nil {
+		return page, s.wrap(op, err)
+	}
+	rows, err = s.reader().query(ctx, `SELECT DISTINCT h.id, h.sid FROM run_results rr JOIN result_hosts h ON h.id = rr.host
+		WHERE rr.run = (SELECT num FROM runs WHERE id = ?) AND h.sid > ? ORDER BY h.sid LIMIT ?`, runID, rq.After, limit+1)
+	if err != nil {
+		return page, s.wrap(op, err)
+	}
+	hosts := []any{}
+	var sids []string
+	for rows.Next() {
+		var id int64
+		var sid string
+		if err := rows.Scan(&id, &sid); err != nil {
+			rows.Close()
+			return page, s.wrap(op, err)
+		}
+		hosts, sids = append(hosts, id), append(sids, sid)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return page, s.wrap(op, err)
+	}
+	if len(hosts) > limit {
+		hosts = hosts[:limit]
+		page.Next = sids[limit-1]
+	}
+	if len(hosts) == 0 {
+		page.Results = []store.HostResult{}
+		return page, nil
+	}
+	page.Results, err = s.listResults(ctx, runID, op, hosts)
+	return page, err
 }
 
 // hostNumbers returns the result_hosts number of each SID, adding the

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/store"
@@ -20,9 +21,27 @@ const (
 // runs that keep no longer keeps, pruneBatch runs per transaction.
 func (s *Store) PruneResults(ctx context.Context, keep store.RunRetention, now time.Time) (store.PruneReport, error) {
 	var rep store.PruneReport
+	if keep.ResultsEnabled() {
+		if err := s.pruneResults(ctx, keep, now, &rep); err != nil {
+			return rep, err
+		}
+	}
+	if keep.RecordsEnabled() {
+		if err := s.pruneRecords(ctx, keep, now, &rep); err != nil {
+			return rep, err
+		}
+	}
 	if !keep.Enabled() {
 		return rep, nil
 	}
+	n, err := s.pruneTexts(ctx)
+	rep.Texts += n
+	return rep, err
+}
+
+// pruneResults deletes the per-host results and notes of the finished
+// runs that keep no longer keeps, pruneBatch runs per transaction.
+func (s *Store) pruneResults(ctx context.Context, keep store.RunRetention, now time.Time, rep *store.PruneReport) error {
 	// rn numbers an incarnation's runs newest first, rn_kind its normal
 	// and its check runs separately: rn = 1 is the newest run, check_mode
 	// false with rn_kind = 1 the newest normal run (what a resume reads).
@@ -42,8 +61,8 @@ func (s *Store) PruneResults(ctx context.Context, keep store.RunRetention, now t
 	}
 	query := `SELECT r.num, r.id FROM (
 			SELECT num, id, finished_at, pruned_at, check_mode,
-				ROW_NUMBER() OVER (PARTITION BY incarnation ORDER BY created_at DESC, id DESC) AS rn,
-				ROW_NUMBER() OVER (PARTITION BY incarnation, check_mode ORDER BY created_at DESC, id DESC) AS rn_kind
+				ROW_NUMBER() OVER (PARTITION BY incarnation ORDER BY num DESC) AS rn,
+				ROW_NUMBER() OVER (PARTITION BY incarnation, check_mode ORDER BY num DESC) AS rn_kind
 			FROM runs) r
 		WHERE r.finished_at IS NOT NULL AND r.pruned_at IS NULL AND r.rn > 1 AND (r.check_mode = ? OR r.rn_kind > 1)
 			AND ` + where + `
@@ -57,34 +76,34 @@ func (s *Store) PruneResults(ctx context.Context, keep store.RunRetention, now t
 		var ids []any
 		rows, err := s.r.QueryContext(ctx, s.rebind(query), args...)
 		if err != nil {
-			return rep, s.wrap("finding runs to prune", err)
+			return s.wrap("finding runs to prune", err)
 		}
 		for rows.Next() {
 			var num int64
 			var id string
 			if err := rows.Scan(&num, &id); err != nil {
 				rows.Close()
-				return rep, s.wrap("finding runs to prune", err)
+				return s.wrap("finding runs to prune", err)
 			}
 			nums, ids = append(nums, num), append(ids, id)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return rep, s.wrap("finding runs to prune", err)
+			return s.wrap("finding runs to prune", err)
 		}
 		if len(nums) == 0 {
-			return s.pruneTextsAfter(ctx, rep)
+			return nil
 		}
 		found := len(nums)
 		for len(nums) > 0 {
 			n := min(len(nums), pruneBatch)
-			if err := s.pruneRuns(ctx, nums[:n], ids[:n], now, &rep); err != nil {
-				return rep, err
+			if err := s.pruneRuns(ctx, nums[:n], ids[:n], now, rep); err != nil {
+				return err
 			}
 			nums, ids = nums[n:], ids[n:]
 		}
 		if found < pruneScan {
-			return s.pruneTextsAfter(ctx, rep)
+			return nil
 		}
 	}
 }
@@ -110,10 +129,89 @@ func (s *Store) pruneRuns(ctx context.Context, nums, ids []any, now time.Time, r
 	})
 }
 
-// pruneTextsAfter deletes the result texts left unused by a prune (or by
-// deleted incarnations) and adds them to rep.
-func (s *Store) pruneTextsAfter(ctx context.Context, rep store.PruneReport) (store.PruneReport, error) {
-	n, err := s.pruneTexts(ctx)
-	rep.Texts += n
-	return rep, err
+// pruneRecords deletes the history entries and then the run records
+// keep.RecordMaxAge and keep.RecordMaxCount no longer keep (see
+// store.RunRetention), pruneBatch rows per transaction.
+func (s *Store) pruneRecords(ctx context.Context, keep store.RunRetention, now time.Time, rep *store.PruneReport) error {
+	var bound []string
+	var bargs []any
+	if keep.RecordMaxCount > 0 {
+		bound = append(bound, `x.rn > ?`)
+		bargs = append(bargs, keep.RecordMaxCount)
+	}
+	if keep.RecordMaxAge > 0 {
+		bound = append(bound, `x.at < ?`)
+		bargs = append(bargs, s.ts(now.Add(-keep.RecordMaxAge)))
+	}
+	where := "(" + strings.Join(bound, " OR ") + ")"
+
+	// History: an incarnation's newest entry is its committed state's.
+	hq := `SELECT x.id FROM (
+			SELECT id, created_at AS at, ROW_NUMBER() OVER (PARTITION BY incarnation ORDER BY id DESC) AS rn
+			FROM history) x
+		WHERE x.rn > 1 AND ` + where + ` ORDER BY x.id LIMIT ?`
+	for {
+		ids, err := s.pruneIDs(ctx, hq, append(append([]any{}, bargs...), pruneBatch))
+		if err != nil {
+			return s.wrap("finding history entries to prune", err)
+		}
+		if len(ids) == 0 {
+			break
+		}
+		n, err := s.write(ctx, `DELETE FROM history WHERE id IN (`+placeholders(len(ids))+`)`, ids...)
+		if err != nil {
+			return s.wrap("pruning history entries", err)
+		}
+		rep.History += int(n)
+		if len(ids) < pruneBatch {
+			break
+		}
+	}
+
+	// Runs: what the results keep, and a run a kept history entry names.
+	rq := `SELECT x.num FROM (
+			SELECT num, id, finished_at AS at, check_mode,
+				ROW_NUMBER() OVER (PARTITION BY incarnation ORDER BY num DESC) AS rn,
+				ROW_NUMBER() OVER (PARTITION BY incarnation, check_mode ORDER BY num DESC) AS rn_kind
+			FROM runs) x
+		WHERE x.at IS NOT NULL AND x.rn > 1 AND (x.check_mode = ? OR x.rn_kind > 1) AND ` + where + `
+			AND NOT EXISTS (SELECT 1 FROM pending_triggers t WHERE t.run_id = x.id)
+			AND NOT EXISTS (SELECT 1 FROM history h WHERE h.run_id = x.id)
+			AND x.id NOT IN (SELECT u.resumed_from FROM runs u WHERE u.status IN ` + unfinished + `)
+		ORDER BY x.num LIMIT ?`
+	for {
+		nums, err := s.pruneIDs(ctx, rq, append(append([]any{true}, bargs...), pruneBatch))
+		if err != nil {
+			return s.wrap("finding run records to prune", err)
+		}
+		if len(nums) == 0 {
+			return nil
+		}
+		n, err := s.write(ctx, `DELETE FROM runs WHERE num IN (`+placeholders(len(nums))+`)`, nums...)
+		if err != nil {
+			return s.wrap("pruning run records", err)
+		}
+		rep.Records += int(n)
+		if len(nums) < pruneBatch {
+			return nil
+		}
+	}
+}
+
+// pruneIDs reads the integer keys query selects.
+func (s *Store) pruneIDs(ctx context.Context, query string, args []any) ([]any, error) {
+	rows, err := s.r.QueryContext(ctx, s.rebind(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []any
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }

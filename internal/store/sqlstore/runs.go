@@ -112,7 +112,9 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	return r, s.wrap("reading run", err)
 }
 
-// ListRuns returns the runs of incarnation ("" = all), newest first.
+// ListRuns returns the runs of incarnation ("" = all), newest first: in
+// the order they were recorded (runs.num), which a step of the wall clock
+// does not change.
 func (s *Store) ListRuns(ctx context.Context, incarnation string, limit int) ([]store.Run, error) {
 	query := `SELECT ` + runCols + ` FROM runs`
 	var args []any
@@ -121,7 +123,7 @@ func (s *Store) ListRuns(ctx context.Context, incarnation string, limit int) ([]
 		args = append(args, incarnation)
 	}
 	lim, args := limitClause(limit, args)
-	rows, err := s.reader().query(ctx, query+` ORDER BY created_at DESC, id DESC`+lim, args...)
+	rows, err := s.reader().query(ctx, query+` ORDER BY num DESC`+lim, args...)
 	if err != nil {
 		return nil, s.wrap("listing runs", err)
 	}

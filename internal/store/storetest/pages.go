@@ -12,6 +12,67 @@ import (
 var pageTests = []test{
 	{"PageSouls", testPageSouls},
 	{"PageRuns", testPageRuns},
+	{"PageResults", testPageResults},
+}
+
+// testPageResults: a run's results come a page of hosts at a time (every
+// task's result of those hosts, by seq and sid), each page with the
+// counts of every task over all hosts; the pages cover every result once.
+func testPageResults(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	run := newIncarnation(t, s, "redis", "cache", "h1", "h2", "h3", "h4", "h5")
+	var all []store.HostResult
+	for _, sid := range []string{"h5", "h3", "h1", "h2", "h4"} {
+		st := "ok"
+		if sid == "h2" {
+			st = "changed"
+		}
+		all = append(all, hostResult(run.ID, 1, sid, st))
+		if sid != "h4" { // h4 was unreachable after task 1: no task 2
+			all = append(all, hostResult(run.ID, 2, sid, "ok"))
+		}
+	}
+	must(t, s.RecordResults(ctx, all))
+	want, err := s.ListResults(ctx, run.ID)
+	must(t, err)
+	wantTasks := []store.TaskCounts{
+		{Seq: 1, Path: "1", TaskName: "task 1", Hosts: 5, Changed: 1, Statuses: map[string]int{"ok": 4, "changed": 1}},
+		{Seq: 2, Path: "2", TaskName: "task 2", Hosts: 4, Statuses: map[string]int{"ok": 4}},
+	}
+	var got []store.HostResult
+	var pages [][]string
+	q := store.ResultQuery{Limit: 2}
+	for range 10 {
+		p, err := s.PageResults(ctx, run.ID, q)
+		must(t, err)
+		diff(t, "task counts", p.Tasks, wantTasks)
+		if p.Hosts != 5 {
+			t.Errorf("page says %d hosts, want 5", p.Hosts)
+		}
+		hosts := map[string]bool{}
+		var sids []string
+		for _, r := range p.Results {
+			if !hosts[r.SID] {
+				sids = append(sids, r.SID)
+			}
+			hosts[r.SID] = true
+		}
+		pages = append(pages, sids)
+		got = append(got, p.Results...)
+		if p.Next == "" {
+			break
+		}
+		q.After = p.Next
+	}
+	diff(t, "pages of hosts", pages, [][]string{{"h1", "h2"}, {"h3", "h4"}, {"h5"}})
+	if len(got) != len(want) {
+		t.Errorf("pages hold %d results, ListResults %d", len(got), len(want))
+	}
+	p, err := s.PageResults(ctx, "nope", store.ResultQuery{})
+	must(t, err)
+	if len(p.Results) != 0 || p.Hosts != 0 || p.Next != "" {
+		t.Errorf("page of an unknown run = %+v", p)
+	}
 }
 
 // pageSIDs walks every page of q and returns the SIDs of each page.

@@ -11,6 +11,8 @@ var retentionTests = []test{
 	{"PruneByCount", testPruneByCount},
 	{"PruneKeepsResume", testPruneKeepsResume},
 	{"PruneTexts", testPruneTexts},
+	{"PruneRecords", testPruneRecords},
+	{"RunsInRecordedOrder", testRunsInRecordedOrder},
 }
 
 // finishedRun starts run id on inc at minute m, records one result per
@@ -186,4 +188,117 @@ func testPruneTexts(t *testing.T, s store.Store) {
 	if rep.Texts != 1 {
 		t.Errorf("prune after deleting an incarnation: %+v, want its 1 text", rep)
 	}
+}
+
+// runIDs lists the apply_ids of runs.
+func runIDs(runs []store.Run) []string {
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+// testPruneRecords: runs.keep.records deletes history entries beyond the
+// bounds but never an incarnation's newest (the committed state's), then
+// the run records beyond them with their results, except the newest run,
+// the newest normal run, a pending trigger's run and a run a kept history
+// entry names; the committed state stays.
+func testPruneRecords(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	create := newIncarnation(t, s, "redis", "cache", "h1", "h2")
+	must(t, s.CommitRun(ctx, create.ID, map[string]any{"created": true}, store.Snapshot{}, at(time.Second)))
+	for i, id := range []string{"r1", "r2", "r3", "r4", "r5"} {
+		finishedRun(t, s, "cache", id, i+1, false, store.RunSucceeded, "h1", "h2")
+	}
+	finishedRun(t, s, "cache", "r6-check", 6, true, store.RunSucceeded, "h1")
+	must(t, s.AddTriggers(ctx, []store.PendingTrigger{{Incarnation: "cache", Scenario: "deploy", Task: "restart", SID: "h2", RunID: "r2"}}))
+
+	rep, err := s.PruneResults(ctx, store.RunRetention{RecordMaxCount: 2}, at(time.Hour))
+	must(t, err)
+	// History, newest first: r5, r4 kept; r3, r2, r1, create deleted.
+	// Runs: r6-check, r5 (count); r4 (history), r2 (trigger) kept.
+	if rep.History != 4 || rep.Records != 3 || rep.Runs != 0 {
+		t.Errorf("pruned %+v, want 4 history entries and 3 run records", rep)
+	}
+	runs, err := s.ListRuns(ctx, "cache", 0)
+	must(t, err)
+	diff(t, "runs after pruning records", runIDs(runs), []string{"r6-check", "r5", "r4", "r2"})
+	for _, id := range []string{"r3", "r1", create.ID} {
+		_, err := s.GetRun(ctx, id)
+		wantNotFound(t, err)
+		rs, err := s.ListResults(ctx, id)
+		must(t, err)
+		if len(rs) != 0 {
+			t.Errorf("deleted run %s still has %d results", id, len(rs))
+		}
+	}
+	hist, err := s.ListHistory(ctx, "cache", 0)
+	must(t, err)
+	var hruns []string
+	for _, h := range hist {
+		hruns = append(hruns, h.RunID)
+	}
+	diff(t, "history after pruning records", hruns, []string{"r5", "r4"})
+	inc, err := s.GetIncarnation(ctx, "cache")
+	must(t, err)
+	if inc.State["run"] != "r5" {
+		t.Errorf("state after pruning = %v", inc.State)
+	}
+	if rs, _ := s.ListResults(ctx, "r4"); len(rs) != 2 {
+		t.Errorf("kept run r4 has %d results, want 2", len(rs))
+	}
+
+	// By age: the newest history entry stays however old; once the
+	// trigger is cleared its run goes too.
+	must(t, s.ClearTrigger(ctx, "cache", "deploy", "restart", "h2"))
+	rep, err = s.PruneResults(ctx, store.RunRetention{RecordMaxAge: time.Minute}, at(24*time.Hour))
+	must(t, err)
+	if rep.History != 1 || rep.Records != 2 {
+		t.Errorf("pruned by age %+v, want 1 history entry (r4) and 2 run records (r4, r2)", rep)
+	}
+	runs, err = s.ListRuns(ctx, "cache", 0)
+	must(t, err)
+	diff(t, "runs after pruning by age", runIDs(runs), []string{"r6-check", "r5"})
+	hist, err = s.ListHistory(ctx, "cache", 0)
+	must(t, err)
+	if len(hist) != 1 || hist[0].RunID != "r5" {
+		t.Errorf("history after pruning by age = %+v, want r5's entry", hist)
+	}
+	rep, err = s.PruneResults(ctx, store.RunRetention{RecordMaxAge: time.Minute, RecordMaxCount: 1}, at(24*time.Hour))
+	must(t, err)
+	if rep.History != 0 || rep.Records != 0 {
+		t.Errorf("a second prune pruned %+v", rep)
+	}
+}
+
+// testRunsInRecordedOrder: run lists are in the order runs were recorded,
+// not by their wall-clock times (the clock stepped back an hour between
+// the two runs: the second is still the newest), and pages follow it.
+func testRunsInRecordedOrder(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	create := newIncarnation(t, s, "redis", "cache", "h1")
+	must(t, s.CommitRun(ctx, create.ID, map[string]any{}, store.Snapshot{}, at(time.Second)))
+	finishedRun(t, s, "cache", "before-step", 120, false, store.RunSucceeded, "h1")
+	finishedRun(t, s, "cache", "after-step", 60, false, store.RunSucceeded, "h1")
+	finishedRun(t, s, "cache", "later", 61, true, store.RunSucceeded, "h1")
+	want := []string{"later", "after-step", "before-step", create.ID}
+	runs, err := s.ListRuns(ctx, "cache", 0)
+	must(t, err)
+	diff(t, "ListRuns order", runIDs(runs), want)
+	all, err := s.ListRuns(ctx, "", 0)
+	must(t, err)
+	diff(t, "ListRuns of all order", runIDs(all), want)
+	var paged []string
+	q := store.RunQuery{Incarnation: "cache", Limit: 1}
+	for i := 0; i < 10; i++ {
+		p, err := s.PageRuns(ctx, q)
+		must(t, err)
+		paged = append(paged, runIDs(p.Runs)...)
+		if p.Next == "" {
+			break
+		}
+		q.Before = p.Next
+	}
+	diff(t, "PageRuns order", paged, want)
 }
