@@ -65,6 +65,10 @@ type Work struct {
 	Timeout time.Duration `json:"timeout"`
 	Call    *Call         `json:"call,omitempty"`
 	Bundle  *Bundle       `json:"bundle,omitempty"`
+	// Trace is the W3C trace context of the keeper's dispatch span
+	// (traceparent, tracestate), so the soul's execution is its child in
+	// the run's trace (internal/tracing); empty when tracing is off.
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // Request addresses Work to one host.

@@ -32,11 +32,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/dsl"
 	"github.com/soulstack/soulstack/internal/store"
+	"github.com/soulstack/soulstack/internal/tracing"
 )
 
 // ServiceLoader opens a validated service at a pinned commit (the catalog
@@ -97,13 +99,17 @@ type Config struct {
 	// soul. Keepers sharing a database need the same key (the keeper
 	// derives it from its TLS key); nil means a random key of this engine.
 	TaskKey []byte
+	// TracerProvider receives the run, task, wave and dispatch spans
+	// (internal/tracing); nil means none.
+	TracerProvider trace.TracerProvider
 }
 
 // Engine creates incarnations and runs scenarios. It is safe for concurrent
 // use.
 type Engine struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	tracer trace.Tracer
 
 	mu     sync.Mutex
 	closed bool
@@ -146,7 +152,7 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("engine.New: making a task key: %w", err)
 		}
 	}
-	return &Engine{cfg: cfg, log: log, runs: map[string]*liveRun{}, late: newLateQueue(), giveUp: make(chan struct{})}, nil
+	return &Engine{cfg: cfg, log: log, tracer: tracing.Provider(cfg.TracerProvider).Tracer(tracing.ScopeEngine), runs: map[string]*liveRun{}, late: newLateQueue(), giveUp: make(chan struct{})}, nil
 }
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }

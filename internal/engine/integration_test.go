@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/soulstack/soulstack/internal/dispatch"
 	"github.com/soulstack/soulstack/internal/dsl"
 	"github.com/soulstack/soulstack/internal/engine"
@@ -36,6 +38,8 @@ type realFleet struct {
 	souls map[string]context.CancelFunc
 	// unconfined starts souls without --root (custom modules refuse it).
 	unconfined bool
+	// tp, when set, is the tracer provider of the engine and the souls.
+	tp trace.TracerProvider
 }
 
 type staticLoader struct{ svc *dsl.Service }
@@ -43,6 +47,13 @@ type staticLoader struct{ svc *dsl.Service }
 func (l staticLoader) Open(context.Context, string, string) (*dsl.Service, error) { return l.svc, nil }
 
 func startRealFleet(t *testing.T, svc *dsl.Service) *realFleet {
+	t.Helper()
+	return startTracedFleet(t, svc, nil)
+}
+
+// startTracedFleet is startRealFleet with tp as the tracer provider of
+// the engine and of every soul.
+func startTracedFleet(t *testing.T, svc *dsl.Service, tp trace.TracerProvider) *realFleet {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -80,11 +91,11 @@ func startRealFleet(t *testing.T, svc *dsl.Service) *realFleet {
 	if err := st.CreateService(ctx, store.Service{Name: "app", Git: "file:///app", Ref: "main", Commit: "1111111111111111111111111111111111111111"}); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(engine.Config{Store: st, Dispatcher: gw, Local: &dispatch.Local{}, Services: staticLoader{svc}, KeeperID: "k1", DefaultTimeout: 30 * time.Second})
+	eng, err := engine.New(engine.Config{Store: st, Dispatcher: gw, Local: &dispatch.Local{}, Services: staticLoader{svc}, KeeperID: "k1", DefaultTimeout: 30 * time.Second, TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &realFleet{t: t, dir: dir, store: st, eng: eng, url: "https://" + ln.Addr().String(), fp: fp, souls: map[string]context.CancelFunc{}}
+	f := &realFleet{t: t, dir: dir, store: st, eng: eng, url: "https://" + ln.Addr().String(), fp: fp, souls: map[string]context.CancelFunc{}, tp: tp}
 	t.Cleanup(func() {
 		_ = eng.Close(context.Background())
 		for _, stop := range f.souls {
@@ -122,7 +133,8 @@ func (f *realFleet) soul(sid string, covens ...string) string {
 	a, err := soul.NewAgent(soul.Config{
 		KeeperURL: f.url, SID: sid, DataDir: filepath.Join(f.dir, "souls", sid), JoinToken: jointoken.Encode(secret, f.fp),
 		Root: root, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
-		Facts: func() (map[string]any, error) { return map[string]any{"os": map[string]any{"family": "debian"}}, nil },
+		Facts:          func() (map[string]any, error) { return map[string]any{"os": map[string]any{"family": "debian"}}, nil },
+		TracerProvider: f.tp,
 	})
 	if err != nil {
 		f.t.Fatal(err)

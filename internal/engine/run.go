@@ -109,6 +109,8 @@ func TriggerKey(sc *dsl.Scenario, t *dsl.Task) string {
 // execute runs the scenario and ends the run; it returns the final event.
 func (r *runner) execute(ctx context.Context) (final Event) {
 	started := time.Now()
+	ctx, span := r.runSpan(ctx)
+	defer func() { endRunSpan(span, final.Status) }()
 	r.rec.start()
 	defer r.rec.close()
 	r.e.cfg.Metrics.runStarted()

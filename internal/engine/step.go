@@ -234,10 +234,12 @@ func (r *runner) caller(t *dsl.Task, sid string, wave int) executor.Caller {
 
 // dispatch sends one Work to host sid (or to the keeper-local runner) and
 // returns its result.
-func (r *runner) dispatch(ctx context.Context, t *dsl.Task, sid string, wave int, w dispatch.Work, attempt int64) domain.Result {
+func (r *runner) dispatch(ctx context.Context, t *dsl.Task, sid string, wave int, w dispatch.Work, attempt int64) (res domain.Result) {
 	w.RunID = r.run.ID
 	w.TaskID = taskRef{seq: r.seq[t], path: t.Path, wave: wave, sid: sid, attempt: attempt}.id(r.run.ID, r.e.cfg.TaskKey)
 	w.Task = executor.TaskName(t)
+	ctx, span := r.dispatchSpan(ctx, sid, &w, attempt)
+	defer func() { endDispatchSpan(span, res) }()
 	r.noteAttempt(t, sid, attempt)
 	d := r.e.cfg.Dispatcher
 	if sid == dispatch.KeeperSID && r.e.cfg.Cloud != nil && w.Call != nil && IsCloudModule(w.Call.Module) {

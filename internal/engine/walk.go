@@ -67,6 +67,8 @@ func (r *runner) task(ctx context.Context, t *dsl.Task, sc scope) {
 	executor.DeclareNested(r.base.Registers, t)
 	tg := r.target(ctx, t, sc)
 	name := executor.TaskName(t)
+	ctx, span := r.taskSpan(ctx, name, t.Path, len(tg.hosts))
+	defer span.End()
 	why, note := "", ""
 	if len(tg.hosts) == 0 && len(tg.errs) == 0 {
 		note = noHostNote(t, tg.count)
@@ -115,11 +117,13 @@ func (r *runner) task(ctx context.Context, t *dsl.Task, sc scope) {
 			}
 			r.emit(Event{Type: EventWave, Path: t.Path, Task: name, Wave: wave, Hosts: hosts})
 		}
+		wctx, wspan := r.waveSpan(ctx, wave, len(hosts))
 		if t.Block != nil {
-			r.block(ctx, t, hosts, wave, sc, tg.count)
+			r.block(wctx, t, hosts, wave, sc, tg.count)
 		} else {
-			r.step(ctx, t, hosts, wave, sc, tg.count)
+			r.step(wctx, t, hosts, wave, sc, tg.count)
 		}
+		wspan.End()
 		if lost := r.lost(hosts); len(lost) > 0 && i < len(waves)-1 {
 			// A host that vanished mid-rollout (say, it never came back
 			// from a restart) stops the rollout like a failure: the later

@@ -52,6 +52,8 @@ import (
 	"github.com/soulstack/soulstack/internal/secrets"
 	"github.com/soulstack/soulstack/internal/store"
 	"github.com/soulstack/soulstack/internal/ui"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a Keeper: the operator-facing settings plus what only
@@ -68,6 +70,9 @@ type Config struct {
 	// IntegrityCheckTimeout bounds the store's integrity check at start;
 	// 0 means DefaultIntegrityCheckTimeout.
 	IntegrityCheckTimeout time.Duration
+	// TracerProvider receives the runs' spans (internal/tracing; serve
+	// sets it up from OTEL_EXPORTER_OTLP_ENDPOINT); nil means none.
+	TracerProvider trace.TracerProvider
 }
 
 // Keeper is one running Keeper process's components.
@@ -259,6 +264,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		MaxLoopItems:   cfg.Runs.MaxLoopItems,
 		Metrics:        engine.NewMetrics(k.registry),
 		TaskKey:        keys[keyTaskIDs],
+		TracerProvider: cfg.TracerProvider,
 	})
 	if err != nil {
 		return nil, err

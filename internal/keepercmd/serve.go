@@ -1,9 +1,11 @@
 package keepercmd
 
 import (
+	"context"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,6 +13,8 @@ import (
 	"github.com/soulstack/soulstack/internal/config"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/keeper"
+	"github.com/soulstack/soulstack/internal/tracing"
+	"github.com/soulstack/soulstack/internal/version"
 )
 
 func init() { subcommands = append(subcommands, serveCmd) }
@@ -56,7 +60,21 @@ SIGTERM drains in-flight requests, closes the soul streams and the store.`,
 			return cmdutil.Usage(err)
 		}
 		log.Info("garbage collector", "settings", ApplyGCDefaults(os.Getenv).String())
-		k, err := keeper.New(cmd.Context(), keeper.Config{Keeper: cfg, Logger: log, Reinitialize: reinitialize})
+		tp, stopTraces, err := tracing.Setup(cmd.Context(), "soulstack-keeper", version.Get().Version, os.Getenv)
+		if err != nil {
+			return cmdutil.Usage(err)
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
+			defer cancel()
+			if err := stopTraces(ctx); err != nil {
+				log.Warn("flushing traces", "err", err)
+			}
+		}()
+		if ep := tracing.Endpoint(os.Getenv); ep != "" {
+			log.Info("traces exported over OTLP/HTTP", "endpoint", ep)
+		}
+		k, err := keeper.New(cmd.Context(), keeper.Config{Keeper: cfg, Logger: log, Reinitialize: reinitialize, TracerProvider: tp})
 		if err != nil {
 			if domain.ErrorCode(err) == domain.CodeInvalid {
 				return cmdutil.Usage(err)

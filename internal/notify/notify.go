@@ -12,6 +12,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"net/http"
 	"net/smtp"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -334,7 +336,9 @@ func Verify(secret, timestamp string, body []byte, signature string) bool {
 }
 
 // sendMail sends n by SMTP: STARTTLS whenever the server offers it, and
-// required unless config.starttls is false; PLAIN auth with
+// required unless config.starttls is false; the server's certificate is
+// verified against the system roots, or against config.ca_file (a PEM
+// file on the Keeper) when set; PLAIN auth with
 // config.username and the sealed password when a username is set.
 func (nf *Notifier) sendMail(ctx context.Context, e store.NotifyEndpoint, n rules.Notification, password string) error {
 	addr, _ := e.Config["smtp"].(string)
@@ -367,6 +371,16 @@ func (nf *Notifier) sendMail(ctx context.Context, e store.NotifyEndpoint, n rule
 	defer c.Close()
 	if ok, _ := c.Extension("STARTTLS"); ok {
 		tc := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+		if f, _ := e.Config["ca_file"].(string); f != "" {
+			pem, err := os.ReadFile(f)
+			if err != nil {
+				return fmt.Errorf("config.ca_file: %w", err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return fmt.Errorf("config.ca_file %s holds no PEM certificate", f)
+			}
+		}
 		if v, _ := e.Config["insecure_skip_verify"].(bool); v {
 			tc.InsecureSkipVerify = true
 		}

@@ -26,11 +26,13 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/executor"
 	"github.com/soulstack/soulstack/internal/health"
 	"github.com/soulstack/soulstack/internal/jointoken"
+	"github.com/soulstack/soulstack/internal/tracing"
 	"github.com/soulstack/soulstack/internal/version"
 	"github.com/soulstack/soulstack/proto/soulstack/v1/soulstackv1connect"
 )
@@ -107,6 +109,9 @@ type Config struct {
 	// nothing arrives within PingTimeout after that. 0 means
 	// DefaultPingAfter and DefaultPingTimeout.
 	PingAfter, PingTimeout time.Duration
+	// TracerProvider receives the span of each work's execution, a child
+	// of the keeper's dispatch span (internal/tracing); nil means none.
+	TracerProvider trace.TracerProvider
 }
 
 // ErrRefused is returned (wrapped) by Run when the keeper refused the soul
@@ -133,6 +138,7 @@ type Agent struct {
 	client  soulstackv1connect.SoulServiceClient
 	httpTr  *http.Transport
 	version string
+	tracer  trace.Tracer
 	// The lean stream (soulwire.Proto): how to dial the keeper.
 	dialer     *net.Dialer
 	keeperAddr string
@@ -189,7 +195,8 @@ func NewAgent(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Agent{cfg: cfg, log: log.With("sid", cfg.SID), version: cfg.Version, running: make(map[string]context.CancelFunc)}
+	a := &Agent{cfg: cfg, log: log.With("sid", cfg.SID), version: cfg.Version, running: make(map[string]context.CancelFunc),
+		tracer: tracing.Provider(cfg.TracerProvider).Tracer(tracing.ScopeSoul)}
 	if a.version == "" {
 		a.version = version.Version()
 	}

@@ -369,7 +369,9 @@ func (a *Agent) startTask(ctx context.Context, wm *pb.Work) {
 	go func() {
 		defer a.tasks.Done()
 		tl := slog.New(slog.NewTextHandler(&logSender{a: a, taskID: w.TaskID}, nil))
-		r := a.runner.Run(WithTaskLogger(tctx, tl), w)
+		sctx, span := a.executeSpan(tctx, w)
+		r := a.runner.Run(WithTaskLogger(sctx, tl), w)
+		endExecuteSpan(span, r)
 		if err := a.record.Record(w, r, time.Now()); err != nil {
 			a.log.Warn("could not record the task in the local task log", "task_id", w.TaskID, "err", err)
 		}

@@ -1,6 +1,7 @@
 package soulcmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"github.com/soulstack/soulstack/internal/health"
 	_ "github.com/soulstack/soulstack/internal/module/core" // the modules a soul runs
 	"github.com/soulstack/soulstack/internal/soul"
+	"github.com/soulstack/soulstack/internal/tracing"
+	"github.com/soulstack/soulstack/internal/version"
 )
 
 func init() { subcommands = append(subcommands, newRunCmd) }
@@ -141,6 +144,18 @@ func newRunCmd() *cobra.Command {
 			}
 			cfg.SID, cfg.Root, cfg.Logger, cfg.FactsInterval = sid, root, log, interval
 			cfg.HealthSummaryInterval, cfg.VitalsInterval = healthSummary, vitalsInterval
+			tp, stopTraces, err := tracing.Setup(c.Context(), "soulstack-soul", version.Get().Version, os.Getenv)
+			if err != nil {
+				return cmdutil.Usage(err)
+			}
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), 5*time.Second)
+				defer cancel()
+				if err := stopTraces(ctx); err != nil {
+					log.Warn("flushing traces", "err", err)
+				}
+			}()
+			cfg.TracerProvider = tp
 			a, err := soul.NewAgent(cfg)
 			if err != nil {
 				return cmdutil.Usage(err)

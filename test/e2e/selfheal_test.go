@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,7 +51,11 @@ func (r *receiver) count() int {
 // turns CRITICAL, the restart rule fires once (on the second CRITICAL),
 // its run restarts the unit, the check is OK again and the incident
 // closes, and the team's webhook receiver gets the signed notification;
-// the pager's receiver gets nothing (the restart helped).
+// the pager's receiver gets nothing (the restart helped). Then the daemon
+// of the other host is kept broken (its unit cannot start any more) and
+// killed: the restart rule fires once for that host, its run fails, and
+// the page rule's webhook reaches the pager exactly once, signed and with
+// no secret in it, while the check stays CRITICAL.
 func TestSelfHealing(t *testing.T) {
 	requireRoot(t)
 	c := newClusterOf(t, lab.FlavourSystemd, "e2e-heal", 2, []string{"hello"})
@@ -145,4 +150,74 @@ func TestSelfHealing(t *testing.T) {
 		t.Errorf("the pager got %d notifications although the restart helped", n)
 	}
 	t.Logf("self-healing loop closed %v after the kill", since(start))
+
+	// The restart does not help: the unit's start fails from now on.
+	broken := c.sids()[0]
+	c.sh(t, broken, "mkdir -p /etc/systemd/system/healing-daemon.service.d && "+
+		"printf '[Service]\\nExecStartPre=/bin/false\\n' >/etc/systemd/system/healing-daemon.service.d/broken.conf && "+
+		"systemctl daemon-reload && systemctl kill --signal=KILL healing-daemon")
+	start = time.Now()
+	var failed apitypes.Firing
+	eventually(t, 60*time.Second, "the restart rule fired for "+broken, func() error {
+		fs, err := c.api.RuleHistory(ctx, apiclient.RuleHistoryFilter{Rule: "heal/restart-daemon", Decision: store.FiringFired})
+		if err != nil {
+			return err
+		}
+		for _, f := range fs {
+			if f.Event["sid"] == broken && f.ApplyID != "" {
+				failed = f
+				return nil
+			}
+		}
+		return fmt.Errorf("%d firings, none for %s yet", len(fs), broken)
+	})
+	if r := c.waitRun(t, failed.ApplyID); r.Status == store.RunSucceeded {
+		t.Fatalf("the restart run of the broken daemon succeeded:\n%s", describe(r))
+	} else {
+		t.Logf("the restart run ended %s (%s)", r.Status, r.Error)
+	}
+	eventually(t, 30*time.Second, "the page", func() error {
+		if pager.count() == 0 {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+	t.Logf("paged %v after the second kill", since(start))
+	pager.mu.Lock()
+	body, signed = pager.got[0], pager.sigs[0]
+	pager.mu.Unlock()
+	p = nil
+	if err := json.Unmarshal(body, &p); err != nil || !signed || p["rule"] != "heal/page" ||
+		p["subject"] != "heal: restarting the daemon did not help" {
+		t.Errorf("page (signed %v): %s", signed, body)
+	}
+	if ev, _ := p["event"].(map[string]any); ev["apply_id"] != failed.ApplyID {
+		t.Errorf("the page is about run %v, want %s: %s", ev["apply_id"], failed.ApplyID, body)
+	}
+	for _, secret := range []string{"pager-key", "team-key"} {
+		if strings.Contains(string(body), secret) {
+			t.Errorf("the page carries the endpoint secret %q: %s", secret, body)
+		}
+	}
+	// The daemon stays down and its check CRITICAL for several more
+	// periods: still one page, one restart of that host, no team message.
+	time.Sleep(8 * time.Second)
+	if st := daemon(broken); st != "CRITICAL" {
+		t.Errorf("%s daemon check %q, want CRITICAL (kept broken)", broken, st)
+	}
+	if out := c.sh(t, broken, "systemctl is-active healing-daemon || true"); out == "active\n" {
+		t.Errorf("healing-daemon on %s is active although its start fails", broken)
+	}
+	if n := pager.count(); n != 1 {
+		t.Errorf("the pager got %d pages, want 1", n)
+	}
+	if n := team.count(); n != 1 {
+		t.Errorf("the team got %d notifications, want 1 (the failed restart healed nothing)", n)
+	}
+	if fs, _ := c.api.RuleHistory(ctx, apiclient.RuleHistoryFilter{Rule: "heal/restart-daemon", Decision: store.FiringFired}); len(fs) != 2 {
+		t.Errorf("the restart rule fired %d times, want twice (once per host)", len(fs))
+	}
+	if fs, _ := c.api.RuleHistory(ctx, apiclient.RuleHistoryFilter{Rule: "heal/page", Decision: store.FiringFired}); len(fs) != 1 {
+		t.Errorf("the page rule fired %d times, want once", len(fs))
+	}
 }
