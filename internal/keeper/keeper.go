@@ -212,7 +212,6 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		DatabaseURL:    relayURL,
 		SealKey:        keys[keyRelay],
 		DefaultTimeout: cfg.TaskTimeout.D(),
-		FanOut:         cfg.FanOut,
 		Logger:         log,
 	})
 	if err != nil {
