@@ -35,11 +35,14 @@ type fakeGateway struct {
 	connected map[string]bool
 	blocking  map[string]bool
 	got       []dispatch.Request
-	causes    []error // why blocked work ended
+	causes    []error       // why blocked work ended
+	gated     map[string]bool // souls that answer only once gate is closed
+	gate      chan struct{}
+	calls     int // Dispatch calls
 }
 
 func newFakeGateway(keeper string, sids ...string) *fakeGateway {
-	g := &fakeGateway{keeper: keeper, connected: map[string]bool{}, blocking: map[string]bool{}}
+	g := &fakeGateway{keeper: keeper, connected: map[string]bool{}, blocking: map[string]bool{}, gated: map[string]bool{}, gate: make(chan struct{})}
 	for _, sid := range sids {
 		g.connected[sid] = true
 	}
@@ -62,11 +65,17 @@ func (g *fakeGateway) Disconnect(sid, _ string) bool {
 
 func (g *fakeGateway) Dispatch(ctx context.Context, reqs []dispatch.Request, onResult func(string, domain.Result)) map[string]domain.Result {
 	out := map[string]domain.Result{}
+	g.mu.Lock()
+	g.calls++
+	g.mu.Unlock()
 	for _, req := range reqs {
 		g.mu.Lock()
 		g.got = append(g.got, req)
-		connected, blocking := g.connected[req.SID], g.blocking[req.SID]
+		connected, blocking, gated := g.connected[req.SID], g.blocking[req.SID], g.gated[req.SID]
 		g.mu.Unlock()
+		if gated {
+			<-g.gate
+		}
 		var res domain.Result
 		switch {
 		case !connected:
