@@ -35,7 +35,7 @@ type fakeGateway struct {
 	connected map[string]bool
 	blocking  map[string]bool
 	got       []dispatch.Request
-	causes    []error       // why blocked work ended
+	causes    []error         // why blocked work ended
 	gated     map[string]bool // souls that answer only once gate is closed
 	gate      chan struct{}
 	calls     int // Dispatch calls
