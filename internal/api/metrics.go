@@ -41,6 +41,9 @@ var (
 	soulsDesc = prometheus.NewDesc("soulstack_souls", "Registered souls by status.", []string{"status"}, nil)
 	storeDesc = prometheus.NewDesc("soulstack_store_up", "1 when the store answered the last scrape, else 0.", nil, nil)
 	incDesc   = prometheus.NewDesc("soulstack_incarnations", "Incarnations by status (alert on error_locked).", []string{"status"}, nil)
+	// keeperSoulsDesc is the balance of a fleet of keepers (SPEC §10.4),
+	// the same on every keeper of one database.
+	keeperSoulsDesc = prometheus.NewDesc("soulstack_keeper_souls", "Connected souls by the keeper holding their stream.", []string{"keeper_id"}, nil)
 )
 
 // soulCollector reads souls by status from the store at scrape time, so
@@ -51,6 +54,7 @@ func (c *soulCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- soulsDesc
 	ch <- storeDesc
 	ch <- incDesc
+	ch <- keeperSoulsDesc
 }
 
 func (c *soulCollector) Collect(ch chan<- prometheus.Metric) {
@@ -70,6 +74,13 @@ func (c *soulCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for status, n := range counts {
 		ch <- prometheus.MustNewConstMetric(soulsDesc, prometheus.GaugeValue, float64(n), status)
+	}
+	if byKeeper, err := c.st.CountSoulsByKeeper(ctx); err == nil {
+		for k, n := range byKeeper {
+			if k != "" {
+				ch <- prometheus.MustNewConstMetric(keeperSoulsDesc, prometheus.GaugeValue, float64(n), k)
+			}
+		}
 	}
 	incs, err := c.st.ListIncarnations(ctx)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 func init() { routeGroups = append(routeGroups, (*Server).routesKeepers) }
 
 // routesKeepers serves GET /v1/keepers: the keepers on the database, their
-// heartbeats and which one leads (SPEC §10.4).
+// heartbeats, which one leads and how many souls each holds (SPEC §10.4).
 func (s *Server) routesKeepers(rt *Router) {
 	rt.Handle("GET /v1/keepers", auth.RoleViewer, s.listKeepers)
 }
@@ -27,10 +27,14 @@ func (s *Server) listKeepers(w http.ResponseWriter, r *http.Request, _ auth.Prin
 			leader = "" // leadership is moving: nobody is shown leading
 		}
 	}
+	souls, err := s.store.CountSoulsByKeeper(r.Context())
+	if err != nil {
+		return fmt.Errorf("counting souls by keeper: %w", err)
+	}
 	out := make([]apitypes.KeeperInfo, len(ks))
 	for i, k := range ks {
 		out[i] = apitypes.KeeperInfo{ID: k.ID, Address: k.Address, Version: k.Version, StartedAt: k.StartedAt,
-			HeartbeatAt: k.HeartbeatAt, Leader: k.ID == leader, Self: k.ID == s.cfg.KeeperID}
+			HeartbeatAt: k.HeartbeatAt, Leader: k.ID == leader, Self: k.ID == s.cfg.KeeperID, Souls: souls[k.ID]}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -15,4 +15,6 @@ type KeeperInfo struct {
 	Leader bool `json:"leader"`
 	// Self is set on the keeper that answered.
 	Self bool `json:"self"`
+	// Souls is how many connected souls hold their stream to this keeper.
+	Souls int `json:"souls"`
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,7 +14,7 @@ func init() { subcommands = append(subcommands, newKeepersCmd) }
 func newKeepersCmd(g *Globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "keepers",
-		Short: "The keepers sharing the database: which one leads, their heartbeats",
+		Short: "The keepers sharing the database: which one leads, their heartbeats, the souls each holds",
 	}
 	c.AddCommand(&cobra.Command{
 		Use:     "list",
@@ -30,7 +31,7 @@ func newKeepersCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			return g.Emit(cmd, ks, func(w io.Writer) error {
-				row(w, "KEEPER", "ROLE", "ADDRESS", "VERSION", "STARTED", "HEARTBEAT")
+				row(w, "KEEPER", "ROLE", "SOULS", "ADDRESS", "VERSION", "STARTED", "HEARTBEAT")
 				for _, k := range ks {
 					id, role := k.ID, "follower"
 					if k.Self {
@@ -39,7 +40,7 @@ func newKeepersCmd(g *Globals) *cobra.Command {
 					if k.Leader {
 						role = "LEADER"
 					}
-					row(w, id, role, dash(k.Address), dash(k.Version), k.StartedAt.Local().Format("2006-01-02 15:04:05"),
+					row(w, id, role, strconv.Itoa(k.Souls), dash(k.Address), dash(k.Version), k.StartedAt.Local().Format("2006-01-02 15:04:05"),
 						time.Since(k.HeartbeatAt).Round(100*time.Millisecond).String()+" ago")
 				}
 				return nil

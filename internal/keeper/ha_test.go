@@ -101,8 +101,17 @@ func TestDeadKeeperCleanedUp(t *testing.T) {
 		}
 		for i, e := range list {
 			k := e.(map[string]any)
-			if k["keeper_id"] != c.ids[i] || k["leader"] != (i == 0) || k["self"] != (i == 1) || k["address"] != c.addrs[i] {
+			// Each keeper holds one soul's stream (the fleet's balance).
+			if k["keeper_id"] != c.ids[i] || k["leader"] != (i == 0) || k["self"] != (i == 1) || k["address"] != c.addrs[i] || k["souls"] != float64(1) {
 				t.Errorf("keeper %d: %v", i, k)
+			}
+		}
+		// And in /metrics, the same on either keeper.
+		for _, addr := range c.addrs {
+			for _, id := range c.ids {
+				if got := metric(t, addr, `soulstack_keeper_souls{keeper_id="`+id+`"}`); got != "1" {
+					t.Errorf("%s/metrics: soulstack_keeper_souls of %s = %q, want 1", addr, id, got)
+				}
 			}
 		}
 	})

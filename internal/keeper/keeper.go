@@ -217,7 +217,6 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		DatabaseURL:    relayURL,
 		SealKey:        keys[keyRelay],
 		DefaultTimeout: cfg.TaskTimeout.D(),
-		FanOut:         cfg.FanOut,
 		Logger:         log,
 	})
 	if err != nil {
@@ -282,6 +281,21 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		}
 		return 0
 	}))
+	relayLabels := prometheus.Labels{"keeper_id": k.id}
+	k.registry.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "soulstack_relay_batches_written_total", Help: "Rows of work this keeper relayed to other keepers (one per dispatch and keeper, however many souls).",
+			ConstLabels: relayLabels,
+		}, func() float64 { return float64(k.relay.Stats().Batches) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "soulstack_relay_result_rows_written_total", Help: "Rows of results this keeper wrote back for work relayed to it (each holds the souls that answered since the last).",
+			ConstLabels: relayLabels,
+		}, func() float64 { return float64(k.relay.Stats().ResultRows) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "soulstack_relay_bytes_written_total", Help: "Payload bytes (compressed and sealed) of the relay rows this keeper wrote.",
+			ConstLabels: relayLabels,
+		}, func() float64 { return float64(k.relay.Stats().Bytes) }),
+	)
 	k.checker, err = checker.New(checker.Config{
 		Secrets:        k.secrets,
 		Store:          k.store,

@@ -228,7 +228,7 @@ func (c *twoKeepers) awaitRun(i int, id string) apitypes.RunDetail {
 // noRelayRows fails when relay rows are left behind.
 func (c *twoKeepers) noRelayRows() {
 	c.t.Helper()
-	rows, err := c.keepers[0].Store().ListRelays(c.ctx, store.RelayFilter{})
+	rows, err := c.keepers[0].Store().ListRelayBatches(c.ctx, store.RelayFilter{})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -13,12 +13,12 @@ import (
 	"github.com/soulstack/soulstack/internal/store"
 )
 
-// Notification payloads: a kind and a relay row id, or for msgDisconnect
-// a soul's SID.
+// Notification payloads: a kind and a relay batch id, or for
+// msgDisconnect a soul's SID.
 const (
-	msgWork       = 'w' // to the target: row id has work for you
-	msgResult     = 'r' // to the sender: row id has your result
-	msgCancel     = 'c' // to the target: the sender gave up on row id
+	msgWork       = 'w' // to the target: batch id has work for you
+	msgResult     = 'r' // to the sender: batch id has results for you (or is done)
+	msgCancel     = 'c' // to the target: the sender gave up on batch id
 	msgDisconnect = 'd' // to the keeper holding a soul's stream: close it (the soul was rejected)
 )
 
@@ -177,9 +177,7 @@ func (r *Relay) handle(ctx context.Context, payload string) {
 	case msgWork:
 		r.serveAsync(id)
 	case msgResult:
-		if rs := r.running.Load(); rs != nil {
-			rs.wg.Go(func() { r.collect(ctx, id) })
-		}
+		r.wake(id)
 	case msgCancel:
 		r.cancelServed(id)
 	default:
@@ -187,41 +185,25 @@ func (r *Relay) handle(ctx context.Context, payload string) {
 	}
 }
 
-// rescan serves the pending rows addressed here and collects the finished
-// rows this keeper awaits: the notifications sent while the listener was
-// not listening are lost.
+// rescan serves the pending batches addressed here and wakes the waits
+// on batches this keeper sent: the notifications sent while the listener
+// was not listening are lost.
 func (r *Relay) rescan(ctx context.Context) {
-	pending, err := r.st.ListRelays(ctx, store.RelayFilter{ToKeeper: r.cfg.KeeperID, Status: store.RelayPending})
+	pending, err := r.st.ListRelayBatches(ctx, store.RelayFilter{ToKeeper: r.cfg.KeeperID, Status: store.RelayPending})
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("looking for relayed work", "err", err)
 		}
 		return
 	}
-	for _, w := range pending {
-		r.serveAsync(w.ID)
+	for _, b := range pending {
+		r.serveAsync(b.ID)
 	}
-	r.collectDone(ctx)
+	r.wakeAll()
 }
 
-// collectDone collects the finished rows this keeper sent: the answers of
-// its waits, and the leftovers of waits it gave up on.
-func (r *Relay) collectDone(ctx context.Context) {
-	done, err := r.st.ListRelays(ctx, store.RelayFilter{FromKeeper: r.cfg.KeeperID, Status: store.RelayDone})
-	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Warn("looking for relayed results", "err", err)
-		}
-		return
-	}
-	for _, w := range done {
-		r.collect(ctx, w.ID)
-	}
-}
-
-// poll, while results are awaited, fails the waits on keepers that stopped
-// running and collects results whose notification was lost; now and then
-// it prunes rows abandoned long ago.
+// poll now and then prunes batches abandoned long ago (each wait checks
+// its own keeper's liveness and collects its own results).
 func (r *Relay) poll(ctx context.Context) {
 	tick := time.NewTicker(r.cfg.PollInterval)
 	defer tick.Stop()
@@ -235,43 +217,10 @@ func (r *Relay) poll(ctx context.Context) {
 		if time.Since(lastPrune) > 10*time.Minute {
 			lastPrune = time.Now()
 			if n, err := r.st.PruneRelays(ctx, time.Now().Add(-pruneAge)); err != nil && ctx.Err() == nil {
-				r.log.Warn("pruning abandoned relay rows", "err", err)
+				r.log.Warn("pruning abandoned relay batches", "err", err)
 			} else if n > 0 {
-				r.log.Info("pruned abandoned relay rows", "count", n)
+				r.log.Info("pruned abandoned relay batches", "count", n)
 			}
-		}
-		r.mu.Lock()
-		targets := map[string][]*wait{}
-		overdue := false // a wait older than a poll: its notification may be lost
-		for _, w := range r.waits {
-			targets[w.target] = append(targets[w.target], w)
-			overdue = overdue || time.Since(w.since) > r.cfg.PollInterval
-		}
-		r.mu.Unlock()
-		if len(targets) == 0 {
-			continue
-		}
-		for target, ws := range targets {
-			r.mu.Lock()
-			delete(r.alive, target) // ask again
-			r.mu.Unlock()
-			alive, err := r.isAlive(ctx, target)
-			if err != nil || alive {
-				continue
-			}
-			for _, w := range ws {
-				if !r.unregister(w.id) {
-					continue
-				}
-				if res, ok := r.discard(w.id, target, true); ok {
-					w.done <- res
-					continue
-				}
-				w.done <- unreachable("keeper %s, which held soul %s's stream, stopped before the soul answered", target, w.sid)
-			}
-		}
-		if overdue {
-			r.collectDone(ctx)
 		}
 	}
 }

@@ -1,12 +1,16 @@
 // Package relay lets several keepers on one PostgreSQL database serve runs
 // over souls connected to any of them (SPEC §10.4). Relay is the engine's
 // dispatch.Dispatcher: work for a soul connected to this keeper goes to the
-// local soul gateway; work for a soul whose stream another keeper holds is
-// written to the relays table and announced to that keeper with NOTIFY,
-// which runs it through its own gateway, writes the result to the row and
-// NOTIFYs back. Only row ids travel in notifications (their payloads are
-// limited to 8000 bytes; a destiny bundle is not); work and result stay in
-// the row.
+// local soul gateway; the work of one dispatch for the souls whose streams
+// another keeper holds (found in one query) is written as one batch row
+// per keeper — each distinct work once, then a SID and TaskID per soul,
+// compressed and sealed — and announced to that keeper with NOTIFY. That
+// keeper runs the batch through its own gateway and writes the results
+// back in rows of many souls as they arrive (every FlushInterval),
+// NOTIFYing after each, so progress stays live and a fan-out over 19,000
+// souls of another keeper costs a handful of rows, not 19,000. Only row
+// ids travel in notifications (their payloads are limited to 8000 bytes);
+// work and results stay in the rows.
 //
 // Each keeper LISTENs on its own channel over one dedicated connection,
 // which also holds a session advisory lock named after the keeper: a
@@ -44,9 +48,9 @@ import (
 
 // Defaults of Config's optional fields.
 const (
-	DefaultFanOut       = 1000
-	DefaultTaskTimeout  = 10 * time.Minute
-	DefaultPollInterval = time.Second
+	DefaultTaskTimeout   = 10 * time.Minute
+	DefaultPollInterval  = time.Second
+	DefaultFlushInterval = 100 * time.Millisecond
 )
 
 // relayGrace is how much longer than the target keeper's own bound (the
@@ -83,10 +87,10 @@ type Config struct {
 	// gateway's default, so both keepers bound the work alike); 0 means
 	// DefaultTaskTimeout.
 	DefaultTimeout time.Duration
-	// FanOut bounds how many relayed requests of one Dispatch call are in
-	// flight at once (the local gateway bounds its own); 0 means
-	// DefaultFanOut.
-	FanOut int
+	// FlushInterval is how often a keeper serving relayed work writes the
+	// results gathered since the last write (one row, however many
+	// souls); 0 means DefaultFlushInterval.
+	FlushInterval time.Duration
 	// PollInterval is how often, while results are awaited, the relay
 	// checks that the keepers it waits on are still running and looks for
 	// finished rows whose notification was lost; 0 means
@@ -103,19 +107,20 @@ type Config struct {
 // keeper on the database. Run must be running for relayed work to be
 // served and answered.
 type Relay struct {
-	cfg  Config
-	log  *slog.Logger
-	st   store.Store
-	pg   *pgx.ConnConfig // nil: pass-through
-	db   *sql.DB         // NOTIFY and liveness queries; the listener has its own connection
-	self string          // this keeper's channel
-	seal *sealer         // seals relay rows; nil: pass-through
+	cfg   Config
+	log   *slog.Logger
+	st    store.Store
+	pg    *pgx.ConnConfig // nil: pass-through
+	db    *sql.DB         // NOTIFY and liveness queries; the listener has its own connection
+	self  string          // this keeper's channel
+	codec *codec          // compresses and seals relay rows; nil: pass-through
+	stats stats
 
 	running   atomic.Pointer[runState]
 	listening atomic.Bool
 
 	mu    sync.Mutex
-	waits map[int64]*wait      // relayed requests this keeper awaits, by row id
+	waits map[int64]*wait      // relayed batches this keeper awaits, by row id
 	alive map[string]time.Time // keeper id → when it was last seen running
 }
 
@@ -139,8 +144,8 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = DefaultTaskTimeout
 	}
-	if cfg.FanOut <= 0 {
-		cfg.FanOut = DefaultFanOut
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = DefaultFlushInterval
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -160,9 +165,12 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.DatabaseURL == "" {
 		return r, nil
 	}
-	var err error
-	if r.seal, err = newSealer(cfg.SealKey); err != nil {
+	seal, err := newSealer(cfg.SealKey)
+	if err != nil {
 		return nil, err
+	}
+	if r.codec, err = newCodec(seal); err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
 	}
 	pc, err := pgx.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
@@ -231,7 +239,7 @@ func (r *Relay) reset(ctx context.Context, keeperID, msg string) error {
 	if r.pg == nil {
 		return nil
 	}
-	body, err := r.encodeResult(domain.Result{Unreachable: true, RC: -1, Msg: msg})
+	body, err := r.encodeFallback(domain.Result{Unreachable: true, RC: -1, Msg: msg})
 	if err != nil {
 		return err
 	}
@@ -239,13 +247,13 @@ func (r *Relay) reset(ctx context.Context, keeperID, msg string) error {
 	if err != nil {
 		return fmt.Errorf("relay: resetting relayed work of keeper %s: %w", keeperID, err)
 	}
-	for _, w := range rows {
-		if err := r.notify(ctx, w.FromKeeper, msgResult, w.ID); err != nil {
-			r.log.Warn("telling a keeper its relayed work was lost", "to", w.FromKeeper, "id", w.ID, "err", err)
+	for _, b := range rows {
+		if err := r.notify(ctx, b.FromKeeper, msgResult, b.ID); err != nil {
+			r.log.Warn("telling a keeper its relayed work was lost", "to", b.FromKeeper, "id", b.ID, "err", err)
 		}
 	}
 	if len(rows) > 0 {
-		r.log.Warn("relayed work lost by the keeper's restart answered unreachable", "count", len(rows))
+		r.log.Warn("relayed work lost by the keeper's restart answered unreachable", "batches", len(rows))
 	}
 	return nil
 }
@@ -299,6 +307,25 @@ func (r *Relay) Disconnect(ctx context.Context, sid, holder, reason string) bool
 		return false
 	}
 	return true
+}
+
+// stats counts what this keeper wrote to relay rows.
+type stats struct {
+	batches    atomic.Int64 // work rows written
+	resultRows atomic.Int64 // results rows written
+	bytes      atomic.Int64 // bytes of work and results written
+}
+
+// Stats is what a keeper's relay wrote to the database since it started.
+type Stats struct {
+	Batches    int64 // batch rows (work for another keeper's souls)
+	ResultRows int64 // results rows (answers to another keeper's batches)
+	Bytes      int64 // payload bytes of both
+}
+
+// Stats returns what the relay wrote to the database so far.
+func (r *Relay) Stats() Stats {
+	return Stats{Batches: r.stats.batches.Load(), ResultRows: r.stats.resultRows.Load(), Bytes: r.stats.bytes.Load()}
 }
 
 // Channel is the LISTEN/NOTIFY channel of the keeper with id keeperID: a

@@ -35,11 +35,14 @@ type fakeGateway struct {
 	connected map[string]bool
 	blocking  map[string]bool
 	got       []dispatch.Request
-	causes    []error // why blocked work ended
+	causes    []error         // why blocked work ended
+	gated     map[string]bool // souls that answer only once gate is closed
+	gate      chan struct{}
+	calls     int // Dispatch calls
 }
 
 func newFakeGateway(keeper string, sids ...string) *fakeGateway {
-	g := &fakeGateway{keeper: keeper, connected: map[string]bool{}, blocking: map[string]bool{}}
+	g := &fakeGateway{keeper: keeper, connected: map[string]bool{}, blocking: map[string]bool{}, gated: map[string]bool{}, gate: make(chan struct{})}
 	for _, sid := range sids {
 		g.connected[sid] = true
 	}
@@ -62,11 +65,17 @@ func (g *fakeGateway) Disconnect(sid, _ string) bool {
 
 func (g *fakeGateway) Dispatch(ctx context.Context, reqs []dispatch.Request, onResult func(string, domain.Result)) map[string]domain.Result {
 	out := map[string]domain.Result{}
+	g.mu.Lock()
+	g.calls++
+	g.mu.Unlock()
 	for _, req := range reqs {
 		g.mu.Lock()
 		g.got = append(g.got, req)
-		connected, blocking := g.connected[req.SID], g.blocking[req.SID]
+		connected, blocking, gated := g.connected[req.SID], g.blocking[req.SID], g.gated[req.SID]
 		g.mu.Unlock()
+		if gated {
+			<-g.gate
+		}
 		var res domain.Result
 		switch {
 		case !connected:
@@ -331,7 +340,7 @@ func TestRelay(t *testing.T) {
 		}
 		defer conn.Close(ctx)
 		var row []byte
-		if err := conn.QueryRow(ctx, `SELECT work FROM relays WHERE sid = 'slow' ORDER BY id DESC LIMIT 1`).Scan(&row); err != nil {
+		if err := conn.QueryRow(ctx, `SELECT work FROM relay_batches WHERE to_keeper = 'k2' ORDER BY id DESC LIMIT 1`).Scan(&row); err != nil {
 			t.Fatal(err)
 		}
 		if bytes.Contains(row, []byte("Hunter2")) || !bytes.HasPrefix(row, []byte("SSR1")) {
@@ -354,7 +363,7 @@ func TestRelay(t *testing.T) {
 		if !res.Failed || res.Unreachable || !strings.Contains(res.Msg, "timed out") || took < 6*time.Second || took > 9*time.Second {
 			t.Fatalf("work to a keeper that never answers: %+v after %s", res, took)
 		}
-		if rows, _ := k1.st.ListRelays(ctx, store.RelayFilter{FromKeeper: "k1"}); len(rows) != 0 {
+		if rows, _ := k1.st.ListRelayBatches(ctx, store.RelayFilter{FromKeeper: "k1"}); len(rows) != 0 {
 			t.Errorf("rows left behind: %+v", rows)
 		}
 	})
@@ -365,7 +374,7 @@ func TestRelay(t *testing.T) {
 		done := make(chan domain.Result, 1)
 		go func() { done <- dispatchOne(k1, ctx, "doomed", work("doomed", time.Minute)) }()
 		waitFor(t, 5*time.Second, func() bool {
-			rows, _ := k1.st.ListRelays(ctx, store.RelayFilter{ToKeeper: "k7"})
+			rows, _ := k1.st.ListRelayBatches(ctx, store.RelayFilter{ToKeeper: "k7"})
 			return len(rows) == 1
 		}, "the work to be relayed")
 		release() // the keeper's connection goes away with its process
@@ -385,7 +394,7 @@ func TestRelay(t *testing.T) {
 		done := make(chan domain.Result, 1)
 		go func() { done <- dispatchOne(k1, ctx, "c", work("c", time.Minute)) }()
 		waitFor(t, 5*time.Second, func() bool {
-			rows, _ := k1.st.ListRelays(ctx, store.RelayFilter{ToKeeper: "k6"})
+			rows, _ := k1.st.ListRelayBatches(ctx, store.RelayFilter{ToKeeper: "k6"})
 			return len(rows) == 1
 		}, "the work to be relayed")
 		// k6 restarts: its new process recovers before it listens.
@@ -422,7 +431,7 @@ func TestRelay(t *testing.T) {
 		if res := dispatchOne(k1, ctx, "b", work("b", time.Minute)); !res.Unreachable {
 			t.Fatalf("soul of a stopped keeper: %+v", res)
 		}
-		if rows, _ := k1.st.ListRelays(ctx, store.RelayFilter{}); len(rows) != 0 {
+		if rows, _ := k1.st.ListRelayBatches(ctx, store.RelayFilter{}); len(rows) != 0 {
 			t.Errorf("rows left behind: %+v", rows)
 		}
 	})

@@ -10,22 +10,18 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"connectrpc.com/connect"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/soulstack/soulstack/internal/domain"
@@ -34,7 +30,6 @@ import (
 	"github.com/soulstack/soulstack/internal/jointoken"
 	"github.com/soulstack/soulstack/internal/tracing"
 	"github.com/soulstack/soulstack/internal/version"
-	"github.com/soulstack/soulstack/proto/soulstack/v1/soulstackv1connect"
 )
 
 // Defaults of Config's optional fields.
@@ -51,8 +46,21 @@ const (
 
 // Config configures an Agent.
 type Config struct {
-	// KeeperURL is the keeper's base URL; it must be https.
-	KeeperURL string
+	// KeeperURLs are the keepers' base URLs (https): one keeper, or the
+	// keepers of a fleet sharing one database and one CA. A host name
+	// stands for every address it resolves to. KeeperURL, when set, is
+	// one more (the first).
+	KeeperURLs []string
+	KeeperURL  string
+	// Resolve looks keeper host names up; nil means the system resolver.
+	Resolve Resolver
+	// FailoverSpread bounds the random delay before a soul whose keeper
+	// went away (or asked it to move) says hello to another keeper; 0
+	// means DefaultFailoverSpread. It is never longer than MaxBackoff.
+	FailoverSpread time.Duration
+	// MoveAvoid is how long a soul asked to move keeps away from that
+	// keeper while it has others; 0 means DefaultMoveAvoid.
+	MoveAvoid time.Duration
 	// SID is the soul's identity (required; the command defaults it to the
 	// host name).
 	SID string
@@ -135,20 +143,22 @@ type Agent struct {
 	outbox  *outbox
 	record  *TaskLog // the local record of every task run (SPEC §10.3)
 	health  *health.Scheduler
-	client  soulstackv1connect.SoulServiceClient
-	httpTr  *http.Transport
+	clients connectClients // the Connect route, for keepers without the lean stream
 	version string
 	tracer  trace.Tracer
-	// The lean stream (soulwire.Proto): how to dial the keeper.
-	dialer     *net.Dialer
-	keeperAddr string
-	leanTLS    *tls.Config
+	// The keepers (their URLs) and how to reach them.
+	dialer  *net.Dialer
+	targets []*target
+	resolve Resolver
+	picker  picker        // used by Run only
+	wake    chan struct{} // a moving stream ended with no other session: Run looks again at once
+	serving sync.WaitGroup
 
 	mu        sync.Mutex
 	conn      *conn // the welcomed stream, nil while disconnected
 	facts     map[string]any
 	factsJSON []byte
-	running   map[string]context.CancelFunc // by task id
+	running   map[string]runningTask // by task id
 
 	tasks sync.WaitGroup // running work, waited for by Run
 }
@@ -162,12 +172,15 @@ func NewAgent(cfg Config) (*Agent, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("soul: a data directory is required")
 	}
-	u, err := url.Parse(cfg.KeeperURL)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("soul: invalid keeper URL %q", cfg.KeeperURL)
+	urls := SplitKeeperURLs(append([]string{cfg.KeeperURL}, cfg.KeeperURLs...)...)
+	if len(urls) == 0 {
+		return nil, errors.New("soul: a keeper URL is required")
 	}
-	if u.Scheme != "https" {
-		return nil, fmt.Errorf("soul: keeper URL %q must be https: the soul stream runs over TLS only", cfg.KeeperURL)
+	if cfg.FailoverSpread <= 0 {
+		cfg.FailoverSpread = DefaultFailoverSpread
+	}
+	if cfg.MoveAvoid <= 0 {
+		cfg.MoveAvoid = DefaultMoveAvoid
 	}
 	if cfg.MinBackoff <= 0 {
 		cfg.MinBackoff = DefaultMinBackoff
@@ -195,8 +208,13 @@ func NewAgent(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Agent{cfg: cfg, log: log.With("sid", cfg.SID), version: cfg.Version, running: make(map[string]context.CancelFunc),
+	a := &Agent{cfg: cfg, log: log.With("sid", cfg.SID), version: cfg.Version, running: make(map[string]runningTask),
+		resolve: cfg.Resolve, wake: make(chan struct{}, 1),
 		tracer: tracing.Provider(cfg.TracerProvider).Tracer(tracing.ScopeSoul)}
+	if a.resolve == nil {
+		a.resolve = defaultResolver
+	}
+	var err error
 	if a.version == "" {
 		a.version = version.Version()
 	}
@@ -235,31 +253,15 @@ func NewAgent(cfg Config) (*Agent, error) {
 		a.runner = mr
 	}
 	a.newHealth()
-	protos := new(http.Protocols)
-	protos.SetHTTP2(true)
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	if cfg.LocalAddr.IsValid() {
 		dialer.LocalAddr = &net.TCPAddr{IP: cfg.LocalAddr.AsSlice()}
 	}
 	a.dialer = dialer
-	if a.leanTLS, a.keeperAddr, err = leanTLSConfig(a.trust.tls, cfg.KeeperURL); err != nil {
+	a.clients.dialer = dialer
+	if a.targets, err = parseTargets(urls, a.trust.tls); err != nil {
 		return nil, fmt.Errorf("soul: %w", err)
 	}
-	a.httpTr = &http.Transport{
-		DialContext:         dialer.DialContext,
-		TLSClientConfig:     a.trust.tls,
-		ForceAttemptHTTP2:   true,
-		Protocols:           protos,
-		TLSHandshakeTimeout: 10 * time.Second,
-		// Ping a silent keeper so a dead connection is noticed.
-		HTTP2: &http.HTTP2Config{SendPingTimeout: 30 * time.Second, PingTimeout: 15 * time.Second},
-	}
-	a.client = soulstackv1connect.NewSoulServiceClient(&http.Client{Transport: a.httpTr}, cfg.KeeperURL,
-		connect.WithGRPC(),
-		connect.WithReadMaxBytes(maxMessageBytes),
-		connect.WithSendMaxBytes(maxMessageBytes),
-		connect.WithCompressMinBytes(4096),
-	)
 	return a, nil
 }
 
@@ -310,15 +312,18 @@ func (a *Agent) soulprintJSON() []byte {
 	return a.factsJSON
 }
 
-// Run keeps the soul connected until ctx ends: dial, handshake, serve the
-// session, and on any failure reconnect with exponential backoff and
-// jitter. Work keeps running across reconnects. Run returns nil when ctx
-// ends (after the running work stopped) and an error wrapping ErrRefused
-// when the keeper refused the soul.
+// Run keeps the soul connected until ctx ends: pick a keeper, dial,
+// handshake, serve the session, and on any failure reconnect — to another
+// of its keepers when it has several (see picker), with exponential
+// backoff and jitter when they all fail. Work keeps running across
+// reconnects. Run returns nil when ctx ends (after the running work
+// stopped) and an error wrapping ErrRefused when a keeper refused the
+// soul.
 func (a *Agent) Run(ctx context.Context) error {
-	defer a.httpTr.CloseIdleConnections()
+	defer a.clients.closeIdle()
 	defer a.record.Close() // after the running work is recorded
 	defer a.tasks.Wait()
+	defer a.serving.Wait() // streams left behind by a move
 	if _, err := a.refreshFacts(); err != nil {
 		return fmt.Errorf("soul %s: %w", a.cfg.SID, err)
 	}
@@ -333,55 +338,83 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer healthDone.Wait()
 	defer stopHealth()
 	attempt := 0
+	var delay time.Duration
 	for {
-		welcomed, err := a.session(ctx)
+		ep, wait := a.picker.pick(a.endpoints(ctx), time.Now())
+		if !a.sleep(ctx, max(delay, wait)) {
+			return nil
+		}
+		welcomed, err := a.session(ctx, ep)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if errors.Is(err, ErrRefused) {
-			a.log.Error("keeper refused this soul", "err", err)
+			a.log.Error("keeper refused this soul", "keeper", ep, "err", err)
 			return err
 		}
 		if welcomed {
 			attempt = 0
 		}
-		delay := a.retryDelay(err, attempt)
-		attempt++
+		now := time.Now()
+		var busy *busyError
 		switch {
+		case errors.Is(err, errMoved):
+			// Connected elsewhere soon; the old stream stays until its
+			// work is done.
+			a.picker.shun(ep.addr, a.cfg.MoveAvoid, now)
+			delay = rand.N(a.spread() + 1)
+			a.log.Info("keeper asked this soul to move; connecting to another keeper", "keeper", ep, "in", delay)
+		case errors.As(err, &busy):
+			// Honoured for this keeper; another one may have room now.
+			a.picker.shun(ep.addr, busy.retryAfter, now)
+			delay = rand.N(a.cfg.MinBackoff/2 + 1)
+			a.log.Info("keeper is busy; trying another keeper, or this one after its retry-after", "keeper", ep, "retry_after", busy.retryAfter, "reason", busy.msg)
 		case errors.Is(err, ErrVersion):
-			a.log.Error("keeper refused this soul's version; will retry", "err", err, "retry_in", delay)
+			delay = a.cfg.MaxBackoff
+			a.log.Error("keeper refused this soul's version; will retry", "keeper", ep, "err", err, "retry_in", delay)
 		case errors.Is(err, errPending):
 			// The Archon accepting it compares this with souls show. A
 			// pending hello is an answer, not a failure: the next one
 			// comes after PendingInterval, however many came before.
 			attempt = 0
+			delay = a.cfg.PendingInterval
 			a.log.Info("soul is pending acceptance; will say hello again", "reason", err, "key", domain.KeyFingerprint(a.PublicKey()), "retry_in", delay)
 		default:
-			a.log.Warn("keeper stream ended; reconnecting", "err", err, "retry_in", delay)
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
+			// This keeper is kept away from for the backoff; another one
+			// is tried at once (after a spread, when a working stream
+			// broke: its keeper's souls do not all come back together).
+			d := a.backoff(attempt)
+			attempt++
+			a.picker.shun(ep.addr, d, now)
+			delay = rand.N(a.cfg.MinBackoff/2 + 1)
+			if welcomed {
+				delay = rand.N(a.spread() + 1)
+			}
+			a.log.Warn("keeper stream ended; reconnecting", "keeper", ep, "err", err, "this_keeper_in", d)
 		}
 	}
 }
 
-// retryDelay is the delay before saying hello again after a session that
-// ended with err, the attempt-th failure in a row: a pending soul polls
-// at the fixed PendingInterval (so an accepted soul connects within it,
-// not after a grown backoff), a refused version waits MaxBackoff (the
-// keeper or this soul may be upgraded), anything else backs off.
-func (a *Agent) retryDelay(err error, attempt int) time.Duration {
-	switch {
-	case errors.Is(err, errPending):
-		return a.cfg.PendingInterval
-	case errors.Is(err, ErrVersion):
-		return a.cfg.MaxBackoff
+// spread is the failover spread, never longer than MaxBackoff.
+func (a *Agent) spread() time.Duration { return min(a.cfg.FailoverSpread, a.cfg.MaxBackoff) }
+
+// sleep waits d, or less when a stream left behind by a move ended while
+// no other session runs (the picker's avoidances are then dropped: the
+// soul needs a keeper, any keeper). It is false when ctx ended.
+func (a *Agent) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
 	}
-	return a.backoff(attempt)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-a.wake:
+		a.picker.avoid = nil
+	}
+	return true
 }
 
 // backoff is the delay before reconnect attempt n (0-based): doubling from

@@ -49,7 +49,11 @@ const (
 // conn is a welcomed stream; send is safe for concurrent use.
 type conn struct {
 	stream clientStream
+	ep     endpoint // the keeper address it goes to
 	mu     sync.Mutex
+
+	moveOnce sync.Once
+	moved    chan struct{} // closed when the keeper asked the soul to move
 
 	smu   sync.Mutex
 	sent  []sentResult // results sent on this stream, oldest first
@@ -99,6 +103,23 @@ func (c *conn) unconfirmed(now time.Time) []pendingResult {
 	return out
 }
 
+// isEnded reports whether the session of c is over.
+func (c *conn) isEnded() bool {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	return c.ended
+}
+
+// isMoving reports whether the keeper asked the soul to move off c.
+func (c *conn) isMoving() bool {
+	select {
+	case <-c.moved:
+		return true
+	default:
+		return false
+	}
+}
+
 func (c *conn) send(m *pb.SoulMessage) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -117,36 +138,52 @@ func (c *conn) closeRequest() {
 	_ = c.stream.CloseRequest()
 }
 
-// session dials the keeper, runs the handshake and, once welcomed, serves
-// the stream until it breaks. welcomed reports whether the keeper accepted
-// the soul (the reconnect backoff then starts over).
-func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
+// errMoved is session's answer when the keeper asked the soul to move: the
+// stream keeps serving (in its own goroutine) until the soul holds a
+// stream to another keeper and the work this one gave has finished.
+var errMoved = errors.New("the keeper asked this soul to move")
+
+// busyError is a keeper's refusal as busy (over its soul budget, or being
+// drained): not a verdict on the soul; retry it after retryAfter.
+type busyError struct {
+	retryAfter time.Duration
+	msg        string
+}
+
+func (b *busyError) Error() string {
+	return fmt.Sprintf("keeper is busy (%s); retry after %s", b.msg, b.retryAfter)
+}
+
+// defaultBusyRetry is the retry-after of a busy refusal that gives none.
+const defaultBusyRetry = 10 * time.Second
+
+// session dials keeper ep, runs the handshake and, once welcomed, serves
+// the stream until it breaks, or until the keeper asks the soul to move
+// (errMoved; the stream is then served on in the background). welcomed
+// reports whether the keeper accepted the soul (the reconnect backoff then
+// starts over).
+func (a *Agent) session(ctx context.Context, ep endpoint) (welcomed bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	if a.cfg.Handshakes != nil {
 		select {
 		case a.cfg.Handshakes <- struct{}{}:
 		case <-sctx.Done():
+			cancel()
 			return false, sctx.Err()
 		}
 	}
 	hs := time.AfterFunc(handshakeTimeout, cancel)
-	stream, err := a.openStream(sctx)
+	stream, err := a.openStream(sctx, ep)
 	var welcome *pb.Welcome
 	var c *conn
+	var stopClose func() bool
 	if err == nil {
-		c = &conn{stream: stream}
+		c = &conn{stream: stream, ep: ep, moved: make(chan struct{})}
 		// Cancelling the request context does not interrupt a Connect
 		// Receive once the response started; ending our side of the
 		// stream makes the keeper end its side, which does (the lean
 		// stream closes its connection).
-		stopClose := context.AfterFunc(sctx, c.closeRequest)
-		defer func() {
-			stopClose()
-			cancel()
-			c.closeRequest() // after a running AfterFunc's, through c.mu
-			_ = stream.CloseResponse()
-		}()
+		stopClose = context.AfterFunc(sctx, c.closeRequest)
 		welcome, err = a.handshake(c)
 	}
 	hs.Stop()
@@ -154,13 +191,44 @@ func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
 		<-a.cfg.Handshakes
 	}
 	if err != nil {
+		if c != nil {
+			stopClose()
+			cancel()
+			c.closeRequest()
+			_ = stream.CloseResponse()
+		}
+		cancel()
 		return false, err
 	}
+	done := make(chan error, 1)
+	a.serving.Add(1)
+	go func() {
+		defer a.serving.Done()
+		defer func() {
+			stopClose()
+			cancel()
+			c.closeRequest() // after a running AfterFunc's, through c.mu
+			_ = stream.CloseResponse()
+		}()
+		done <- a.serve(ctx, sctx, cancel, c, welcome)
+	}()
+	select {
+	case err := <-done:
+		return true, err
+	case <-c.moved:
+		return true, errMoved
+	}
+}
+
+// serve runs a welcomed stream until it breaks (or, after a move, until
+// the soul left it).
+func (a *Agent) serve(ctx, sctx context.Context, cancel context.CancelFunc, c *conn, welcome *pb.Welcome) error {
 	transport := "h2"
-	if _, ok := stream.(*leanClient); ok {
+	if _, ok := c.stream.(*leanClient); ok {
 		transport = "soulstack/1"
 	}
-	a.log.Info("connected to keeper", "keeper_id", welcome.KeeperId, "covens", welcome.Covens, "transport", transport)
+	a.log.Info("connected to keeper", "keeper", c.ep, "keeper_id", welcome.KeeperId, "covens", welcome.Covens, "transport", transport)
+	a.mu.Lock()
 	if a.trust.persist {
 		if err := persistFingerprint(a.cfg.DataDir, a.trust.fingerprint); err != nil {
 			a.log.Warn("could not keep the keeper fingerprint; restarts will need the token or flag again", "err", err)
@@ -169,13 +237,12 @@ func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
 		}
 	}
 	a.secret = nil
-
-	a.mu.Lock()
 	a.conn = c
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
-		if a.conn == c {
+		current := a.conn == c
+		if current {
 			a.conn = nil
 		}
 		a.mu.Unlock()
@@ -187,11 +254,19 @@ func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
 				a.outbox.put(p)
 			}
 		}
+		if current && c.isMoving() {
+			// The soul found no other keeper before this one went
+			// away: Run stops waiting on its avoidances.
+			select {
+			case a.wake <- struct{}{}:
+			default:
+			}
+		}
 	}()
 	// Results that finished while disconnected go first, once each.
 	for _, p := range a.outbox.list() {
 		if err := c.sendResult(p); err != nil {
-			return true, fmt.Errorf("delivering kept results: %w", err)
+			return fmt.Errorf("delivering kept results: %w", err)
 		}
 		a.outbox.remove(p.TaskID)
 	}
@@ -209,10 +284,10 @@ func (a *Agent) session(ctx context.Context) (welcomed bool, err error) {
 		defer wg.Done()
 		a.heartbeat(sctx, cancel, c, hb)
 	}()
-	err = a.receive(ctx, stream)
+	err := a.receive(ctx, sctx, c)
 	cancel()
 	wg.Wait()
-	return true, err
+	return err
 }
 
 // handshake sends hello, answers the challenge and reads the verdict.
@@ -271,23 +346,41 @@ func sendOrCause(c *conn, m *pb.SoulMessage) error {
 }
 
 func refused(r *pb.Rejected) error {
-	if r.Reason == pb.Rejected_REASON_VERSION {
+	switch r.Reason {
+	case pb.Rejected_REASON_VERSION:
 		return fmt.Errorf("%w: %s", ErrVersion, r.Message)
+	case pb.Rejected_REASON_BUSY:
+		d := time.Duration(r.RetryAfterMs) * time.Millisecond
+		if d <= 0 {
+			d = defaultBusyRetry
+		}
+		return &busyError{retryAfter: min(d, time.Hour), msg: r.Message}
 	}
 	return fmt.Errorf("%w: %s (%s)", ErrRefused, r.Message, r.Reason)
 }
 
-// receive handles the keeper's messages until the stream fails. Work runs
-// under ctx, the agent's lifetime, so it survives a reconnect.
-func (a *Agent) receive(ctx context.Context, stream clientStream) error {
+// receive handles the keeper's messages on c until the stream fails. Work
+// runs under ctx, the agent's lifetime, so it survives a reconnect; sctx
+// is the session's.
+func (a *Agent) receive(ctx, sctx context.Context, c *conn) error {
 	for {
-		m, err := stream.Receive()
+		m, err := c.stream.Receive()
 		if err != nil {
 			return fmt.Errorf("receiving from keeper: %w", err)
 		}
 		switch v := m.Msg.(type) {
 		case *pb.KeeperMessage_Work:
-			a.startTask(ctx, v.Work)
+			a.startTask(ctx, v.Work, c)
+		case *pb.KeeperMessage_Move:
+			c.moveOnce.Do(func() {
+				a.log.Info("keeper asks this soul to move to another keeper", "keeper", c.ep, "reason", v.Move.Reason)
+				close(c.moved)
+				a.serving.Add(1)
+				go func() {
+					defer a.serving.Done()
+					a.leave(sctx, c)
+				}()
+			})
 		case *pb.KeeperMessage_Cancel:
 			a.cancelTask(v.Cancel.TaskId)
 		case *pb.KeeperMessage_Health:
@@ -344,11 +437,77 @@ func (a *Agent) heartbeat(ctx context.Context, cancel context.CancelFunc, c *con
 	}
 }
 
-// startTask runs one piece of work in its own goroutine, owned by Run.
-func (a *Agent) startTask(ctx context.Context, wm *pb.Work) {
+// Leaving a stream after a move (see leave).
+const (
+	leaveCheck  = 200 * time.Millisecond // how often the soul looks whether it may leave
+	leaveRepeat = 5 * time.Second        // Leaving again when the keeper had work in flight
+	leaveGiveUp = 30 * time.Second       // then the soul closes the stream itself (a keeper that ignores Leaving)
+)
+
+// leave ends stream c after its keeper asked the soul to move: once the
+// soul holds a stream to another keeper and no work c gave is running, it
+// says Leaving, and the keeper closes c when it has no work in flight to
+// the soul (else the soul says it again after leaveRepeat). Until then c
+// serves on: work still sent on it runs and answers on it, so a move
+// fails no run.
+func (a *Agent) leave(ctx context.Context, c *conn) {
+	t := time.NewTicker(leaveCheck)
+	defer t.Stop()
+	var first, last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		a.mu.Lock()
+		elsewhere := a.conn != nil && a.conn != c
+		busy := a.runningOn(c)
+		a.mu.Unlock()
+		if !elsewhere || busy {
+			continue
+		}
+		now := time.Now()
+		if first.IsZero() {
+			first = now
+		}
+		if now.Sub(first) > leaveGiveUp {
+			a.log.Info("the keeper did not close the stream it asked this soul to leave; closing it", "keeper", c.ep)
+			c.closeRequest()
+			return
+		}
+		if now.Sub(last) >= leaveRepeat {
+			last = now
+			if err := c.send(&pb.SoulMessage{Msg: &pb.SoulMessage_Leaving{Leaving: &pb.Leaving{}}}); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// runningOn reports whether work that stream c gave is running; a.mu
+// must be held.
+func (a *Agent) runningOn(c *conn) bool {
+	for _, t := range a.running {
+		if t.origin == c {
+			return true
+		}
+	}
+	return false
+}
+
+// runningTask is a task the soul runs, and the stream that gave it.
+type runningTask struct {
+	cancel context.CancelFunc
+	origin *conn
+}
+
+// startTask runs one piece of work from stream origin in its own
+// goroutine, owned by Run.
+func (a *Agent) startTask(ctx context.Context, wm *pb.Work, origin *conn) {
 	w, err := dispatch.DecodeWork(wm.Work)
 	if err != nil {
-		a.deliver(pendingResult{RunID: wm.RunId, TaskID: wm.TaskId, Result: failed("undecodable work: " + err.Error())})
+		a.deliver(pendingResult{RunID: wm.RunId, TaskID: wm.TaskId, Result: failed("undecodable work: " + err.Error())}, origin)
 		return
 	}
 	if w.TaskID == "" {
@@ -361,14 +520,14 @@ func (a *Agent) startTask(ctx context.Context, wm *pb.Work) {
 		return
 	}
 	tctx, cancel := context.WithCancelCause(ctx)
-	a.running[w.TaskID] = func() { cancel(errCancelledByKeeper) }
+	a.running[w.TaskID] = runningTask{cancel: func() { cancel(errCancelledByKeeper) }, origin: origin}
 	a.tasks.Add(1)
 	a.mu.Unlock()
 	a.log.Debug("task started", "task_id", w.TaskID, "run_id", w.RunID)
 
 	go func() {
 		defer a.tasks.Done()
-		tl := slog.New(slog.NewTextHandler(&logSender{a: a, taskID: w.TaskID}, nil))
+		tl := slog.New(slog.NewTextHandler(&logSender{a: a, taskID: w.TaskID, origin: origin}, nil))
 		sctx, span := a.executeSpan(tctx, w)
 		r := a.runner.Run(WithTaskLogger(sctx, tl), w)
 		endExecuteSpan(span, r)
@@ -391,25 +550,30 @@ func (a *Agent) startTask(ctx context.Context, wm *pb.Work) {
 			a.outbox.put(p)
 			return
 		}
-		a.deliver(p)
+		a.deliver(p, origin)
 	}()
 }
 
 func (a *Agent) cancelTask(taskID string) {
 	a.mu.Lock()
-	cancel := a.running[taskID]
+	t, ok := a.running[taskID]
 	a.mu.Unlock()
-	if cancel != nil {
+	if ok {
 		a.log.Info("keeper cancelled a task", "task_id", taskID)
-		cancel()
+		t.cancel()
 	}
 }
 
-// deliver sends a result now, or keeps it in the outbox until the next
-// welcome when there is no stream (or the send fails).
-func (a *Agent) deliver(p pendingResult) {
+// deliver sends a result now — on the stream that gave the work while it
+// is open (after a move, its keeper still waits for it there), else on the
+// current one — or keeps it in the outbox until the next welcome when
+// there is no stream (or the send fails).
+func (a *Agent) deliver(p pendingResult, origin *conn) {
 	a.mu.Lock()
 	c := a.conn
+	if origin != nil && !origin.isEnded() {
+		c = origin
+	}
 	if c == nil {
 		// Under a.mu, so a session that starts now sees it in its flush.
 		a.outbox.put(p)
@@ -436,12 +600,16 @@ func resultMsg(p pendingResult) *pb.SoulMessage {
 type logSender struct {
 	a      *Agent
 	taskID string
+	origin *conn
 }
 
 func (l *logSender) Write(p []byte) (int, error) {
 	l.a.mu.Lock()
 	c := l.a.conn
 	l.a.mu.Unlock()
+	if l.origin != nil && !l.origin.isEnded() {
+		c = l.origin
+	}
 	if c != nil {
 		_ = c.send(&pb.SoulMessage{Msg: &pb.SoulMessage_Log{Log: &pb.LogLine{TaskId: l.taskID, Text: string(p)}}})
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"sync"
 	"time"
 
@@ -39,47 +38,28 @@ type clientStream interface {
 	CloseResponse() error
 }
 
-// openStream opens the session's stream: the lean one when the keeper
-// negotiates soulwire.Proto, else (an older keeper, or the lean route
-// turned off) the Connect route over HTTP/2.
-func (a *Agent) openStream(ctx context.Context) (clientStream, error) {
-	raw, err := a.dialer.DialContext(ctx, "tcp", a.keeperAddr)
+// openStream opens the session's stream to keeper ep: the lean one when
+// the keeper negotiates soulwire.Proto, else (an older keeper, or the lean
+// route turned off) the Connect route over HTTP/2.
+func (a *Agent) openStream(ctx context.Context, ep endpoint) (clientStream, error) {
+	raw, err := a.dialer.DialContext(ctx, "tcp", ep.addr)
 	if err != nil {
-		return nil, fmt.Errorf("dialling keeper %s: %w", a.keeperAddr, err)
+		return nil, fmt.Errorf("dialling keeper %s: %w", ep, err)
 	}
-	tc := tls.Client(raw, a.leanTLS)
+	tc := tls.Client(raw, ep.t.tls)
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err = tc.HandshakeContext(hctx)
 	cancel()
 	if err != nil {
 		_ = raw.Close()
-		return nil, fmt.Errorf("TLS handshake with keeper %s: %w", a.keeperAddr, err)
+		return nil, fmt.Errorf("TLS handshake with keeper %s: %w", ep, err)
 	}
 	if tc.ConnectionState().NegotiatedProtocol != soulwire.Proto {
 		_ = tc.Close()
-		return a.client.Connect(ctx), nil
+		return a.clients.get(ep, a.trust.tls).Connect(ctx), nil
 	}
 	after, wait := a.cfg.PingAfter, a.cfg.PingTimeout
 	return &leanClient{c: tc, pingAfter: after, pingWait: wait}, nil
-}
-
-// leanTLSConfig is the soul's TLS configuration for the lean stream: its
-// trust (pin or CA), offering soulwire.Proto before "h2".
-func leanTLSConfig(base *tls.Config, keeperURL string) (*tls.Config, string, error) {
-	u, err := url.Parse(keeperURL)
-	if err != nil {
-		return nil, "", fmt.Errorf("invalid keeper URL %q: %w", keeperURL, err)
-	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "443")
-	}
-	c := base.Clone()
-	c.NextProtos = []string{soulwire.Proto, "h2"}
-	if c.ServerName == "" {
-		c.ServerName = u.Hostname()
-	}
-	return c, addr, nil
 }
 
 // leanClient is a clientStream over a TLS connection that negotiated

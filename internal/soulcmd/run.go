@@ -27,7 +27,7 @@ const joinTokenEnv = "SOUL_JOIN_TOKEN"
 
 // connFlags are the keeper-connection flags run and swarm share.
 type connFlags struct {
-	keeper        string
+	keepers       []string
 	joinToken     string
 	joinTokenFile string
 	dataDir       string
@@ -38,11 +38,12 @@ type connFlags struct {
 	minBackoff    time.Duration
 	maxBackoff    time.Duration
 	pending       time.Duration
+	spread        time.Duration
 }
 
 func (f *connFlags) register(c *cobra.Command, defaultDataDir string) {
 	fl := c.Flags()
-	fl.StringVar(&f.keeper, "keeper", "", "keeper URL, e.g. https://keeper.example:8080 (required)")
+	fl.StringArrayVar(&f.keepers, "keeper", nil, "keeper URL, e.g. https://keeper.example:8080 (required). Repeat it, or give a comma or space separated list, for the keepers of a fleet (one database, one CA); a host name stands for every address it resolves to. The soul connects to one at random and moves to another when its keeper goes away")
 	fl.StringVar(&f.joinToken, "join-token", "", "join token from the keeper; carries the keeper's fingerprint. Prefer $"+joinTokenEnv+" or --join-token-file: a command-line argument is visible to every local user (ps)")
 	fl.StringVar(&f.joinTokenFile, "join-token-file", "", "read the join token from this file (mode 0600), keeping it out of the process list")
 	fl.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for the soul key, the pinned keeper fingerprint and undelivered results")
@@ -52,6 +53,7 @@ func (f *connFlags) register(c *cobra.Command, defaultDataDir string) {
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.DurationVar(&f.minBackoff, "reconnect-min", soul.DefaultMinBackoff, "first reconnect delay (doubles up to --reconnect-max, with jitter)")
 	fl.DurationVar(&f.maxBackoff, "reconnect-max", soul.DefaultMaxBackoff, "longest reconnect delay")
+	fl.DurationVar(&f.spread, "failover-spread", soul.DefaultFailoverSpread, "a soul whose keeper went away says hello to another after a random delay up to this (at most --reconnect-max), so the souls of a dead keeper do not reach the survivors all at once")
 	fl.DurationVar(&f.pending, "pending-interval", soul.DefaultPendingInterval, "how often a soul pending acceptance says hello again (fixed: an accepted soul connects within it)")
 	_ = c.MarkFlagRequired("keeper")
 	c.MarkFlagsMutuallyExclusive("ca-file", "fingerprint")
@@ -98,7 +100,8 @@ func (f *connFlags) config(log *slog.Logger) (soul.Config, error) {
 		f.joinToken = os.Getenv(joinTokenEnv)
 	}
 	return soul.Config{
-		KeeperURL:       strings.TrimRight(f.keeper, "/"),
+		KeeperURLs:      soul.SplitKeeperURLs(f.keepers...),
+		FailoverSpread:  f.spread,
 		DataDir:         f.dataDir,
 		JoinToken:       f.joinToken,
 		Fingerprint:     f.fingerprint,
@@ -124,7 +127,11 @@ func newRunCmd() *cobra.Command {
 		Long: "Connects out to the Keeper over HTTP/2 + TLS (the Keeper's CA pinned by the join token's\n" +
 			"fingerprint, --fingerprint or --ca-file), onboards with the join token or waits as pending\n" +
 			"until an Archon accepts it, reports the soulprint and runs the work it receives.\n" +
-			"After the first join the fingerprint is kept in --data-dir, so restarts need no token.",
+			"After the first join the fingerprint is kept in --data-dir, so restarts need no token.\n" +
+			"With several keepers (--keeper repeated, a list, or a name with several addresses) the\n" +
+			"soul pins the same CA on all of them, connects to one at random, moves to another within\n" +
+			"seconds when its keeper dies, waits out a busy keeper's retry-after, and moves when a\n" +
+			"keeper being drained asks it to (its running work finishes first).",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			log, err := cf.logger(c.ErrOrStderr())
@@ -160,7 +167,7 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return cmdutil.Usage(err)
 			}
-			log.Info("soul starting", "sid", sid, "keeper", cfg.KeeperURL, "data_dir", cfg.DataDir, "root", root)
+			log.Info("soul starting", "sid", sid, "keepers", cfg.KeeperURLs, "data_dir", cfg.DataDir, "root", root)
 			if err := a.Run(c.Context()); err != nil {
 				if errors.Is(err, soul.ErrRefused) {
 					return cmdutil.Failed(err)

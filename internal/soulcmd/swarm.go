@@ -94,7 +94,7 @@ func newSwarmCmd() *cobra.Command {
 					return cmdutil.Usage(err)
 				}
 			}
-			log.Info("swarm starting", "count", count, "keeper", cf.keeper, "data_dir", cf.dataDir)
+			log.Info("swarm starting", "count", count, "keepers", shared.KeeperURLs, "data_dir", cf.dataDir)
 			return runSwarm(c.Context(), agents, ramp)
 		},
 	}

@@ -414,36 +414,49 @@ type Schedule struct {
 	CreatedAt   time.Time      `json:"created_at"`
 }
 
-// Relay statuses: a relay row is pending until the keeper holding the
-// soul's stream claims it, claimed while that keeper runs the work, and
-// done once the result is written.
+// Relay statuses: a relay batch is pending until the keeper holding its
+// souls' streams claims it, claimed while that keeper runs the work, and
+// done once its last results are written.
 const (
 	RelayPending = "pending"
 	RelayClaimed = "claimed"
 	RelayDone    = "done"
 )
 
-// RelayWork is work one keeper relays through the database to the keeper
-// holding a soul's stream (SPEC §10.4), and that keeper's answer. Work and
-// Result are opaque to the store (the relay encodes dispatch.Work and
-// domain.Result); they can be far larger than a notification payload,
-// which is why they travel in a row.
-type RelayWork struct {
-	ID         int64      `json:"id"`
-	FromKeeper string     `json:"from_keeper"` // the keeper waiting for the result
-	ToKeeper   string     `json:"to_keeper"`   // the keeper holding the soul's stream
-	SID        string     `json:"sid"`
-	RunID      string     `json:"run_id,omitempty"`
-	TaskID     string     `json:"task_id,omitempty"`
-	Work       []byte     `json:"-"`
-	Status     string     `json:"status"`
-	Result     []byte     `json:"-"`        // nil until done
-	Deadline   time.Time  `json:"deadline"` // after it nobody waits for the result
+// RelayBatch is work one keeper relays through the database to another
+// keeper for all the souls of one dispatch whose streams that keeper holds
+// (SPEC §10.4): one row per (dispatch, keeper), however many souls. Work,
+// Results bodies and Fallback are opaque to the store (the relay encodes,
+// compresses and seals them); they can be far larger than a notification
+// payload, which is why they travel in rows.
+type RelayBatch struct {
+	ID         int64  `json:"id"`
+	FromKeeper string `json:"from_keeper"` // the keeper waiting for the results
+	ToKeeper   string `json:"to_keeper"`   // the keeper holding the souls' streams
+	RunID      string `json:"run_id,omitempty"`
+	Task       string `json:"task,omitempty"`
+	Souls      int    `json:"souls"` // how many souls the work addresses
+	Work       []byte `json:"-"`
+	Status     string `json:"status"`
+	// Fallback, set when the batch was finished for its keeper (which
+	// restarted or died), is the result of every soul without its own.
+	Fallback   []byte     `json:"-"`
+	Deadline   time.Time  `json:"deadline"` // after it nobody waits for the results
 	CreatedAt  time.Time  `json:"created_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
-// RelayFilter narrows ListRelays; empty fields match everything.
+// RelayResults is one batch of results of a RelayBatch, written by the
+// keeper serving it as its souls answer.
+type RelayResults struct {
+	ID        int64     `json:"id"`
+	BatchID   int64     `json:"batch_id"`
+	Souls     int       `json:"souls"` // how many souls' results Body holds
+	Body      []byte    `json:"-"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// RelayFilter narrows ListRelayBatches; empty fields match everything.
 type RelayFilter struct {
 	FromKeeper string
 	ToKeeper   string
@@ -579,6 +592,13 @@ type Store interface {
 	// CountSouls counts the registered souls by status (statuses without
 	// souls are absent), without reading them.
 	CountSouls(ctx context.Context) (map[string]int, error)
+	// CountSoulsByKeeper counts the connected souls by the keeper holding
+	// their stream (SPEC §10.4: how balanced a fleet of keepers is).
+	CountSoulsByKeeper(ctx context.Context) (map[string]int, error)
+	// SoulHolders returns, in one query, the keeper holding the stream of
+	// each connected soul among sids (souls not connected, unknown or held
+	// by no keeper are absent).
+	SoulHolders(ctx context.Context, sids []string) (map[string]string, error)
 	// SetSoulStatus sets status and keeper and sets LastSeen to at.
 	SetSoulStatus(ctx context.Context, sid, status, keeperID string, at time.Time) error
 	// MarkSoulConnected records the soul connected to keeperID and seen at
@@ -801,30 +821,42 @@ type Store interface {
 
 	// Relayed work between keepers sharing a database (SPEC §10.4).
 	//
-	// CreateRelay inserts w as pending (w.ID, Status, Result and
+	// CreateRelayBatch inserts b as pending (b.ID, Status, Fallback and
 	// FinishedAt are ignored; zero CreatedAt is now) and returns its id.
-	CreateRelay(ctx context.Context, w RelayWork) (int64, error)
-	// ClaimRelay moves relay id from pending to claimed for keeperID, its
-	// addressee, and returns it. ErrNotFound when there is no such row;
-	// conflict when it is addressed to another keeper or not pending.
-	ClaimRelay(ctx context.Context, id int64, keeperID string) (RelayWork, error)
-	// FinishRelay marks relay id done with result and returns it without
-	// its Work. ErrNotFound when there is no such row (its sender gave up
-	// and took it); conflict when it is done already.
-	FinishRelay(ctx context.Context, id int64, result []byte, at time.Time) (RelayWork, error)
-	// TakeRelay deletes relay id and returns it without its Work (the
-	// sender collecting a result, or giving up). ErrNotFound when missing.
-	TakeRelay(ctx context.Context, id int64) (RelayWork, error)
-	// ListRelays lists the rows matching f by id, without Work and Result.
-	ListRelays(ctx context.Context, f RelayFilter) ([]RelayWork, error)
-	// ResetRelays, when keeperID starts, finishes every unfinished row
-	// addressed to it with result (whatever its previous process was doing
-	// is lost) and deletes every row it sent (nobody waits for them any
-	// more), in one transaction. It returns the rows it finished, without
-	// their Work, so their senders can be told.
-	ResetRelays(ctx context.Context, keeperID string, result []byte, at time.Time) ([]RelayWork, error)
-	// PruneRelays deletes the rows whose deadline is before `before` (left
-	// behind by keepers that went away for good) and returns how many.
+	CreateRelayBatch(ctx context.Context, b RelayBatch) (int64, error)
+	// ClaimRelayBatch moves batch id from pending to claimed for keeperID,
+	// its addressee, and returns it with its Work. ErrNotFound when there
+	// is no such batch; conflict when it is addressed to another keeper or
+	// not pending.
+	ClaimRelayBatch(ctx context.Context, id int64, keeperID string) (RelayBatch, error)
+	// AddRelayResults appends a results row (body, for souls souls) to
+	// unfinished batch batchID and, with final, marks the batch done, in
+	// one transaction; it returns the batch without its Work. An empty body
+	// adds no row. ErrNotFound when there is no such batch (its sender gave
+	// up and deleted it); conflict when it is done already.
+	AddRelayResults(ctx context.Context, batchID int64, body []byte, souls int, final bool, at time.Time) (RelayBatch, error)
+	// TakeRelayResults reads batch batchID (without its Work) and then
+	// deletes and returns its results rows, oldest first: when the batch
+	// it returns is done, the rows returned are all there were.
+	// ErrNotFound when there is no such batch.
+	TakeRelayResults(ctx context.Context, batchID int64) (RelayBatch, []RelayResults, error)
+	// DeleteRelayBatch deletes batch id and its results rows and returns
+	// the batch without its Work. ErrNotFound when missing.
+	DeleteRelayBatch(ctx context.Context, id int64) (RelayBatch, error)
+	// ListRelayBatches lists the batches matching f by id, without Work
+	// and Fallback.
+	ListRelayBatches(ctx context.Context, f RelayFilter) ([]RelayBatch, error)
+	// ResetRelays, when keeperID starts (or the leader cleans up after it),
+	// finishes every unfinished batch addressed to it with fallback as the
+	// result of the souls that have none (whatever its previous process
+	// was doing is lost) and deletes every batch it sent, with their
+	// results (nobody waits for them any more), in one transaction. It
+	// returns the batches it finished, without their Work, so their
+	// senders can be told.
+	ResetRelays(ctx context.Context, keeperID string, fallback []byte, at time.Time) ([]RelayBatch, error)
+	// PruneRelays deletes the batches whose deadline is before `before`
+	// (left behind by keepers that went away for good), with their
+	// results, and returns how many batches.
 	PruneRelays(ctx context.Context, before time.Time) (int, error)
 
 	// Keepers sharing the database (SPEC §10.4).

@@ -86,6 +86,7 @@ func migrations() ([]sqlstore.Migration, error) {
 var dialect = sqlstore.Dialect{
 	Name:     "postgres",
 	Numbered: true,
+	TextSet:  `SELECT jsonb_array_elements_text(?::jsonb)`,
 	Time:     func(t time.Time) any { return t },
 	FactText: func(col string, path []string) (string, []any) {
 		args := make([]any, len(path))

@@ -145,8 +145,9 @@ func unavailable(path string, err error) error {
 
 // dialect is SQLite's description for sqlstore.
 var dialect = sqlstore.Dialect{
-	Name: "sqlite",
-	Time: func(t time.Time) any { return t.Format(sqlstore.TextTimeLayout) },
+	Name:    "sqlite",
+	TextSet: `SELECT value FROM json_each(?)`,
+	Time:    func(t time.Time) any { return t.Format(sqlstore.TextTimeLayout) },
 	FactText: func(col string, path []string) (string, []any) {
 		// json_extract gives booleans as 1/0: json_type tells them apart.
 		p := `$."` + strings.Join(path, `"."`) + `"`

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"slices"
 
 	"github.com/soulstack/soulstack/internal/store"
@@ -81,4 +83,52 @@ func (s *Store) CountSouls(ctx context.Context) (map[string]int, error) {
 		out[c.status] = c.n
 	}
 	return out, nil
+}
+
+// CountSoulsByKeeper counts the connected souls by the keeper holding
+// their stream.
+func (s *Store) CountSoulsByKeeper(ctx context.Context) (map[string]int, error) {
+	rows, err := s.reader().query(ctx, `SELECT keeper_id, COUNT(*) FROM souls WHERE status = ? GROUP BY keeper_id`,
+		store.SoulConnected)
+	if err != nil {
+		return nil, s.wrap("counting souls by keeper", err)
+	}
+	out := map[string]int{}
+	for rows.Next() {
+		var k string
+		var n int
+		if err := rows.Scan(&k, &n); err != nil {
+			rows.Close()
+			return nil, s.wrap("counting souls by keeper", err)
+		}
+		out[k] = n
+	}
+	return out, s.wrap("counting souls by keeper", errors.Join(rows.Err(), rows.Close()))
+}
+
+// SoulHolders returns the keeper holding each connected soul among sids,
+// in one query whatever their number (a JSON array in one argument).
+func (s *Store) SoulHolders(ctx context.Context, sids []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(sids) == 0 {
+		return out, nil
+	}
+	set, err := json.Marshal(sids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.reader().query(ctx, `SELECT sid, keeper_id FROM souls
+		WHERE status = ? AND keeper_id <> '' AND sid IN (`+s.d.TextSet+`)`, store.SoulConnected, string(set))
+	if err != nil {
+		return nil, s.wrap("reading the keepers holding souls", err)
+	}
+	for rows.Next() {
+		var sid, k string
+		if err := rows.Scan(&sid, &k); err != nil {
+			rows.Close()
+			return nil, s.wrap("reading the keepers holding souls", err)
+		}
+		out[sid] = k
+	}
+	return out, s.wrap("reading the keepers holding souls", errors.Join(rows.Err(), rows.Close()))
 }

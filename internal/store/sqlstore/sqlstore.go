@@ -57,6 +57,10 @@ type Dialect struct {
 	// "true"/"false" for booleans, numbers as JSON writes them. The keys
 	// are checked by store.FactPath.
 	FactText func(col string, path []string) (string, []any)
+	// TextSet is a subquery yielding one row per string of the JSON array
+	// of strings passed as its single ? argument (a set of any size in one
+	// query argument).
+	TextSet string
 	// Classify sorts driver errors into the classes the store maps to
 	// domain codes.
 	Classify func(err error) ErrorClass

@@ -44,6 +44,9 @@ const (
 	// REASON_VERSION: the keeper cannot speak to a soul of this version
 	// (another release line, or a newer one than the keeper).
 	Rejected_REASON_VERSION Rejected_Reason = 5
+	// REASON_BUSY: the keeper holds as many souls as its budget allows,
+	// or is being drained; not a verdict on the soul (see retry_after_ms).
+	Rejected_REASON_BUSY Rejected_Reason = 6
 )
 
 // Enum value maps for Rejected_Reason.
@@ -55,6 +58,7 @@ var (
 		3: "REASON_BAD_PROOF",
 		4: "REASON_PROTOCOL",
 		5: "REASON_VERSION",
+		6: "REASON_BUSY",
 	}
 	Rejected_Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":  0,
@@ -63,6 +67,7 @@ var (
 		"REASON_BAD_PROOF":    3,
 		"REASON_PROTOCOL":     4,
 		"REASON_VERSION":      5,
+		"REASON_BUSY":         6,
 	}
 )
 
@@ -106,6 +111,7 @@ type SoulMessage struct {
 	//	*SoulMessage_Log
 	//	*SoulMessage_Health
 	//	*SoulMessage_Vitals
+	//	*SoulMessage_Leaving
 	Msg           isSoulMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -220,6 +226,15 @@ func (x *SoulMessage) GetVitals() *VitalSigns {
 	return nil
 }
 
+func (x *SoulMessage) GetLeaving() *Leaving {
+	if x != nil {
+		if x, ok := x.Msg.(*SoulMessage_Leaving); ok {
+			return x.Leaving
+		}
+	}
+	return nil
+}
+
 type isSoulMessage_Msg interface {
 	isSoulMessage_Msg()
 }
@@ -256,6 +271,10 @@ type SoulMessage_Vitals struct {
 	Vitals *VitalSigns `protobuf:"bytes,8,opt,name=vitals,proto3,oneof"`
 }
 
+type SoulMessage_Leaving struct {
+	Leaving *Leaving `protobuf:"bytes,9,opt,name=leaving,proto3,oneof"`
+}
+
 func (*SoulMessage_Hello) isSoulMessage_Msg() {}
 
 func (*SoulMessage_Proof) isSoulMessage_Msg() {}
@@ -272,6 +291,8 @@ func (*SoulMessage_Health) isSoulMessage_Msg() {}
 
 func (*SoulMessage_Vitals) isSoulMessage_Msg() {}
 
+func (*SoulMessage_Leaving) isSoulMessage_Msg() {}
+
 // KeeperMessage is everything a keeper sends.
 type KeeperMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -284,6 +305,7 @@ type KeeperMessage struct {
 	//	*KeeperMessage_Work
 	//	*KeeperMessage_Cancel
 	//	*KeeperMessage_Health
+	//	*KeeperMessage_Move
 	Msg           isKeeperMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -389,6 +411,15 @@ func (x *KeeperMessage) GetHealth() *HealthAssignment {
 	return nil
 }
 
+func (x *KeeperMessage) GetMove() *Move {
+	if x != nil {
+		if x, ok := x.Msg.(*KeeperMessage_Move); ok {
+			return x.Move
+		}
+	}
+	return nil
+}
+
 type isKeeperMessage_Msg interface {
 	isKeeperMessage_Msg()
 }
@@ -421,6 +452,10 @@ type KeeperMessage_Health struct {
 	Health *HealthAssignment `protobuf:"bytes,7,opt,name=health,proto3,oneof"`
 }
 
+type KeeperMessage_Move struct {
+	Move *Move `protobuf:"bytes,8,opt,name=move,proto3,oneof"`
+}
+
 func (*KeeperMessage_Challenge) isKeeperMessage_Msg() {}
 
 func (*KeeperMessage_Welcome) isKeeperMessage_Msg() {}
@@ -434,6 +469,8 @@ func (*KeeperMessage_Work) isKeeperMessage_Msg() {}
 func (*KeeperMessage_Cancel) isKeeperMessage_Msg() {}
 
 func (*KeeperMessage_Health) isKeeperMessage_Msg() {}
+
+func (*KeeperMessage_Move) isKeeperMessage_Msg() {}
 
 // Hello opens the stream: who the soul claims to be.
 type Hello struct {
@@ -716,9 +753,12 @@ func (x *Pending) GetReason() string {
 
 // Rejected refuses the soul; the keeper closes the stream.
 type Rejected struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Reason        Rejected_Reason        `protobuf:"varint,1,opt,name=reason,proto3,enum=soulstack.v1.Rejected_Reason" json:"reason,omitempty"`
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Reason  Rejected_Reason        `protobuf:"varint,1,opt,name=reason,proto3,enum=soulstack.v1.Rejected_Reason" json:"reason,omitempty"`
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// retry_after_ms, with REASON_BUSY, is how long the soul waits before
+	// saying hello to this keeper again (it may try another one at once).
+	RetryAfterMs  int64 `protobuf:"varint,3,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -765,6 +805,13 @@ func (x *Rejected) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *Rejected) GetRetryAfterMs() int64 {
+	if x != nil {
+		return x.RetryAfterMs
+	}
+	return 0
 }
 
 // Heartbeat keeps the session alive; the keeper records last seen.
@@ -1229,11 +1276,98 @@ func (x *VitalSigns) GetVitals() []byte {
 	return nil
 }
 
+// Move asks a soul to move to another of its keepers (the keeper is being
+// drained, or sheds souls to rebalance the fleet): the soul connects to
+// another keeper, finishes the work this stream gave it, and then leaves
+// this stream with Leaving.
+type Move struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Move) Reset() {
+	*x = Move{}
+	mi := &file_soulstack_v1_soul_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Move) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Move) ProtoMessage() {}
+
+func (x *Move) ProtoReflect() protoreflect.Message {
+	mi := &file_soulstack_v1_soul_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Move.ProtoReflect.Descriptor instead.
+func (*Move) Descriptor() ([]byte, []int) {
+	return file_soulstack_v1_soul_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Move) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// Leaving tells the keeper that the soul, asked to move, holds a stream to
+// another keeper and has no work of this stream left: the keeper closes the
+// stream when it has sent no work since (else the soul says it again later).
+type Leaving struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Leaving) Reset() {
+	*x = Leaving{}
+	mi := &file_soulstack_v1_soul_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Leaving) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Leaving) ProtoMessage() {}
+
+func (x *Leaving) ProtoReflect() protoreflect.Message {
+	mi := &file_soulstack_v1_soul_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Leaving.ProtoReflect.Descriptor instead.
+func (*Leaving) Descriptor() ([]byte, []int) {
+	return file_soulstack_v1_soul_proto_rawDescGZIP(), []int{18}
+}
+
 var File_soulstack_v1_soul_proto protoreflect.FileDescriptor
 
 const file_soulstack_v1_soul_proto_rawDesc = "" +
 	"\n" +
-	"\x17soulstack/v1/soul.proto\x12\fsoulstack.v1\"\xaf\x03\n" +
+	"\x17soulstack/v1/soul.proto\x12\fsoulstack.v1\"\xe2\x03\n" +
 	"\vSoulMessage\x12+\n" +
 	"\x05hello\x18\x01 \x01(\v2\x13.soulstack.v1.HelloH\x00R\x05hello\x12+\n" +
 	"\x05proof\x18\x02 \x01(\v2\x13.soulstack.v1.ProofH\x00R\x05proof\x127\n" +
@@ -1242,8 +1376,9 @@ const file_soulstack_v1_soul_proto_rawDesc = "" +
 	"\x06result\x18\x05 \x01(\v2\x18.soulstack.v1.TaskResultH\x00R\x06result\x12)\n" +
 	"\x03log\x18\x06 \x01(\v2\x15.soulstack.v1.LogLineH\x00R\x03log\x124\n" +
 	"\x06health\x18\a \x01(\v2\x1a.soulstack.v1.HealthReportH\x00R\x06health\x122\n" +
-	"\x06vitals\x18\b \x01(\v2\x18.soulstack.v1.VitalSignsH\x00R\x06vitalsB\x05\n" +
-	"\x03msg\"\xff\x02\n" +
+	"\x06vitals\x18\b \x01(\v2\x18.soulstack.v1.VitalSignsH\x00R\x06vitals\x121\n" +
+	"\aleaving\x18\t \x01(\v2\x15.soulstack.v1.LeavingH\x00R\aleavingB\x05\n" +
+	"\x03msg\"\xa9\x03\n" +
 	"\rKeeperMessage\x127\n" +
 	"\tchallenge\x18\x01 \x01(\v2\x17.soulstack.v1.ChallengeH\x00R\tchallenge\x121\n" +
 	"\awelcome\x18\x02 \x01(\v2\x15.soulstack.v1.WelcomeH\x00R\awelcome\x121\n" +
@@ -1251,7 +1386,8 @@ const file_soulstack_v1_soul_proto_rawDesc = "" +
 	"\brejected\x18\x04 \x01(\v2\x16.soulstack.v1.RejectedH\x00R\brejected\x12(\n" +
 	"\x04work\x18\x05 \x01(\v2\x12.soulstack.v1.WorkH\x00R\x04work\x12.\n" +
 	"\x06cancel\x18\x06 \x01(\v2\x14.soulstack.v1.CancelH\x00R\x06cancel\x128\n" +
-	"\x06health\x18\a \x01(\v2\x1e.soulstack.v1.HealthAssignmentH\x00R\x06healthB\x05\n" +
+	"\x06health\x18\a \x01(\v2\x1e.soulstack.v1.HealthAssignmentH\x00R\x06health\x12(\n" +
+	"\x04move\x18\b \x01(\v2\x12.soulstack.v1.MoveH\x00R\x04moveB\x05\n" +
 	"\x03msg\"\x91\x01\n" +
 	"\x05Hello\x12\x10\n" +
 	"\x03sid\x18\x01 \x01(\tR\x03sid\x12\x1d\n" +
@@ -1270,17 +1406,19 @@ const file_soulstack_v1_soul_proto_rawDesc = "" +
 	"\x06covens\x18\x02 \x03(\tR\x06covens\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x03 \x01(\x03R\x13heartbeatIntervalMs\"!\n" +
 	"\aPending\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xeb\x01\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xa2\x02\n" +
 	"\bRejected\x125\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x1d.soulstack.v1.Rejected.ReasonR\x06reason\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x8d\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12$\n" +
+	"\x0eretry_after_ms\x18\x03 \x01(\x03R\fretryAfterMs\"\x9e\x01\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fREASON_REJECTED\x10\x01\x12\x17\n" +
 	"\x13REASON_KEY_MISMATCH\x10\x02\x12\x14\n" +
 	"\x10REASON_BAD_PROOF\x10\x03\x12\x13\n" +
 	"\x0fREASON_PROTOCOL\x10\x04\x12\x12\n" +
-	"\x0eREASON_VERSION\x10\x05\"\v\n" +
+	"\x0eREASON_VERSION\x10\x05\x12\x0f\n" +
+	"\vREASON_BUSY\x10\x06\"\v\n" +
 	"\tHeartbeat\"/\n" +
 	"\x0fSoulprintUpdate\x12\x1c\n" +
 	"\tsoulprint\x18\x01 \x01(\fR\tsoulprint\"J\n" +
@@ -1308,7 +1446,10 @@ const file_soulstack_v1_soul_proto_rawDesc = "" +
 	"\x06report\x18\x01 \x01(\fR\x06report\"$\n" +
 	"\n" +
 	"VitalSigns\x12\x16\n" +
-	"\x06vitals\x18\x01 \x01(\fR\x06vitals2T\n" +
+	"\x06vitals\x18\x01 \x01(\fR\x06vitals\"\x1e\n" +
+	"\x04Move\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\t\n" +
+	"\aLeaving2T\n" +
 	"\vSoulService\x12E\n" +
 	"\aConnect\x12\x19.soulstack.v1.SoulMessage\x1a\x1b.soulstack.v1.KeeperMessage(\x010\x01B?Z=github.com/soulstack/soulstack/proto/soulstack/v1;soulstackv1b\x06proto3"
 
@@ -1325,7 +1466,7 @@ func file_soulstack_v1_soul_proto_rawDescGZIP() []byte {
 }
 
 var file_soulstack_v1_soul_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_soulstack_v1_soul_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_soulstack_v1_soul_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_soulstack_v1_soul_proto_goTypes = []any{
 	(Rejected_Reason)(0),     // 0: soulstack.v1.Rejected.Reason
 	(*SoulMessage)(nil),      // 1: soulstack.v1.SoulMessage
@@ -1345,6 +1486,8 @@ var file_soulstack_v1_soul_proto_goTypes = []any{
 	(*HealthAssignment)(nil), // 15: soulstack.v1.HealthAssignment
 	(*HealthReport)(nil),     // 16: soulstack.v1.HealthReport
 	(*VitalSigns)(nil),       // 17: soulstack.v1.VitalSigns
+	(*Move)(nil),             // 18: soulstack.v1.Move
+	(*Leaving)(nil),          // 19: soulstack.v1.Leaving
 }
 var file_soulstack_v1_soul_proto_depIdxs = []int32{
 	3,  // 0: soulstack.v1.SoulMessage.hello:type_name -> soulstack.v1.Hello
@@ -1355,21 +1498,23 @@ var file_soulstack_v1_soul_proto_depIdxs = []int32{
 	13, // 5: soulstack.v1.SoulMessage.log:type_name -> soulstack.v1.LogLine
 	16, // 6: soulstack.v1.SoulMessage.health:type_name -> soulstack.v1.HealthReport
 	17, // 7: soulstack.v1.SoulMessage.vitals:type_name -> soulstack.v1.VitalSigns
-	4,  // 8: soulstack.v1.KeeperMessage.challenge:type_name -> soulstack.v1.Challenge
-	6,  // 9: soulstack.v1.KeeperMessage.welcome:type_name -> soulstack.v1.Welcome
-	7,  // 10: soulstack.v1.KeeperMessage.pending:type_name -> soulstack.v1.Pending
-	8,  // 11: soulstack.v1.KeeperMessage.rejected:type_name -> soulstack.v1.Rejected
-	11, // 12: soulstack.v1.KeeperMessage.work:type_name -> soulstack.v1.Work
-	14, // 13: soulstack.v1.KeeperMessage.cancel:type_name -> soulstack.v1.Cancel
-	15, // 14: soulstack.v1.KeeperMessage.health:type_name -> soulstack.v1.HealthAssignment
-	0,  // 15: soulstack.v1.Rejected.reason:type_name -> soulstack.v1.Rejected.Reason
-	1,  // 16: soulstack.v1.SoulService.Connect:input_type -> soulstack.v1.SoulMessage
-	2,  // 17: soulstack.v1.SoulService.Connect:output_type -> soulstack.v1.KeeperMessage
-	17, // [17:18] is the sub-list for method output_type
-	16, // [16:17] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	19, // 8: soulstack.v1.SoulMessage.leaving:type_name -> soulstack.v1.Leaving
+	4,  // 9: soulstack.v1.KeeperMessage.challenge:type_name -> soulstack.v1.Challenge
+	6,  // 10: soulstack.v1.KeeperMessage.welcome:type_name -> soulstack.v1.Welcome
+	7,  // 11: soulstack.v1.KeeperMessage.pending:type_name -> soulstack.v1.Pending
+	8,  // 12: soulstack.v1.KeeperMessage.rejected:type_name -> soulstack.v1.Rejected
+	11, // 13: soulstack.v1.KeeperMessage.work:type_name -> soulstack.v1.Work
+	14, // 14: soulstack.v1.KeeperMessage.cancel:type_name -> soulstack.v1.Cancel
+	15, // 15: soulstack.v1.KeeperMessage.health:type_name -> soulstack.v1.HealthAssignment
+	18, // 16: soulstack.v1.KeeperMessage.move:type_name -> soulstack.v1.Move
+	0,  // 17: soulstack.v1.Rejected.reason:type_name -> soulstack.v1.Rejected.Reason
+	1,  // 18: soulstack.v1.SoulService.Connect:input_type -> soulstack.v1.SoulMessage
+	2,  // 19: soulstack.v1.SoulService.Connect:output_type -> soulstack.v1.KeeperMessage
+	19, // [19:20] is the sub-list for method output_type
+	18, // [18:19] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_soulstack_v1_soul_proto_init() }
@@ -1386,6 +1531,7 @@ func file_soulstack_v1_soul_proto_init() {
 		(*SoulMessage_Log)(nil),
 		(*SoulMessage_Health)(nil),
 		(*SoulMessage_Vitals)(nil),
+		(*SoulMessage_Leaving)(nil),
 	}
 	file_soulstack_v1_soul_proto_msgTypes[1].OneofWrappers = []any{
 		(*KeeperMessage_Challenge)(nil),
@@ -1395,6 +1541,7 @@ func file_soulstack_v1_soul_proto_init() {
 		(*KeeperMessage_Work)(nil),
 		(*KeeperMessage_Cancel)(nil),
 		(*KeeperMessage_Health)(nil),
+		(*KeeperMessage_Move)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1402,7 +1549,7 @@ func file_soulstack_v1_soul_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_soulstack_v1_soul_proto_rawDesc), len(file_soulstack_v1_soul_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
