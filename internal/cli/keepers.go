@@ -46,5 +46,6 @@ func newKeepersCmd(g *Globals) *cobra.Command {
 			})
 		},
 	})
+	c.AddCommand(newKeepersDrainCmd(g))
 	return c
 }
