@@ -47,5 +47,6 @@ func newKeepersCmd(g *Globals) *cobra.Command {
 			})
 		},
 	})
+	c.AddCommand(newKeepersDrainCmd(g))
 	return c
 }

@@ -52,6 +52,14 @@ type Keeper struct {
 	LogLevel  string `yaml:"log_level"`
 	// FanOut bounds the hosts one dispatch works on at once.
 	FanOut int `yaml:"fan_out"`
+	// MaxSouls is this keeper's soul budget (0: none): beyond it a soul's
+	// hello is refused as busy with a retry-after, and a soul with other
+	// keepers goes to one of them (SPEC §17, keeper fleet).
+	MaxSouls int `yaml:"max_souls"`
+	// Rebalance, on a fleet (PostgreSQL), lets a keeper that starts with
+	// fewer souls than its share ask the busiest keepers to move souls to
+	// it (default true).
+	Rebalance bool `yaml:"rebalance"`
 	// TaskTimeout applies to tasks without their own timeout.
 	TaskTimeout Duration `yaml:"task_timeout"`
 	// HeartbeatInterval is the souls' heartbeat period.
@@ -146,6 +154,7 @@ func Default() Keeper {
 		LogFormat:          "text",
 		LogLevel:           "info",
 		FanOut:             1000,
+		Rebalance:          true,
 		TaskTimeout:        Duration(10 * time.Minute),
 		HeartbeatInterval:  Duration(15 * time.Second),
 		ShutdownTimeout:    Duration(30 * time.Second),
@@ -199,6 +208,9 @@ func (k Keeper) Validate() error {
 	}
 	if _, err := parseLevel(k.LogLevel); err != nil {
 		errs = append(errs, err)
+	}
+	if k.MaxSouls < 0 {
+		return fmt.Errorf("max_souls must be 0 (no budget) or more, not %d", k.MaxSouls)
 	}
 	if k.FanOut < 1 {
 		errs = append(errs, fmt.Errorf("fan_out must be at least 1"))

@@ -62,6 +62,16 @@ var flags = func() map[string]flag {
 	add("fan-out", "how many hosts one dispatch works on at once",
 		func(fs *pflag.FlagSet, k *Keeper, name, usage string) { fs.IntVar(&k.FanOut, name, k.FanOut, usage) },
 		func(dst, src *Keeper) { dst.FanOut = src.FanOut })
+	add("max-souls", "soul budget: beyond it a soul is refused as busy with a retry-after and goes to another keeper of its list (0: no budget)",
+		func(fs *pflag.FlagSet, k *Keeper, name, usage string) {
+			fs.IntVar(&k.MaxSouls, name, k.MaxSouls, usage)
+		},
+		func(dst, src *Keeper) { dst.MaxSouls = src.MaxSouls })
+	add("rebalance", "on a fleet, a keeper that starts with fewer souls than its share asks the busiest keepers to move souls to it",
+		func(fs *pflag.FlagSet, k *Keeper, name, usage string) {
+			fs.BoolVar(&k.Rebalance, name, k.Rebalance, usage)
+		},
+		func(dst, src *Keeper) { dst.Rebalance = src.Rebalance })
 	add("tls-hosts", "extra host names and addresses of the generated server certificate",
 		func(fs *pflag.FlagSet, k *Keeper, name, usage string) {
 			fs.StringSliceVar(&k.TLS.Hosts, name, k.TLS.Hosts, usage)

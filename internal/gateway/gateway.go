@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -125,6 +126,15 @@ type Config struct {
 	// Version is this keeper's version, against which a soul's hello
 	// version is checked (version.Compatible); "" means the build's.
 	Version string
+	// MaxSouls is the keeper's soul budget: beyond it, a new soul is
+	// refused as busy and told to retry after BusyRetry (0 means
+	// DefaultBusyRetry), and goes to another keeper of its list. 0 means
+	// no budget.
+	MaxSouls  int
+	BusyRetry time.Duration
+	// MoveRate is how many souls a second Move asks to leave; 0 means
+	// DefaultMoveRate.
+	MoveRate int
 }
 
 // Gateway is the keeper side of the soul stream and a dispatch.Dispatcher.
@@ -147,6 +157,7 @@ type Gateway struct {
 	seed     maphash.Seed
 	rcWarn   sync.Once
 	hellos   *helloGuard
+	draining atomic.Bool
 }
 
 var _ dispatch.Dispatcher = (*Gateway)(nil)
@@ -167,6 +178,12 @@ func New(cfg Config) *Gateway {
 	}
 	if cfg.MaxPending == 0 {
 		cfg.MaxPending = DefaultMaxPending
+	}
+	if cfg.BusyRetry <= 0 {
+		cfg.BusyRetry = DefaultBusyRetry
+	}
+	if cfg.MoveRate <= 0 {
+		cfg.MoveRate = DefaultMoveRate
 	}
 	if cfg.MaxSoulMessageBytes <= 0 {
 		cfg.MaxSoulMessageBytes = DefaultMaxSoulMessageBytes

@@ -175,6 +175,11 @@ func (g *Gateway) handshake(stream soulStream, src string) (*pb.Hello, error) {
 		_ = sendClose(stream, rejectedMsg(pb.Rejected_REASON_VERSION, why))
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New(why))
 	}
+	if busy, retry, why := g.busy(); busy {
+		g.log.Debug("soul refused as busy", "sid", hello.Sid, "retry_after", retry, "why", why)
+		_ = sendClose(stream, busyMsg(retry, why))
+		return nil, connect.NewError(connect.CodeResourceExhausted, errors.New(why))
+	}
 	nonce := make([]byte, 32)
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, fmt.Errorf("making challenge: %w", err)

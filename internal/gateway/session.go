@@ -25,8 +25,9 @@ type session struct {
 	sid    string
 	stream soulStream
 
-	lastSeen atomic.Int64 // unix nanos of the last message from the soul
-	touched  int64        // last seen as last written to the store; housekeeping only
+	lastSeen  atomic.Int64 // unix nanos of the last message from the soul
+	moveAsked atomic.Bool  // Move sent: the soul may leave
+	touched   int64        // last seen as last written to the store; housekeeping only
 
 	mu      sync.Mutex
 	closed  bool
@@ -149,6 +150,8 @@ func (s *session) handle(ctx context.Context, msg *pb.SoulMessage) {
 		if f := s.g.cfg.OnVitals; f != nil {
 			f(s.sid, m.Vitals.GetVitals())
 		}
+	case *pb.SoulMessage_Leaving:
+		s.leaving()
 	case *pb.SoulMessage_Log:
 		if f := s.g.cfg.OnLog; f != nil {
 			f(s.sid, m.Log.TaskId, m.Log.Level, m.Log.Text)

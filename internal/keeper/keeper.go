@@ -185,6 +185,7 @@ func New(ctx context.Context, cfg Config) (k *Keeper, err error) {
 		DefaultTimeout:      cfg.TaskTimeout.D(),
 		HeartbeatInterval:   cfg.HeartbeatInterval.D(),
 		MaxSoulMessageBytes: int(cfg.SoulMaxMessageSize),
+		MaxSouls:            cfg.MaxSouls,
 		// The engine is built next; the gateway delivers nothing before
 		// Serve runs it. RecordLate queues, never blocking the reader.
 		OnLateResult: func(sid, runID, taskID string, r domain.Result) {

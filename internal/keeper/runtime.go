@@ -157,6 +157,7 @@ func (k *Keeper) startBackground(ctx context.Context) *background {
 		})
 	})
 	b.wg.Go(func() { k.heartbeat(bctx) })
+	b.wg.Go(func() { k.balance(bctx) })
 	b.wg.Go(func() { k.health.Run(bctx) })
 	b.wg.Go(func() { k.reaper(bctx, reap) })
 	b.wg.Go(func() { k.pruner(bctx) })

@@ -43,7 +43,8 @@ SIGTERM drains in-flight requests, closes the soul streams and the store.`,
 		Args: cobra.NoArgs,
 	}
 	fl := config.BindFlags(c.Flags(), "data-dir", "listen", "database-url", "keeper-id", "advertise-address", "log-format", "log-level",
-		"tls-cert", "tls-key", "git-ssh-key", "task-timeout", "shutdown-timeout", "fan-out", "plain-http", "signing-key-file")
+		"tls-cert", "tls-key", "git-ssh-key", "task-timeout", "shutdown-timeout", "fan-out", "plain-http", "signing-key-file",
+		"max-souls", "rebalance")
 	c.Flags().StringVar(&cfgFile, "config", "", "YAML configuration file (flags override it)")
 	c.Flags().BoolVar(&reinitialize, "reinitialize", false, "start even if the database is empty or missing (its data was lost: everything starts again empty)")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {

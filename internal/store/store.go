@@ -475,6 +475,17 @@ type KeeperRecord struct {
 	HeartbeatAt    time.Time `json:"heartbeat_at"`
 }
 
+// KeeperMove asks a keeper of a fleet to move souls to other keepers: all
+// of them, refusing new ones until it restarts (Drain: maintenance), or
+// Souls of them (a rebalance).
+type KeeperMove struct {
+	KeeperID    string    `json:"keeper_id"`
+	Drain       bool      `json:"drain"`
+	Souls       int       `json:"souls,omitempty"`
+	By          string    `json:"by"` // who asked: an Archon, `keeper drain`, a keeper rebalancing
+	RequestedAt time.Time `json:"requested_at"`
+}
+
 // Secret is one entry of the Keeper's secret store (SPEC §10.5). The
 // store holds only Ciphertext (sealed by internal/secrets); the clear value
 // never reaches the database. Owner is the Archon that first set it.
@@ -874,6 +885,16 @@ type Store interface {
 	// DeleteKeeper deletes keeper id's row when its heartbeat is before
 	// staleBefore (zero: unconditionally) and reports whether it did.
 	DeleteKeeper(ctx context.Context, id string, staleBefore time.Time) (bool, error)
+	// RequestKeeperMove records that keeper m.KeeperID is to move souls
+	// to other keepers (SPEC §17, keeper fleet), replacing a request of
+	// that keeper not taken yet.
+	RequestKeeperMove(ctx context.Context, m KeeperMove) error
+	// TakeKeeperMove removes and returns keeper id's move request; ok is
+	// false when there is none.
+	TakeKeeperMove(ctx context.Context, id string) (m KeeperMove, ok bool, err error)
+	// ConnectedSoulsByKeeper counts the connected souls each keeper holds
+	// (keepers holding none are absent).
+	ConnectedSoulsByKeeper(ctx context.Context) (map[string]int, error)
 
 	// Leases for singleton duties (leader election on SQLite; PostgreSQL may
 	// also use advisory locks). TryLease takes or renews the lease for

@@ -14,6 +14,33 @@ import (
 var keeperTests = []test{
 	{"Lifecycle", testKeeperLifecycle},
 	{"DeleteOnce", testKeeperDeleteOnce},
+	{"MoveRequests", testKeeperMoveRequests},
+}
+
+// A move request is taken once; a newer one replaces one not taken yet.
+func testKeeperMoveRequests(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	if _, ok, err := s.TakeKeeperMove(ctx, "k1"); err != nil || ok {
+		t.Fatalf("TakeKeeperMove with none = %v, %v", ok, err)
+	}
+	must(t, s.RequestKeeperMove(ctx, store.KeeperMove{KeeperID: "k1", Souls: 5, By: "k2", RequestedAt: base}))
+	drain := store.KeeperMove{KeeperID: "k1", Drain: true, By: "archon:ops", RequestedAt: at(time.Second)}
+	must(t, s.RequestKeeperMove(ctx, drain))
+	must(t, s.RequestKeeperMove(ctx, store.KeeperMove{KeeperID: "k2", Souls: 1, By: "k1", RequestedAt: base}))
+	got, ok, err := s.TakeKeeperMove(ctx, "k1")
+	must(t, err)
+	if !ok {
+		t.Fatal("TakeKeeperMove found no request")
+	}
+	if diff := cmp.Diff(drain, got); diff != "" {
+		t.Errorf("TakeKeeperMove (-want +got):\n%s", diff)
+	}
+	if _, ok, err := s.TakeKeeperMove(ctx, "k1"); err != nil || ok {
+		t.Fatalf("TakeKeeperMove again = %v, %v; want nothing left", ok, err)
+	}
+	if got, ok, err := s.TakeKeeperMove(ctx, "k2"); err != nil || !ok || got.Souls != 1 || got.Drain {
+		t.Fatalf("TakeKeeperMove k2 = %+v, %v, %v", got, ok, err)
+	}
 }
 
 func testKeeperLifecycle(t *testing.T, s store.Store) {
