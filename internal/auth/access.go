@@ -218,6 +218,17 @@ func (acc *Access) Allows(perm Permission, scopes ...Scope) bool {
 	return ok
 }
 
+// Anywhere reports whether perm holds on at least one scope: a list of
+// things that need it is refused to an Archon that holds it nowhere.
+func (acc *Access) Anywhere(perm Permission) bool {
+	for _, g := range acc.grants {
+		if slices.Contains(g.perms, perm) {
+			return acc.via == nil || acc.via.Anywhere(perm)
+		}
+	}
+	return false
+}
+
 // AllowsKeeper reports whether perm holds on the whole keeper.
 func (acc *Access) AllowsKeeper(perm Permission) bool {
 	return acc.Allows(perm, Scope{Kind: ObjKeeper})
@@ -316,6 +327,24 @@ func (a *Authority) Decide(ctx context.Context, p Principal, perm Permission, ob
 	return d, nil
 }
 
+// DecideList is the decision of a list route that answers only the items
+// p may see: refused only when perm holds on no scope at all.
+func (a *Authority) DecideList(ctx context.Context, p Principal, perm Permission) (Decision, error) {
+	d := Decision{ArchonID: p.ArchonID, Permission: perm, Objects: []Object{Keeper()}}
+	acc, err := a.Access(ctx, p)
+	if err != nil {
+		return d, err
+	}
+	if acc.Anywhere(perm) {
+		d.Allowed, d.Reason = true, "the list shows only what the Archon's grants give "+string(perm)+" on"
+		return d, nil
+	}
+	k := Keeper()
+	d.Refused, d.Scopes = &k, []Scope{{Kind: ObjKeeper}}
+	d.Reason = fmt.Sprintf("no grant of Archon %s or its teams gives %q on any scope", p.ArchonID, perm)
+	return d, nil
+}
+
 // Authorize is Decide as an error: nil when allowed, else a 403 naming
 // the missing permission and the object.
 func (a *Authority) Authorize(ctx context.Context, p Principal, perm Permission, objs ...Object) error {
@@ -355,4 +384,12 @@ func describeGrant(g store.Grant) string {
 		who = "team " + g.Subject
 	}
 	return fmt.Sprintf("grant %s (%s: role %s on %s)", g.ID, who, g.Role, sc)
+}
+
+// May reports whether p may do perm on the objects (the keeper when none),
+// for choices that are not refusals (what to show); a store error counts
+// as no.
+func (a *Authority) May(ctx context.Context, p Principal, perm Permission, objs ...Object) bool {
+	d, err := a.Decide(ctx, p, perm, objs...)
+	return err == nil && d.Allowed
 }
