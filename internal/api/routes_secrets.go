@@ -97,7 +97,15 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if a, err := s.store.GetArchon(r.Context(), p.ArchonID); err == nil {
 		owner = a.Name
 	}
-	if err := s.cfg.Secrets.Set(r.Context(), name, req.Secret, owner); err != nil {
+	if req.Scope != "" {
+		sc, err := auth.ParseScope(req.Scope)
+		if err != nil {
+			return err
+		}
+		if err := s.cfg.Secrets.SetScoped(r.Context(), name, req.Secret, owner, sc.Kind, sc.Name); err != nil {
+			return err
+		}
+	} else if err := s.cfg.Secrets.Set(r.Context(), name, req.Secret, owner); err != nil {
 		return err
 	}
 	rec, err := s.store.GetSecret(r.Context(), name)
