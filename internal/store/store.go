@@ -454,16 +454,16 @@ type KeeperRecord struct {
 // store holds only Ciphertext (sealed by internal/secrets); the clear value
 // never reaches the database. Owner is the Archon that first set it.
 type Secret struct {
-	Name       string    `json:"name"`
-	Ciphertext []byte    `json:"-"`
-	Owner      string    `json:"owner"`
+	Name       string `json:"name"`
+	Ciphertext []byte `json:"-"`
+	Owner      string `json:"owner"`
 	// ScopeKind and Scope say which scenarios may read the secret: every
 	// one (ScopeKeeper, the default for ""), a service's or an
 	// incarnation's.
-	ScopeKind string `json:"scope_kind"`
-	Scope     string `json:"scope,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	ScopeKind string    `json:"scope_kind"`
+	Scope     string    `json:"scope,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Store is everything Soul Stack persists.
