@@ -75,8 +75,11 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 			t.Errorf("%s is not in openapi.json", rt.Pattern)
 			continue
 		}
-		if role, _ := op["x-required-role"].(string); role != string(rt.Role) {
-			t.Errorf("%s: openapi x-required-role %q, route needs %q", rt.Pattern, role, rt.Role)
+		if rt.Public {
+			continue
+		}
+		if perm, ok := op["x-required-permission"].(string); !ok || perm != string(rt.Permission) {
+			t.Errorf("%s: openapi x-required-permission %q, route needs %q", rt.Pattern, perm, rt.Permission)
 		}
 	}
 	for path, ops := range doc.Paths {

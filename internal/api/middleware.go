@@ -17,10 +17,11 @@ import (
 	"github.com/soulstack/soulstack/internal/cloud"
 )
 
-// authenticated wraps h: it authenticates the bearer token, checks the role,
+// authenticated wraps h: it authenticates the bearer token, asks the
+// authorizer for the route's decision (need),
 // buffers the body of a mutating call for the audit log, runs h, renders its
 // error and appends the audit entry.
-func (s *Server) authenticated(need auth.Role, h HandlerFunc) http.Handler {
+func (s *Server) authenticated(need Need, h HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The keeper's own UI calls in process for a session it has
 		// authenticated (auth.InProcess); everyone else sends a token.
@@ -81,7 +82,7 @@ func (s *Server) authenticated(need auth.Role, h HandlerFunc) http.Handler {
 		}
 
 		sw := asRecorder(w)
-		if err := auth.Require(p, need); err != nil {
+		if err := s.authorize(r, p, need); err != nil {
 			s.writeError(sw, r, err)
 		} else if err := checkQuery(r); err != nil {
 			s.writeError(sw, r, err)

@@ -14,8 +14,8 @@ import (
 // authorized for, and audited under, that Archon (SPEC §10.2, audit M4).
 // Only the Checker's own Archon (Config.CheckerArchon) may send it; the
 // Archon acted for must exist and be enabled (a disabled operator's
-// running tasks stop acting as her), and the call gets the lower of the two
-// roles. It returns the principal to use and the id of the Checker's
+// running tasks stop acting as her), and the call may do only what both
+// may (Principal.Via: the authorizer asks both Archons' grants). It returns the principal to use and the id of the Checker's
 // Archon to record as "via" ("" when the header is absent or names the
 // caller itself).
 func (s *Server) delegate(ctx context.Context, p auth.Principal, onBehalf string) (auth.Principal, string, error) {
@@ -42,7 +42,7 @@ func (s *Server) delegate(ctx context.Context, p auth.Principal, onBehalf string
 	if !p.Role.Allows(role) {
 		role = p.Role
 	}
-	return auth.Principal{ArchonID: owner.ID, Role: role, TokenID: p.TokenID, ExpiresAt: p.ExpiresAt}, p.ArchonID, nil
+	return auth.Principal{ArchonID: owner.ID, Role: role, TokenID: p.TokenID, ExpiresAt: p.ExpiresAt, Via: p.ArchonID}, p.ArchonID, nil
 }
 
 // actsFor is the Archon Checker tasks launched by p act for: p's own, but

@@ -15,15 +15,15 @@ func init() { routeGroups = append(routeGroups, (*Server).routesAuth) }
 
 // routesAuth serves Archons, their tokens and the audit log.
 func (s *Server) routesAuth(rt *Router) {
-	rt.Handle("POST /v1/archons", auth.RoleAdmin, s.createArchon)
-	rt.Handle("GET /v1/archons", auth.RoleAdmin, s.listArchons)
-	rt.Handle("POST /v1/archons/{id}/disable", auth.RoleAdmin, s.disableArchon)
-	rt.Handle("POST /v1/archons/{id}/enable", auth.RoleAdmin, s.enableArchon)
-	rt.Handle("GET /v1/tokens", auth.RoleViewer, s.listTokens)
-	rt.Handle("POST /v1/tokens", auth.RoleOperator, s.createToken)
-	rt.Handle("DELETE /v1/tokens/{id}", auth.RoleOperator, s.revokeToken)
-	rt.Handle("GET /v1/audit", auth.RoleAdmin, s.listAudit)
-	rt.Handle("GET /v1/whoami", auth.RoleViewer, s.whoami)
+	rt.Handle("POST /v1/archons", onKeeper(auth.PermManageAccess), s.createArchon)
+	rt.Handle("GET /v1/archons", onKeeper(auth.PermManageAccess), s.listArchons)
+	rt.Handle("POST /v1/archons/{id}/disable", onKeeper(auth.PermManageAccess), s.disableArchon)
+	rt.Handle("POST /v1/archons/{id}/enable", onKeeper(auth.PermManageAccess), s.enableArchon)
+	rt.Handle("GET /v1/tokens", anyArchon(), s.listTokens)
+	rt.Handle("POST /v1/tokens", onKeeper(auth.PermOwnTokens), s.createToken)
+	rt.Handle("DELETE /v1/tokens/{id}", onKeeper(auth.PermOwnTokens), s.revokeToken)
+	rt.Handle("GET /v1/audit", onKeeper(auth.PermReadAudit), s.listAudit)
+	rt.Handle("GET /v1/whoami", anyArchon(), s.whoami)
 }
 
 // createArchon creates an Archon and its first token, which lasts no
@@ -118,7 +118,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p auth.Prin
 		id = p.ArchonID
 	}
 	if id != p.ArchonID {
-		if err := auth.Require(p, auth.RoleAdmin); err != nil {
+		if err := s.can(r, p, auth.PermManageAccess); err != nil {
 			return err
 		}
 	}

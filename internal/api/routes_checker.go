@@ -21,17 +21,17 @@ func (s *Server) routesChecker(rt *Router) {
 	if s.cfg.Checker == nil {
 		return
 	}
-	rt.Handle("GET /v1/procedures", auth.RoleViewer, s.listProcedures)
-	rt.Handle("GET /v1/procedures/{name}", auth.RoleViewer, s.getProcedure)
-	rt.Handle("PUT /v1/procedures/{name}", auth.RoleOperator, s.putProcedure)
-	rt.Handle("DELETE /v1/procedures/{name}", auth.RoleOperator, s.deleteProcedure)
-	rt.Handle("POST /v1/procedures/{name}/execute", auth.RoleOperator, s.executeProcedure)
-	rt.Handle("GET /v1/tasks", auth.RoleViewer, s.listCheckerTasks)
-	rt.Handle("GET /v1/tasks/{id}", auth.RoleViewer, s.getCheckerTask)
-	rt.Handle("POST /v1/tasks/{id}/cancel", auth.RoleOperator, s.cancelCheckerTask)
-	rt.Handle("GET /v1/schedules", auth.RoleViewer, s.listSchedules)
-	rt.Handle("POST /v1/schedules", auth.RoleOperator, s.createSchedule)
-	rt.Handle("DELETE /v1/schedules/{id}", auth.RoleOperator, s.deleteSchedule)
+	rt.Handle("GET /v1/procedures", onKeeper(auth.PermRead), s.listProcedures)
+	rt.Handle("GET /v1/procedures/{name}", onKeeper(auth.PermRead), s.getProcedure)
+	rt.Handle("PUT /v1/procedures/{name}", onKeeper(auth.PermManageProcedures), s.putProcedure)
+	rt.Handle("DELETE /v1/procedures/{name}", onKeeper(auth.PermManageProcedures), s.deleteProcedure)
+	rt.Handle("POST /v1/procedures/{name}/execute", onKeeper(auth.PermExecuteProcedures), s.executeProcedure)
+	rt.Handle("GET /v1/tasks", onKeeper(auth.PermRead), s.listCheckerTasks)
+	rt.Handle("GET /v1/tasks/{id}", onKeeper(auth.PermRead), s.getCheckerTask)
+	rt.Handle("POST /v1/tasks/{id}/cancel", onKeeper(auth.PermExecuteProcedures), s.cancelCheckerTask)
+	rt.Handle("GET /v1/schedules", onKeeper(auth.PermRead), s.listSchedules)
+	rt.Handle("POST /v1/schedules", onKeeper(auth.PermManageProcedures), s.createSchedule)
+	rt.Handle("DELETE /v1/schedules/{id}", onKeeper(auth.PermManageProcedures), s.deleteSchedule)
 }
 
 func (s *Server) listProcedures(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {

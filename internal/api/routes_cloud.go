@@ -19,15 +19,15 @@ func init() { routeGroups = append(routeGroups, (*Server).routesCloud) }
 // for admins too, as env values are stored sealed (N3) — and profiles'
 // sensitive-looking keys masked for all but admins.
 func (s *Server) routesCloud(rt *Router) {
-	rt.Handle("GET /v1/cloud/providers", auth.RoleViewer, s.listCloudProviders)
-	rt.Handle("GET /v1/cloud/providers/{name}", auth.RoleViewer, s.getCloudProvider)
-	rt.Handle("PUT /v1/cloud/providers/{name}", auth.RoleAdmin, s.putCloudProvider)
-	rt.Handle("DELETE /v1/cloud/providers/{name}", auth.RoleAdmin, s.deleteCloudProvider)
-	rt.Handle("GET /v1/cloud/profiles", auth.RoleViewer, s.listCloudProfiles)
-	rt.Handle("GET /v1/cloud/profiles/{name}", auth.RoleViewer, s.getCloudProfile)
-	rt.Handle("PUT /v1/cloud/profiles/{name}", auth.RoleAdmin, s.putCloudProfile)
-	rt.Handle("DELETE /v1/cloud/profiles/{name}", auth.RoleAdmin, s.deleteCloudProfile)
-	rt.Handle("GET /v1/cloud/instances", auth.RoleViewer, s.listCloudInstances)
+	rt.Handle("GET /v1/cloud/providers", onKeeper(auth.PermRead), s.listCloudProviders)
+	rt.Handle("GET /v1/cloud/providers/{name}", onKeeper(auth.PermRead), s.getCloudProvider)
+	rt.Handle("PUT /v1/cloud/providers/{name}", onKeeper(auth.PermManageKeeper), s.putCloudProvider)
+	rt.Handle("DELETE /v1/cloud/providers/{name}", onKeeper(auth.PermManageKeeper), s.deleteCloudProvider)
+	rt.Handle("GET /v1/cloud/profiles", onKeeper(auth.PermRead), s.listCloudProfiles)
+	rt.Handle("GET /v1/cloud/profiles/{name}", onKeeper(auth.PermRead), s.getCloudProfile)
+	rt.Handle("PUT /v1/cloud/profiles/{name}", onKeeper(auth.PermManageKeeper), s.putCloudProfile)
+	rt.Handle("DELETE /v1/cloud/profiles/{name}", onKeeper(auth.PermManageKeeper), s.deleteCloudProfile)
+	rt.Handle("GET /v1/cloud/instances", onKeeper(auth.PermRead), s.listCloudInstances)
 }
 
 // showProvider masks a provider's secrets for everyone, admins too: its
@@ -37,8 +37,8 @@ func showProvider(p store.CloudProvider, _ auth.Principal) store.CloudProvider {
 	return cloud.MaskProvider(p)
 }
 
-func showProfile(p store.CloudProfile, who auth.Principal) store.CloudProfile {
-	if who.Role.Allows(auth.RoleAdmin) {
+func showProfile(p store.CloudProfile, full bool) store.CloudProfile {
+	if full {
 		return p
 	}
 	return cloud.MaskProfile(p)
@@ -129,7 +129,7 @@ func (s *Server) listCloudProfiles(w http.ResponseWriter, r *http.Request, p aut
 		return err
 	}
 	for i := range list {
-		list[i] = showProfile(list[i], p)
+		list[i] = showProfile(list[i], s.auth.May(r.Context(), p, auth.PermManageKeeper))
 	}
 	writeJSON(w, http.StatusOK, wireList(list, wireCloudProfile))
 	return nil
@@ -140,7 +140,7 @@ func (s *Server) getCloudProfile(w http.ResponseWriter, r *http.Request, p auth.
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, wireCloudProfile(showProfile(pr, p)))
+	writeJSON(w, http.StatusOK, wireCloudProfile(showProfile(pr, s.auth.May(r.Context(), p, auth.PermManageKeeper))))
 	return nil
 }
 
@@ -176,7 +176,7 @@ func (s *Server) putCloudProfile(w http.ResponseWriter, r *http.Request, p auth.
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, wireCloudProfile(showProfile(out, p)))
+	writeJSON(w, http.StatusOK, wireCloudProfile(showProfile(out, s.auth.May(r.Context(), p, auth.PermManageKeeper))))
 	return nil
 }
 

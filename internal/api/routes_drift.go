@@ -22,11 +22,11 @@ func (s *Server) routesDrift(rt *Router) {
 	if s.cfg.Engine == nil {
 		return
 	}
-	rt.Handle("POST /v1/incarnations/{name}/drift", auth.RoleOperator, s.checkDrift)
-	rt.Handle("GET /v1/incarnations/{name}/drift", auth.RoleViewer, s.getDrift)
-	rt.Handle("PUT /v1/incarnations/{name}/drift/schedule", auth.RoleOperator, s.setDriftSchedule)
-	rt.Handle("DELETE /v1/incarnations/{name}/drift/schedule", auth.RoleOperator, s.deleteDriftSchedule)
-	rt.Handle("GET /v1/incarnations/{name}/triggers", auth.RoleViewer, s.listTriggers)
+	rt.Handle("POST /v1/incarnations/{name}/drift", onPath(auth.PermCheckRun, auth.ObjIncarnation, "name"), s.checkDrift)
+	rt.Handle("GET /v1/incarnations/{name}/drift", onPath(auth.PermRead, auth.ObjIncarnation, "name"), s.getDrift)
+	rt.Handle("PUT /v1/incarnations/{name}/drift/schedule", onPath(auth.PermCheckRun, auth.ObjIncarnation, "name"), s.setDriftSchedule)
+	rt.Handle("DELETE /v1/incarnations/{name}/drift/schedule", onPath(auth.PermCheckRun, auth.ObjIncarnation, "name"), s.deleteDriftSchedule)
+	rt.Handle("GET /v1/incarnations/{name}/triggers", onPath(auth.PermRead, auth.ObjIncarnation, "name"), s.listTriggers)
 }
 
 func (s *Server) checkDrift(w http.ResponseWriter, r *http.Request, p auth.Principal) error {

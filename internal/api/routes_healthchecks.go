@@ -18,10 +18,10 @@ func init() { routeGroups = append(routeGroups, (*Server).routesHealthChecks) }
 // routesHealthChecks serves the health checks of incarnations and the
 // vital signs of souls (SPEC §14.1).
 func (s *Server) routesHealthChecks(rt *Router) {
-	rt.Handle("GET /v1/health", auth.RoleViewer, s.healthOverview)
-	rt.Handle("GET /v1/incarnations/{name}/health", auth.RoleViewer, s.incarnationHealth)
-	rt.Handle("GET /v1/souls/{sid}/vitals", auth.RoleViewer, s.soulVitals)
-	rt.Handle("GET /v1/incarnations/{name}/health/events", auth.RoleViewer, s.healthEvents)
+	rt.Handle("GET /v1/health", onKeeper(auth.PermRead), s.healthOverview)
+	rt.Handle("GET /v1/incarnations/{name}/health", onPath(auth.PermRead, auth.ObjIncarnation, "name"), s.incarnationHealth)
+	rt.Handle("GET /v1/souls/{sid}/vitals", onPath(auth.PermRead, auth.ObjSoul, "sid"), s.soulVitals)
+	rt.Handle("GET /v1/incarnations/{name}/health/events", onPath(auth.PermRead, auth.ObjIncarnation, "name"), s.healthEvents)
 }
 
 func (s *Server) staleAfter() time.Duration {

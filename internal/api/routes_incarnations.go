@@ -23,19 +23,19 @@ func (s *Server) routesIncarnations(rt *Router) {
 	if s.cfg.Engine == nil {
 		return
 	}
-	rt.Handle("POST /v1/incarnations", auth.RoleOperator, s.createIncarnation)
-	rt.Handle("GET /v1/incarnations", auth.RoleViewer, s.listIncarnations)
-	rt.Handle("GET /v1/incarnations/{name}", auth.RoleViewer, s.getIncarnation)
-	rt.Handle("DELETE /v1/incarnations/{name}", auth.RoleOperator, s.deleteIncarnation)
-	rt.Handle("GET /v1/incarnations/{name}/history", auth.RoleViewer, s.incarnationHistory)
-	rt.Handle("POST /v1/incarnations/{name}/runs", auth.RoleOperator, s.startRun)
-	rt.Handle("POST /v1/incarnations/{name}/unlock", auth.RoleOperator, s.unlockIncarnation)
-	rt.Handle("POST /v1/incarnations/{name}/members", auth.RoleOperator, s.addMembers)
-	rt.Handle("DELETE /v1/incarnations/{name}/members", auth.RoleOperator, s.removeMembers)
+	rt.Handle("POST /v1/incarnations", onBody(auth.PermCreateIncarnation, auth.ObjService, "service"), s.createIncarnation)
+	rt.Handle("GET /v1/incarnations", listed(), s.listIncarnations)
+	rt.Handle("GET /v1/incarnations/{name}", onPath(auth.PermRead, auth.ObjIncarnation, "name"), s.getIncarnation)
+	rt.Handle("DELETE /v1/incarnations/{name}", onPath(auth.PermDeleteIncarnation, auth.ObjIncarnation, "name"), s.deleteIncarnation)
+	rt.Handle("GET /v1/incarnations/{name}/history", onPath(auth.PermRead, auth.ObjIncarnation, "name"), s.incarnationHistory)
+	rt.Handle("POST /v1/incarnations/{name}/runs", runNeed(), s.startRun)
+	rt.Handle("POST /v1/incarnations/{name}/unlock", onPath(auth.PermUnlock, auth.ObjIncarnation, "name"), s.unlockIncarnation)
+	rt.Handle("POST /v1/incarnations/{name}/members", onPath(auth.PermCreateIncarnation, auth.ObjIncarnation, "name"), s.addMembers)
+	rt.Handle("DELETE /v1/incarnations/{name}/members", onPath(auth.PermCreateIncarnation, auth.ObjIncarnation, "name"), s.removeMembers)
 	if s.cfg.Catalog != nil {
 		// Which code the fleet runs is an admin's decision (SPEC §10.2,
 		// audit M3): operators run scenarios of the pinned commit.
-		rt.Handle("POST /v1/incarnations/{name}/upgrade", auth.RoleAdmin, s.upgradeIncarnation)
+		rt.Handle("POST /v1/incarnations/{name}/upgrade", onPath(auth.PermUpgrade, auth.ObjIncarnation, "name"), s.upgradeIncarnation)
 	}
 }
 
@@ -60,11 +60,16 @@ func (s *Server) createIncarnation(w http.ResponseWriter, r *http.Request, p aut
 	return nil
 }
 
-func (s *Server) listIncarnations(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+func (s *Server) listIncarnations(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	incs, err := s.store.ListIncarnations(r.Context())
 	if err != nil {
 		return err
 	}
+	acc, err := s.auth.Access(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	incs = visibleIncarnations(acc, incs)
 	page, err := pageSlice(w, r, incs, 100, func(i store.Incarnation) string { return i.Name })
 	if err != nil {
 		return err

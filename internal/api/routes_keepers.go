@@ -13,7 +13,7 @@ func init() { routeGroups = append(routeGroups, (*Server).routesKeepers) }
 // routesKeepers serves GET /v1/keepers: the keepers on the database, their
 // heartbeats, which one leads and how many souls each holds (SPEC §10.4).
 func (s *Server) routesKeepers(rt *Router) {
-	rt.Handle("GET /v1/keepers", auth.RoleViewer, s.listKeepers)
+	rt.Handle("GET /v1/keepers", onKeeper(auth.PermRead), s.listKeepers)
 }
 
 func (s *Server) listKeepers(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {

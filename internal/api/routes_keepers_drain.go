@@ -18,7 +18,7 @@ func init() { routeGroups = append(routeGroups, (*Server).routesKeepersDrain) }
 // second, refuses new souls and asks its souls to move, each leaving once
 // its running work finished.
 func (s *Server) routesKeepersDrain(rt *Router) {
-	rt.Handle("POST /v1/keepers/{id}/drain", auth.RoleAdmin, s.drainKeeper)
+	rt.Handle("POST /v1/keepers/{id}/drain", onKeeper(auth.PermManageKeeper), s.drainKeeper)
 }
 
 func (s *Server) drainKeeper(w http.ResponseWriter, r *http.Request, p auth.Principal) error {

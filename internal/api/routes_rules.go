@@ -22,17 +22,17 @@ func init() { routeGroups = append(routeGroups, (*Server).routesRules) }
 // (SPEC §17). Keeper-wide rules and endpoints are admin's; operators
 // pause and resume the rules of incarnations; viewers read.
 func (s *Server) routesRules(rt *Router) {
-	rt.Handle("GET /v1/rules", auth.RoleViewer, s.listRules)
-	rt.Handle("GET /v1/rules/history", auth.RoleViewer, s.ruleHistory)
-	rt.Handle("PUT /v1/keeper-rules/{name}", auth.RoleAdmin, s.putKeeperRule)
-	rt.Handle("DELETE /v1/keeper-rules/{name}", auth.RoleAdmin, s.deleteKeeperRule)
-	rt.Handle("POST /v1/rules/{scope}/{name}/pause", auth.RoleOperator, s.pauseRule)
-	rt.Handle("POST /v1/rules/{scope}/{name}/resume", auth.RoleOperator, s.resumeRule)
-	rt.Handle("GET /v1/notify/endpoints", auth.RoleAdmin, s.listEndpoints)
-	rt.Handle("PUT /v1/notify/endpoints/{name}", auth.RoleAdmin, s.putEndpoint)
-	rt.Handle("DELETE /v1/notify/endpoints/{name}", auth.RoleAdmin, s.deleteEndpoint)
-	rt.Handle("POST /v1/notify/endpoints/{name}/test", auth.RoleAdmin, s.testEndpoint)
-	rt.Handle("GET /v1/notify/deliveries", auth.RoleAdmin, s.listDeliveries)
+	rt.Handle("GET /v1/rules", onKeeper(auth.PermRead), s.listRules)
+	rt.Handle("GET /v1/rules/history", onKeeper(auth.PermRead), s.ruleHistory)
+	rt.Handle("PUT /v1/keeper-rules/{name}", onKeeper(auth.PermManageKeeper), s.putKeeperRule)
+	rt.Handle("DELETE /v1/keeper-rules/{name}", onKeeper(auth.PermManageKeeper), s.deleteKeeperRule)
+	rt.Handle("POST /v1/rules/{scope}/{name}/pause", ruleNeed(), s.pauseRule)
+	rt.Handle("POST /v1/rules/{scope}/{name}/resume", ruleNeed(), s.resumeRule)
+	rt.Handle("GET /v1/notify/endpoints", onKeeper(auth.PermManageKeeper), s.listEndpoints)
+	rt.Handle("PUT /v1/notify/endpoints/{name}", onKeeper(auth.PermManageKeeper), s.putEndpoint)
+	rt.Handle("DELETE /v1/notify/endpoints/{name}", onKeeper(auth.PermManageKeeper), s.deleteEndpoint)
+	rt.Handle("POST /v1/notify/endpoints/{name}/test", onKeeper(auth.PermManageKeeper), s.testEndpoint)
+	rt.Handle("GET /v1/notify/deliveries", onKeeper(auth.PermManageKeeper), s.listDeliveries)
 }
 
 func (s *Server) rulesChanged(incarnation string) {
@@ -130,11 +130,12 @@ func (s *Server) deleteKeeperRule(w http.ResponseWriter, r *http.Request, _ auth
 }
 
 // ruleID checks the caller may pause or resume scope/name: a Keeper-wide
-// rule needs admin, a service rule an existing incarnation.
+// rule needs manage_keeper, a service rule an existing incarnation.
 func (s *Server) ruleID(ctx context.Context, r *http.Request, p auth.Principal) (string, error) {
 	scope, name := r.PathValue("scope"), r.PathValue("name")
 	if scope == "keeper" {
-		if err := auth.Require(p, auth.RoleAdmin); err != nil {
+		// A Keeper-wide rule is the Keeper's configuration.
+		if err := s.can(r, p, auth.PermManageKeeper); err != nil {
 			return "", err
 		}
 		if name == "*" {

@@ -30,11 +30,11 @@ func (s *Server) routesRuns(rt *Router) {
 	if s.cfg.Engine == nil {
 		return
 	}
-	rt.Handle("GET /v1/runs", auth.RoleViewer, s.listRuns)
-	rt.Handle("GET /v1/runs/{apply_id}", auth.RoleViewer, s.getRun)
-	rt.Handle("GET /v1/runs/{apply_id}/events", auth.RoleViewer, s.runEvents)
-	rt.Handle("POST /v1/runs/{apply_id}/cancel", auth.RoleOperator, s.cancelRun)
-	rt.Handle("POST /v1/runs/{apply_id}/resume", auth.RoleOperator, s.resumeRun)
+	rt.Handle("GET /v1/runs", listed(), s.listRuns)
+	rt.Handle("GET /v1/runs/{apply_id}", onPath(auth.PermRead, auth.ObjRun, "apply_id"), s.getRun)
+	rt.Handle("GET /v1/runs/{apply_id}/events", onPath(auth.PermRead, auth.ObjRun, "apply_id"), s.runEvents)
+	rt.Handle("POST /v1/runs/{apply_id}/cancel", onPath(auth.PermCancel, auth.ObjRun, "apply_id"), s.cancelRun)
+	rt.Handle("POST /v1/runs/{apply_id}/resume", onPath(auth.PermResume, auth.ObjRun, "apply_id"), s.resumeRun)
 }
 
 // resumeRun resumes a failed, cancelled or aborted run (SPEC §8.8); the
@@ -60,12 +60,20 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request, p auth.Princi
 	return nil
 }
 
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	after, limit, err := pageParams(r, 100)
 	if err != nil {
 		return err
 	}
-	page, err := s.store.PageRuns(r.Context(), store.RunQuery{Incarnation: r.URL.Query().Get("incarnation"), Before: after, Limit: limit})
+	acc, err := s.auth.Access(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	q := store.RunQuery{Incarnation: r.URL.Query().Get("incarnation"), Before: after, Limit: limit}
+	if err := s.runVisibility(r.Context(), acc, &q); err != nil {
+		return err
+	}
+	page, err := s.store.PageRuns(r.Context(), q)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/soulstack/soulstack/internal/apitypes"
 	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/engine"
+	"github.com/soulstack/soulstack/internal/store"
 )
 
 func init() { routeGroups = append(routeGroups, (*Server).routesSecrets) }
@@ -21,16 +22,27 @@ func (s *Server) routesSecrets(rt *Router) {
 	if s.cfg.Secrets == nil {
 		return
 	}
-	rt.Handle("GET /v1/secrets", auth.RoleOperator, s.listSecrets)
-	rt.Handle("PUT /v1/secrets/{name}", auth.RoleAdmin, s.setSecret)
-	rt.Handle("DELETE /v1/secrets/{name}", auth.RoleAdmin, s.deleteSecret)
+	rt.Handle("GET /v1/secrets", listedBy(auth.PermReadSecrets), s.listSecrets)
+	rt.Handle("PUT /v1/secrets/{name}", s.secretNeed(), s.setSecret)
+	rt.Handle("DELETE /v1/secrets/{name}", onPath(auth.PermManageSecrets, auth.ObjSecret, "name"), s.deleteSecret)
 }
 
-func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	list, err := s.cfg.Secrets.List(r.Context())
 	if err != nil {
 		return err
 	}
+	acc, err := s.auth.Access(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	list = slices.DeleteFunc(list, func(rec store.Secret) bool {
+		scopes := []auth.Scope{{Kind: auth.ObjKeeper}}
+		if rec.ScopeKind != "" && rec.ScopeKind != auth.ObjKeeper {
+			scopes = append(scopes, auth.Scope{Kind: rec.ScopeKind, Name: rec.Scope})
+		}
+		return !acc.Allows(auth.PermReadSecrets, scopes...)
+	})
 	used := s.secretUsers(r.Context())
 	out := make([]apitypes.Secret, len(list))
 	for i, rec := range list {
@@ -85,7 +97,15 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if a, err := s.store.GetArchon(r.Context(), p.ArchonID); err == nil {
 		owner = a.Name
 	}
-	if err := s.cfg.Secrets.Set(r.Context(), name, req.Secret, owner); err != nil {
+	if req.Scope != "" {
+		sc, err := auth.ParseScope(req.Scope)
+		if err != nil {
+			return err
+		}
+		if err := s.cfg.Secrets.SetScoped(r.Context(), name, req.Secret, owner, sc.Kind, sc.Name); err != nil {
+			return err
+		}
+	} else if err := s.cfg.Secrets.Set(r.Context(), name, req.Secret, owner); err != nil {
 		return err
 	}
 	rec, err := s.store.GetSecret(r.Context(), name)

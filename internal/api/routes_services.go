@@ -17,11 +17,11 @@ func (s *Server) routesServices(rt *Router) {
 	if s.cfg.Catalog == nil {
 		return
 	}
-	rt.Handle("POST /v1/services", auth.RoleAdmin, s.registerService)
-	rt.Handle("GET /v1/services", auth.RoleViewer, s.listServices)
-	rt.Handle("GET /v1/services/{name}", auth.RoleViewer, s.getService)
-	rt.Handle("PATCH /v1/services/{name}", auth.RoleAdmin, s.updateService)
-	rt.Handle("DELETE /v1/services/{name}", auth.RoleAdmin, s.deleteService)
+	rt.Handle("POST /v1/services", onBody(auth.PermRegisterService, auth.ObjService, "name"), s.registerService)
+	rt.Handle("GET /v1/services", listed(), s.listServices)
+	rt.Handle("GET /v1/services/{name}", onPath(auth.PermRead, auth.ObjService, "name"), s.getService)
+	rt.Handle("PATCH /v1/services/{name}", onPath(auth.PermRegisterService, auth.ObjService, "name"), s.updateService)
+	rt.Handle("DELETE /v1/services/{name}", onPath(auth.PermRegisterService, auth.ObjService, "name"), s.deleteService)
 }
 
 func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
@@ -38,9 +38,16 @@ func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ auth.
 	return nil
 }
 
-func (s *Server) listServices(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+func (s *Server) listServices(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	ss, err := s.cfg.Catalog.List(r.Context())
 	if err != nil {
+		return err
+	}
+	acc, err := s.auth.Access(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	if ss, err = s.visibleServices(r.Context(), acc, ss); err != nil {
 		return err
 	}
 	for i := range ss {

@@ -34,16 +34,16 @@ func init() { routeGroups = append(routeGroups, (*Server).routesSouls) }
 
 // routesSouls serves the soul registry and join tokens.
 func (s *Server) routesSouls(rt *Router) {
-	rt.Handle("GET /v1/souls", auth.RoleViewer, s.listSouls)
-	rt.Handle("GET /v1/souls/{sid}", auth.RoleViewer, s.getSoul)
-	rt.Handle("POST /v1/souls/{sid}/accept", auth.RoleAdmin, s.acceptSoul)
-	rt.Handle("POST /v1/souls/{sid}/reject", auth.RoleAdmin, s.rejectSoul)
-	rt.Handle("PUT /v1/souls/{sid}/covens", auth.RoleAdmin, s.setCovens)
+	rt.Handle("GET /v1/souls", listed(), s.listSouls)
+	rt.Handle("GET /v1/souls/{sid}", onPath(auth.PermRead, auth.ObjSoul, "sid"), s.getSoul)
+	rt.Handle("POST /v1/souls/{sid}/accept", acceptNeed(), s.acceptSoul)
+	rt.Handle("POST /v1/souls/{sid}/reject", onPath(auth.PermManageSouls, auth.ObjSoul, "sid"), s.rejectSoul)
+	rt.Handle("PUT /v1/souls/{sid}/covens", onPathAndBody(auth.PermManageSouls, auth.ObjSoul, "sid", auth.ObjCoven, "covens"), s.setCovens)
 	if s.cfg.Fingerprint != "" {
-		rt.Handle("POST /v1/join-tokens", auth.RoleAdmin, s.createJoinToken)
+		rt.Handle("POST /v1/join-tokens", onBody(auth.PermManageSouls, auth.ObjCoven, "covens"), s.createJoinToken)
 	}
-	rt.Handle("GET /v1/join-tokens", auth.RoleAdmin, s.listJoinTokens)
-	rt.Handle("DELETE /v1/join-tokens/{id}", auth.RoleAdmin, s.revokeJoinToken)
+	rt.Handle("GET /v1/join-tokens", onKeeper(auth.PermManageSouls), s.listJoinTokens)
+	rt.Handle("DELETE /v1/join-tokens/{id}", onKeeper(auth.PermManageSouls), s.revokeJoinToken)
 }
 
 func (s *Server) soulAdmin() SoulAdmin {
@@ -56,7 +56,7 @@ func (s *Server) soulAdmin() SoulAdmin {
 // soulsPage is GET /v1/souls' default page size.
 const soulsPage = 500
 
-func (s *Server) listSouls(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+func (s *Server) listSouls(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	q := r.URL.Query()
 	f := store.SoulFilter{Status: q.Get("status"), Covens: q["coven"]}
 	switch f.Status {
@@ -68,7 +68,13 @@ func (s *Server) listSouls(w http.ResponseWriter, r *http.Request, _ auth.Princi
 	if err != nil {
 		return err
 	}
-	page, err := s.store.PageSouls(r.Context(), store.SoulQuery{Status: f.Status, Covens: f.Covens, After: after, Limit: limit})
+	acc, err := s.auth.Access(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	sq := store.SoulQuery{Status: f.Status, Covens: f.Covens, After: after, Limit: limit}
+	soulVisibility(acc, &sq)
+	page, err := s.store.PageSouls(r.Context(), sq)
 	if err != nil {
 		return fmt.Errorf("listing souls: %w", err)
 	}

@@ -22,8 +22,8 @@ func init() { routeGroups = append(routeGroups, (*Server).routesSoulsAdmin) }
 // key (SPEC §10.3, audit L2): a reinstalled host, or a SID squatted by a
 // stranger's hello, can join again.
 func (s *Server) routesSoulsAdmin(rt *Router) {
-	rt.Handle("DELETE /v1/souls/{sid}", auth.RoleAdmin, s.deleteSoul)
-	rt.Handle("POST /v1/souls/{sid}/rekey", auth.RoleAdmin, s.rekeySoul)
+	rt.Handle("DELETE /v1/souls/{sid}", onPath(auth.PermManageSouls, auth.ObjSoul, "sid"), s.deleteSoul)
+	rt.Handle("POST /v1/souls/{sid}/rekey", onPath(auth.PermManageSouls, auth.ObjSoul, "sid"), s.rekeySoul)
 }
 
 // disconnect closes the stream of soul sid held by holder, if any.

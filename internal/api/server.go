@@ -7,7 +7,7 @@
 //
 // A route group is one file, routes_<group>.go, holding a method
 //
-//	func (s *Server) routesSouls(rt *Router) { rt.Handle("GET /v1/souls", auth.RoleViewer, s.listSouls) … }
+//	func (s *Server) routesSouls(rt *Router) { rt.Handle("GET /v1/souls/{sid}", onPath(auth.PermRead, auth.ObjSoul, "sid"), s.getSoul) … }
 //
 // that registers itself in the file's init():
 //
@@ -17,7 +17,9 @@
 // yours next to the others); a group whose dependency is nil registers
 // nothing, so partial keepers and tests stay possible. Handlers have the
 // HandlerFunc signature: they return an error instead of writing one, and
-// the Router authenticates, authorises, audits mutating calls, measures
+// the Router authenticates, authorises (each route declares the permission
+// it needs and on which object: a Need, decided by the one authorizer,
+// auth.Authority.Decide), audits mutating calls, measures
 // latency and renders errors for them. Every route must also be described
 // in openapi.json (a test checks it).
 package api
@@ -192,8 +194,8 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // components to register their collectors in.
 func (s *Server) Registry() *prometheus.Registry { return s.reg }
 
-// Routes lists the registered routes (pattern and role), for documentation
-// and tests.
+// Routes lists the registered routes (pattern and decision), for
+// documentation and tests.
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
 // Mount serves h under pattern on the API's mux without authentication
@@ -205,8 +207,14 @@ func (s *Server) Mount(pattern string, h http.Handler) {
 
 // Route is one registered route.
 type Route struct {
-	Pattern string    // "POST /v1/souls/{sid}/accept"
-	Role    auth.Role // "" for public routes
+	Pattern string // "POST /v1/souls/{sid}/accept"
+	// Public routes need no token; the others need Permission on an
+	// Object of that kind (or, when Listed, answer only what the caller
+	// may read).
+	Public     bool
+	Permission auth.Permission
+	Object     string
+	Listed     bool
 }
 
 // HandlerFunc is an authenticated route handler. It writes the success
@@ -217,17 +225,19 @@ type HandlerFunc func(w http.ResponseWriter, r *http.Request, p auth.Principal) 
 // Router registers routes on a Server.
 type Router struct{ s *Server }
 
-// Handle registers an authenticated route open to need and every role
-// above it.
-func (rt *Router) Handle(pattern string, need auth.Role, h HandlerFunc) {
-	rt.s.routes = append(rt.s.routes, Route{Pattern: pattern, Role: need})
+// Handle registers an authenticated route and the decision it needs.
+func (rt *Router) Handle(pattern string, need Need, h HandlerFunc) {
+	if need.objects == nil {
+		panic("api: route " + pattern + " declares no authorization decision")
+	}
+	rt.s.routes = append(rt.s.routes, Route{Pattern: pattern, Permission: need.Perm, Object: need.Object, Listed: need.Listed})
 	rt.s.mux.Handle(pattern, rt.s.measure(rt.s.shed.wrap(rt.s, pattern, rt.s.authenticated(need, h)), false))
 }
 
 // Public registers a route without authentication (health, metrics, the
 // OpenAPI document). Use it for nothing that reveals or changes fleet data.
 func (rt *Router) Public(pattern string, h http.Handler) {
-	rt.s.routes = append(rt.s.routes, Route{Pattern: pattern})
+	rt.s.routes = append(rt.s.routes, Route{Pattern: pattern, Public: true})
 	rt.s.mux.Handle(pattern, rt.s.measure(h, true))
 }
 

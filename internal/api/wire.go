@@ -123,7 +123,13 @@ func wireSchedule(s store.Schedule) apitypes.Schedule {
 }
 
 func wireSecret(s store.Secret, usedBy []string) apitypes.Secret {
-	return apitypes.Secret{Name: s.Name, Owner: s.Owner, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, UsedBy: usedBy}
+	scope := s.ScopeKind
+	if scope == "" || scope == store.ScopeKeeper {
+		scope = store.ScopeKeeper
+	} else {
+		scope += ":" + s.Scope
+	}
+	return apitypes.Secret{Name: s.Name, Owner: s.Owner, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, UsedBy: usedBy, Scope: scope}
 }
 
 func wireCloudProvider(p store.CloudProvider) apitypes.CloudProvider {

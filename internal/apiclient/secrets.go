@@ -17,6 +17,14 @@ func (c *Client) SetSecret(ctx context.Context, name, value string) (apitypes.Se
 	return out, c.Do(ctx, http.MethodPut, secretPath(name), nil, apitypes.SetSecretRequest{Secret: value}, &out)
 }
 
+// SetScopedSecret sets the secret name and its scope (keeper,
+// service:NAME or incarnation:NAME): only that scope's scenarios may read
+// it.
+func (c *Client) SetScopedSecret(ctx context.Context, name, value, scope string) (apitypes.Secret, error) {
+	var out apitypes.Secret
+	return out, c.Do(ctx, http.MethodPut, secretPath(name), nil, apitypes.SetSecretRequest{Secret: value, Scope: scope}, &out)
+}
+
 // ListSecrets lists the secrets' names, owners and times (operator).
 func (c *Client) ListSecrets(ctx context.Context) ([]apitypes.Secret, error) {
 	var out []apitypes.Secret

@@ -21,7 +21,7 @@ func (a *Authority) CreateArchon(ctx context.Context, name string, role Role) (s
 			"archon name %q is invalid: use 1-63 letters, digits, '_', '.', '@' or '-', starting with a letter or digit", name)
 	}
 	if !role.Valid() {
-		return store.Archon{}, domain.Errorf(domain.CodeInvalid, "unknown role %q: use admin, operator or viewer", role)
+		return store.Archon{}, domain.Errorf(domain.CodeInvalid, "unknown role %q: use admin, operator, auditor, viewer or none (custom roles are given by grants)", role)
 	}
 	existing, err := a.st.ListArchons(ctx)
 	if err != nil {

@@ -78,6 +78,10 @@ type Principal struct {
 	Role      Role      `json:"role"`
 	TokenID   string    `json:"token_id"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// Via is the Archon the call came through when it acts on behalf of
+	// ArchonID (the Checker's): a permission holds only when it holds for
+	// both.
+	Via string `json:"via,omitempty"`
 }
 
 type principalKey struct{}

@@ -26,31 +26,38 @@ import (
 // covens, which is the same trust decision as accepting a soul.
 type Role string
 
-// The three roles.
+// The built-in roles. Since teams and scoped grants (issue 34, see
+// access.go) a role is a set of permissions; an Archon's stored role is the
+// role it was given on the whole keeper when it was created ("none": no
+// keeper-wide grant), and the rank below only orders token minting.
 const (
 	RoleViewer   Role = store.RoleViewer
 	RoleOperator Role = store.RoleOperator
 	RoleAdmin    Role = store.RoleAdmin
+	RoleAuditor  Role = "auditor"
+	RoleNone     Role = store.RoleNone
 )
 
 // Roles lists the valid roles from least to most privileged.
-var Roles = []Role{RoleViewer, RoleOperator, RoleAdmin}
+var Roles = []Role{RoleNone, RoleViewer, RoleAuditor, RoleOperator, RoleAdmin}
 
 func (r Role) rank() int {
 	switch r {
-	case RoleViewer:
+	case RoleNone:
+		return 0
+	case RoleViewer, RoleAuditor:
 		return 1
 	case RoleOperator:
 		return 2
 	case RoleAdmin:
 		return 3
 	default:
-		return 0
+		return -1
 	}
 }
 
-// Valid reports whether r is one of the three roles.
-func (r Role) Valid() bool { return r.rank() > 0 }
+// Valid reports whether r is one of the built-in roles.
+func (r Role) Valid() bool { return r.rank() >= 0 }
 
 // Allows reports whether a holder of r may call a route that needs role need.
 // An invalid role allows nothing.
@@ -60,7 +67,7 @@ func (r Role) Allows(need Role) bool { return r.Valid() && r.rank() >= need.rank
 func ParseRole(s string) (Role, error) {
 	r := Role(s)
 	if !r.Valid() {
-		return "", domain.Errorf(domain.CodeInvalid, "unknown role %q: use admin, operator or viewer", s)
+		return "", domain.Errorf(domain.CodeInvalid, "unknown role %q: use admin, operator, auditor, viewer or none (custom roles are given by grants)", s)
 	}
 	return r, nil
 }

@@ -185,13 +185,14 @@ func (a *Authority) tokenPrincipal(ctx context.Context, id, archon string) (Prin
 	return Principal{ArchonID: archon, Role: role, TokenID: id, ExpiresAt: rec.ExpiresAt}, nil
 }
 
-// Tokens lists token records, oldest first: an admin's call lists every
+// Tokens lists token records, oldest first: the call of an Archon with
+// manage_access on the keeper lists every
 // Archon's (or archonID's, when given), anyone else's only its own —
 // asking for another Archon's is forbidden.
 func (a *Authority) Tokens(ctx context.Context, p Principal, archonID string) ([]store.Token, error) {
-	if !p.Role.Allows(RoleAdmin) {
+	if !a.May(ctx, p, PermManageAccess) {
 		if archonID != "" && archonID != p.ArchonID {
-			return nil, domain.Errorf(domain.CodeForbidden, "role %s may list only its own tokens: admin role required", p.Role)
+			return nil, a.Authorize(ctx, p, PermManageAccess)
 		}
 		archonID = p.ArchonID
 	}
@@ -211,7 +212,7 @@ func (a *Authority) RevokeToken(ctx context.Context, p Principal, id string) err
 	if err != nil {
 		return fmt.Errorf("token %s: %w", id, err)
 	}
-	if t.ArchonID != p.ArchonID && !p.Role.Allows(RoleAdmin) {
+	if t.ArchonID != p.ArchonID && !a.May(ctx, p, PermManageAccess) {
 		return &domain.Error{Code: domain.CodeNotFound, Message: fmt.Sprintf("token %s not found", id)}
 	}
 	if t.RevokedAt != nil {

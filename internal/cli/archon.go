@@ -64,7 +64,7 @@ func newArchonCreateCmd(g *Globals) *cobra.Command {
 		},
 	}
 	addNameFlag(c, &req.Name, "name", "Archon name")
-	c.Flags().StringVar(&req.Role, "role", "operator", "role: admin, operator or viewer")
+	c.Flags().StringVar(&req.Role, "role", "operator", "role on the whole keeper: admin, operator, auditor, viewer, or none (powers from grants only)")
 	c.Flags().StringVar(&ttl, "ttl", "", "lifetime of the first token: 90m, 24h, 30d")
 	_ = c.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"admin", "operator", "viewer"}, cobra.ShellCompDirectiveNoFileComp))
 	return c

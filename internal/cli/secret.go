@@ -35,15 +35,20 @@ diffs, events, history, logs and the UI. No command or route shows a value.`,
 }
 
 func newSecretSetCmd(g *Globals) *cobra.Command {
-	var fromFile string
+	var fromFile, scope string
 	c := &cobra.Command{
-		Use:   "set NAME [--from-file PATH]",
+		Use:   "set NAME [--from-file PATH] [--scope SCOPE]",
 		Short: "Set or replace a secret (admin); the value comes from stdin or a file, never a flag",
 		Long: `Reads the value from standard input (one trailing newline is dropped) or,
 with --from-file, from a file (taken byte for byte). Runs that start later
-use the new value; runs in flight keep the one they started with.`,
+use the new value; runs in flight keep the one they started with.
+--scope service:NAME or incarnation:NAME lets only that service's (or
+incarnation's) scenarios read the secret, checked when a run is validated
+and again when it starts; keeper (the default for a new secret) lets every
+scenario read it. Without --scope an existing secret keeps its scope.`,
 		Example: `  printf %s "$DB_PASSWORD" | soulctl secret set db_password
-  soulctl secret set tls_key --from-file ./server.key`,
+  soulctl secret set tls_key --from-file ./server.key
+  soulctl secret set pg_password --scope service:postgres < pw.txt`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.capture {
@@ -73,7 +78,7 @@ use the new value; runs in flight keep the one they started with.`,
 			if err != nil {
 				return err
 			}
-			rec, err := cl.SetSecret(cmd.Context(), args[0], string(b))
+			rec, err := cl.SetScopedSecret(cmd.Context(), args[0], string(b), scope)
 			if err != nil {
 				return err
 			}
@@ -84,6 +89,7 @@ use the new value; runs in flight keep the one they started with.`,
 		},
 	}
 	c.Flags().StringVar(&fromFile, "from-file", "", "read the value from this file (byte for byte)")
+	c.Flags().StringVar(&scope, "scope", "", "who may read it: keeper, service:NAME or incarnation:NAME")
 	return c
 }
 
@@ -115,9 +121,9 @@ func newSecretListCmd(g *Globals) *cobra.Command {
 				list = []apitypes.Secret{}
 			}
 			return g.Emit(cmd, list, func(w io.Writer) error {
-				row(w, "NAME", "OWNER", "CREATED", "UPDATED", "USED BY")
+				row(w, "NAME", "SCOPE", "OWNER", "CREATED", "UPDATED", "USED BY")
 				for _, s := range list {
-					row(w, s.Name, dash(s.Owner), ago(s.CreatedAt), ago(s.UpdatedAt), dash(strings.Join(s.UsedBy, ",")))
+					row(w, s.Name, dash(s.Scope), dash(s.Owner), ago(s.CreatedAt), ago(s.UpdatedAt), dash(strings.Join(s.UsedBy, ",")))
 				}
 				return nil
 			})

@@ -24,6 +24,23 @@ type SecretSource interface {
 	Value(ctx context.Context, name string) (string, error)
 }
 
+// ScopedSecrets is a SecretSource whose secrets belong to scopes (issue
+// 34): Readable refuses a secret to a scenario of an incarnation outside
+// its scope. The engine asks it at validation and again when a run loads
+// the values.
+type ScopedSecrets interface {
+	Readable(ctx context.Context, name, service, incarnation string) error
+}
+
+// secretReadable asks the secret source whether incarnation may read
+// secret name (always, when the source has no scopes).
+func (e *Engine) secretReadable(ctx context.Context, name, service, incarnation string) error {
+	if sc, ok := e.cfg.Secrets.(ScopedSecrets); ok {
+		return sc.Readable(ctx, name, service, incarnation)
+	}
+	return nil
+}
+
 // SecretRefs lists the secret("name") calls of the scenario's files,
 // each with the file:line of its first use.
 func SecretRefs(sc *dsl.Scenario) map[string]string { return secretRefs(sc) }
@@ -52,7 +69,7 @@ func secretRefs(sc *dsl.Scenario) map[string]string {
 // reads a secret input or secret() directly (a secret's derivative is
 // never committed to incarnation.state, SPEC §10.2) unless state_schema
 // declares its key secret: true.
-func (e *Engine) checkSecrets(ctx context.Context, svc *dsl.Service, sc *dsl.Scenario) error {
+func (e *Engine) checkSecrets(ctx context.Context, svc *dsl.Service, sc *dsl.Scenario, service, incarnation string) error {
 	for _, n := range slices.Sorted(maps.Keys(secretRefs(sc))) {
 		pos := secretRefs(sc)[n]
 		if e.cfg.Secrets == nil {
@@ -63,6 +80,9 @@ func (e *Engine) checkSecrets(ctx context.Context, svc *dsl.Service, sc *dsl.Sce
 				return domain.Errorf(domain.CodeInvalid, "%s: secret(%q) is not in the Keeper's secret store (set it with: soulctl secret set %s)", pos, n, n)
 			}
 			return fmt.Errorf("%s: secret(%q): %w", pos, n, err)
+		}
+		if err := e.secretReadable(ctx, n, service, incarnation); err != nil {
+			return &domain.Error{Code: domain.CodeInvalid, Message: fmt.Sprintf("%s: secret(%q): %v", pos, n, err), Err: err}
 		}
 	}
 	secretInputs := sc.Input.Secrets()
@@ -120,6 +140,11 @@ func (r *runner) loadSecrets(ctx context.Context) (map[string]any, error) {
 	}
 	out := make(map[string]any, len(refs))
 	for n, pos := range refs {
+		// Checked again at run time: the secret's scope may have changed
+		// since the run was validated (or the run is a resume).
+		if err := r.e.secretReadable(ctx, n, r.inc.Service, r.inc.Name); err != nil {
+			return nil, fmt.Errorf("%s: secret(%q): %w", pos, n, err)
+		}
 		v, err := r.e.cfg.Secrets.Value(ctx, n)
 		if err != nil {
 			return nil, fmt.Errorf("%s: secret(%q): %w", pos, n, err)

@@ -76,7 +76,7 @@ func (e *Engine) CreateIncarnation(ctx context.Context, req CreateRequest) (id s
 	if err := svc.CheckEssenceOverrides(req.Essence); err != nil {
 		return "", err
 	}
-	if err := e.checkSecrets(ctx, svc, sc); err != nil {
+	if err := e.checkSecrets(ctx, svc, sc, svcRec.Name, req.Name); err != nil {
 		return "", err
 	}
 	members, err := e.membersOf(ctx, req.Covens)
@@ -165,7 +165,7 @@ func (e *Engine) StartRun(ctx context.Context, incarnation, scenario string, inp
 	if err != nil {
 		return "", fmt.Errorf("scenario %s: %w", scenario, err)
 	}
-	if err := e.checkSecrets(ctx, svc, sc); err != nil {
+	if err := e.checkSecrets(ctx, svc, sc, inc.Service, inc.Name); err != nil {
 		return "", err
 	}
 	if err := e.checkCovens(ctx, sc, inc.Covens); err != nil {

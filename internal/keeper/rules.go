@@ -33,6 +33,13 @@ func (k *Keeper) newRules() {
 type ruleActions struct{ k *Keeper }
 
 func (a ruleActions) StartRun(ctx context.Context, inc, scenario string, input map[string]any, check bool, archonID string) (string, error) {
+	perm := auth.PermRun
+	if check {
+		perm = auth.PermCheckRun
+	}
+	if err := a.k.authorizeOwner(ctx, archonID, perm, auth.Object{Kind: auth.ObjIncarnation, Name: inc}); err != nil {
+		return "", err
+	}
 	inst, err := a.k.store.GetIncarnation(ctx, inc)
 	if err != nil {
 		return "", err
@@ -50,6 +57,9 @@ func (a ruleActions) StartRun(ctx context.Context, inc, scenario string, input m
 }
 
 func (a ruleActions) ExecuteProcedure(ctx context.Context, name string, vars map[string]any, archonID string) ([]string, error) {
+	if err := a.k.authorizeOwner(ctx, archonID, auth.PermExecuteProcedures, auth.Keeper()); err != nil {
+		return nil, err
+	}
 	tasks, err := a.k.checker.Execute(ctx, checker.ExecRequest{Procedure: name, Vars: vars, OnBehalfOf: archonID})
 	ids := make([]string, len(tasks))
 	for i, t := range tasks {
@@ -71,8 +81,10 @@ func (a ruleActions) Notify(ctx context.Context, endpoints []string, n rules.Not
 	return a.k.notifier.Notify(ctx, endpoints, n, firingID)
 }
 
-// ruleOwner refuses an owner that cannot act: gone, disabled, or below
-// operator (runs and procedures need it) — like the Checker's calls.
+// ruleOwner refuses an owner that cannot act: gone, disabled, or holding
+// none of the permissions rules act with (run, check_run,
+// execute_procedures) on any scope — like the Checker's calls. Each action
+// then asks the authorizer for its own decision (ruleActions).
 func (k *Keeper) ruleOwner(ctx context.Context, archonID string) error {
 	if archonID == "" {
 		return domain.Errorf(domain.CodeForbidden, "the rule has no owner: nobody it could act for")
@@ -84,10 +96,28 @@ func (k *Keeper) ruleOwner(ctx context.Context, archonID string) error {
 	if a.DisabledAt != nil {
 		return domain.Errorf(domain.CodeForbidden, "the rule's owner %s is disabled", a.Name)
 	}
-	if !auth.Role(a.Role).Allows(auth.RoleOperator) {
-		return domain.Errorf(domain.CodeForbidden, "the rule's owner %s has role %s: rules act with operator at least", a.Name, a.Role)
+	acc, err := k.auth.Access(ctx, auth.Principal{ArchonID: a.ID})
+	if err != nil {
+		return err
+	}
+	if !acc.Anywhere(auth.PermRun) && !acc.Anywhere(auth.PermCheckRun) && !acc.Anywhere(auth.PermExecuteProcedures) {
+		return domain.Errorf(domain.CodeForbidden, "the rule's owner %s holds no run, check_run or execute_procedures permission anywhere: rules act as their owner", a.Name)
 	}
 	return nil
+}
+
+// authorizeOwner is the authorizer's decision for a rule's action taken
+// for its owner; a refusal is audited like the API's.
+func (k *Keeper) authorizeOwner(ctx context.Context, archonID string, perm auth.Permission, obj auth.Object) error {
+	p := auth.Principal{ArchonID: archonID}
+	d, err := k.auth.Decide(ctx, p, perm, obj)
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		_ = k.auth.Record(ctx, p, "access.denied", obj.String(), map[string]any{"permission": string(perm), "reason": d.Reason, "via": "rule"})
+	}
+	return d.Err()
 }
 
 // serviceRules loads an incarnation's rules at its pinned commit; they act

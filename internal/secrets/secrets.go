@@ -72,8 +72,32 @@ func (s *Store) open(name string, sealed []byte) (string, error) {
 }
 
 // Set stores value under name, sealed; owner is the Archon setting it
-// (kept from the first set).
+// (kept from the first set). A new secret belongs to the keeper (every
+// scenario may read it); an existing one keeps its scope.
 func (s *Store) Set(ctx context.Context, name, value, owner string) error {
+	kind, scope := store.ScopeKeeper, ""
+	if rec, err := s.st.GetSecret(ctx, name); err == nil {
+		kind, scope = rec.ScopeKind, rec.Scope
+	} else if domain.ErrorCode(err) != domain.CodeNotFound {
+		return err
+	}
+	return s.SetScoped(ctx, name, value, owner, kind, scope)
+}
+
+// SetScoped is Set with the secret's scope (issue 34): ScopeKeeper, or
+// ScopeService / ScopeIncarnation and its name — only that service's or
+// incarnation's scenarios may read it.
+func (s *Store) SetScoped(ctx context.Context, name, value, owner, scopeKind, scope string) error {
+	switch scopeKind {
+	case store.ScopeKeeper:
+		scope = ""
+	case store.ScopeService, store.ScopeIncarnation:
+		if scope == "" {
+			return domain.Errorf(domain.CodeInvalid, "secret %s: a %s scope needs a name", name, scopeKind)
+		}
+	default:
+		return domain.Errorf(domain.CodeInvalid, "secret %s: scope %q: use keeper, service:NAME or incarnation:NAME", name, scopeKind)
+	}
 	if err := ValidName(name); err != nil {
 		return err
 	}
@@ -87,7 +111,31 @@ func (s *Store) Set(ctx context.Context, name, value, owner string) error {
 	if err != nil {
 		return err
 	}
-	return s.st.PutSecret(ctx, store.Secret{Name: name, Ciphertext: sealed, Owner: owner})
+	return s.st.PutSecret(ctx, store.Secret{Name: name, Ciphertext: sealed, Owner: owner, ScopeKind: scopeKind, Scope: scope})
+}
+
+// Readable reports whether a scenario of incarnation (of service) may
+// read the secret name: a keeper secret is everyone's, a service's only its
+// incarnations', an incarnation's only its own. The error says which scope
+// the secret belongs to.
+func (s *Store) Readable(ctx context.Context, name, service, incarnation string) error {
+	rec, err := s.st.GetSecret(ctx, name)
+	if err != nil {
+		return err
+	}
+	switch rec.ScopeKind {
+	case "", store.ScopeKeeper:
+		return nil
+	case store.ScopeService:
+		if rec.Scope == service {
+			return nil
+		}
+	case store.ScopeIncarnation:
+		if rec.Scope == incarnation {
+			return nil
+		}
+	}
+	return domain.Errorf(domain.CodeForbidden, "secret %q belongs to %s:%s: incarnation %s (service %s) may not read it", name, rec.ScopeKind, rec.Scope, incarnation, service)
 }
 
 // Value opens the secret name. Only the Keeper calls it, when it renders

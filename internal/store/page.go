@@ -38,6 +38,11 @@ type SoulQuery struct {
 	// matches souls that have the fact at all.
 	Fact      string
 	FactValue string
+	// Visible, when set, keeps only the souls carrying at least one of
+	// VisibleCovens (none when it is empty): what an Archon whose read
+	// grants are on covens may see (issue 34).
+	Visible       bool
+	VisibleCovens []string
 	// After is the cursor: the SID the previous page ended with.
 	After string
 	Limit int // see PageLimit
@@ -75,6 +80,10 @@ type RunQuery struct {
 	Incarnation string
 	Status      string
 	Scenario    string
+	// Visible, when set, keeps only the runs of VisibleIncarnations (none
+	// when it is empty): what an Archon with scoped read grants may see.
+	Visible             bool
+	VisibleIncarnations []string
 	// Before is the cursor: the Next of the previous page.
 	Before string
 	Limit  int // see PageLimit

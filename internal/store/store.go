@@ -32,6 +32,9 @@ const (
 	RoleAdmin    = "admin"
 	RoleOperator = "operator"
 	RoleViewer   = "viewer"
+	// RoleNone is an Archon without a keeper-wide role: its powers come
+	// only from grants (its own and its teams').
+	RoleNone = "none"
 )
 
 // Soul statuses.
@@ -490,17 +493,23 @@ type KeeperMove struct {
 // store holds only Ciphertext (sealed by internal/secrets); the clear value
 // never reaches the database. Owner is the Archon that first set it.
 type Secret struct {
-	Name       string    `json:"name"`
-	Ciphertext []byte    `json:"-"`
-	Owner      string    `json:"owner"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	Name       string `json:"name"`
+	Ciphertext []byte `json:"-"`
+	Owner      string `json:"owner"`
+	// ScopeKind and Scope say which scenarios may read the secret: every
+	// one (ScopeKeeper, the default for ""), a service's or an
+	// incarnation's.
+	ScopeKind string    `json:"scope_kind"`
+	Scope     string    `json:"scope,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Store is everything Soul Stack persists.
 type Store interface {
 	HealthStore
 	RulesStore
+	AccessStore
 
 	// Ping checks the database is reachable (readyz).
 	Ping(ctx context.Context) error

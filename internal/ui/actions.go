@@ -33,8 +33,9 @@ type actionFunc func(w http.ResponseWriter, r *http.Request) (string, error)
 
 // action wraps an action handler: the session must be signed in, the
 // request must come from this origin with the session's CSRF token, and
-// the Archon's role must allow need (the API checks it again).
-func (u *UI) action(need auth.Role, f actionFunc) http.Handler {
+// the Archon must hold need on some scope (the API decides on the
+// object, with the same authorizer).
+func (u *UI) action(need auth.Permission, f actionFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := u.principal(r)
 		if err != nil {
@@ -61,7 +62,7 @@ func (u *UI) action(need auth.Role, f actionFunc) http.Handler {
 			u.renderActionError(w, r, &p, domain.Errorf(domain.CodeUnavailable, "this keeper's UI cannot perform actions"))
 			return
 		}
-		if err := auth.Require(p, need); err != nil {
+		if err := u.mayAnywhere(r, p, need); err != nil {
 			u.renderActionError(w, r, &p, err)
 			return
 		}
@@ -98,17 +99,17 @@ func (u *UI) renderActionError(w http.ResponseWriter, r *http.Request, p *auth.P
 
 // registerActions adds the action routes.
 func (u *UI) registerActions(mux *http.ServeMux) {
-	mux.Handle("POST "+Prefix+"/incarnations/{name}/unlock", u.action(auth.RoleOperator, u.unlock))
-	mux.Handle("POST "+Prefix+"/incarnations/{name}/drift", u.action(auth.RoleOperator, u.drift))
-	mux.Handle("POST "+Prefix+"/incarnations/{name}/runs", u.action(auth.RoleOperator, u.startRun))
+	mux.Handle("POST "+Prefix+"/incarnations/{name}/unlock", u.action(auth.PermUnlock, u.unlock))
+	mux.Handle("POST "+Prefix+"/incarnations/{name}/drift", u.action(auth.PermCheckRun, u.drift))
+	mux.Handle("POST "+Prefix+"/incarnations/{name}/runs", u.action(auth.PermRun, u.startRun))
 	mux.Handle("GET "+Prefix+"/incarnations/{name}/start", u.page(u.startForm))
-	mux.Handle("POST "+Prefix+"/runs/{id}/cancel", u.action(auth.RoleOperator, u.cancelRun))
-	mux.Handle("POST "+Prefix+"/runs/{id}/resume", u.action(auth.RoleOperator, u.resumeRun))
-	mux.Handle("POST "+Prefix+"/souls/{sid}/accept", u.action(auth.RoleAdmin, u.acceptSoul))
-	mux.Handle("POST "+Prefix+"/souls/{sid}/reject", u.action(auth.RoleAdmin, u.rejectSoul))
-	mux.Handle("POST "+Prefix+"/souls/{sid}/delete", u.action(auth.RoleAdmin, u.deleteSoul))
+	mux.Handle("POST "+Prefix+"/runs/{id}/cancel", u.action(auth.PermCancel, u.cancelRun))
+	mux.Handle("POST "+Prefix+"/runs/{id}/resume", u.action(auth.PermResume, u.resumeRun))
+	mux.Handle("POST "+Prefix+"/souls/{sid}/accept", u.action(auth.PermManageSouls, u.acceptSoul))
+	mux.Handle("POST "+Prefix+"/souls/{sid}/reject", u.action(auth.PermManageSouls, u.rejectSoul))
+	mux.Handle("POST "+Prefix+"/souls/{sid}/delete", u.action(auth.PermManageSouls, u.deleteSoul))
 	mux.Handle("GET "+Prefix+"/join-tokens", u.page(u.joinTokenForm))
-	mux.Handle("POST "+Prefix+"/join-tokens", u.action(auth.RoleAdmin, u.createJoinToken))
+	mux.Handle("POST "+Prefix+"/join-tokens", u.action(auth.PermManageSouls, u.createJoinToken))
 	u.registerMoreActions(mux)
 }
 

@@ -30,11 +30,11 @@ func init() {
 // registerMoreActions adds the routes of this file.
 func (u *UI) registerMoreActions(mux *http.ServeMux) {
 	mux.Handle("GET "+Prefix+"/incarnations/new", u.page(u.newIncarnationForm))
-	mux.Handle("POST "+Prefix+"/incarnations", u.action(auth.RoleOperator, u.createIncarnation))
-	mux.Handle("POST "+Prefix+"/souls/{sid}/covens", u.action(auth.RoleAdmin, u.setCovens))
-	mux.Handle("POST "+Prefix+"/procedures/{name}/execute", u.action(auth.RoleOperator, u.executeProcedure))
-	mux.Handle("POST "+Prefix+"/schedules", u.action(auth.RoleOperator, u.addSchedule))
-	mux.Handle("POST "+Prefix+"/schedules/{id}/delete", u.action(auth.RoleOperator, u.deleteSchedule))
+	mux.Handle("POST "+Prefix+"/incarnations", u.action(auth.PermCreateIncarnation, u.createIncarnation))
+	mux.Handle("POST "+Prefix+"/souls/{sid}/covens", u.action(auth.PermManageSouls, u.setCovens))
+	mux.Handle("POST "+Prefix+"/procedures/{name}/execute", u.action(auth.PermExecuteProcedures, u.executeProcedure))
+	mux.Handle("POST "+Prefix+"/schedules", u.action(auth.PermManageProcedures, u.addSchedule))
+	mux.Handle("POST "+Prefix+"/schedules/{id}/delete", u.action(auth.PermManageProcedures, u.deleteSchedule))
 }
 
 func (u *UI) setCovens(_ http.ResponseWriter, r *http.Request) (string, error) {

@@ -86,8 +86,8 @@ func TestActionRoles(t *testing.T) {
 	vt := e.csrf(viewer, "/ui/souls")
 	for _, path := range []string{"/ui/incarnations/site/unlock", "/ui/incarnations/site/drift", "/ui/runs/" + failed + "/resume", "/ui/runs/" + failed + "/cancel"} {
 		status, _, body := e.post(viewer, path, url.Values{"csrf": {vt}, "reason": {"r"}, "scenario": {"create"}}, nil)
-		if status != http.StatusForbidden || !strings.Contains(body, "operator role required") {
-			t.Errorf("viewer POST %s: status %d, want 403 naming the role\n%s", path, status, body)
+		if status != http.StatusForbidden || !strings.Contains(body, "permission &#34;") {
+			t.Errorf("viewer POST %s: status %d, want 403 naming the permission\n%s", path, status, body)
 		}
 	}
 	status, _, _ := e.post(viewer, "/ui/incarnations/site/runs", url.Values{"csrf": {vt}, "scenario": {"create"}, "in.port": {"1"}}, nil)
@@ -108,7 +108,7 @@ func TestActionRoles(t *testing.T) {
 	ot := e.csrf(op, "/ui/souls")
 	for _, path := range []string{"/ui/souls/newcomer/accept", "/ui/souls/newcomer/reject", "/ui/souls/newcomer/delete", "/ui/join-tokens"} {
 		status, _, body := e.post(op, path, url.Values{"csrf": {ot}, "confirm": {"newcomer"}, "covens": {"web"}}, nil)
-		if status != http.StatusForbidden || !strings.Contains(body, "admin role required") {
+		if status != http.StatusForbidden || !strings.Contains(body, "permission &#34;manage_souls&#34;") {
 			t.Errorf("operator POST %s: status %d, want 403\n%s", path, status, body)
 		}
 	}

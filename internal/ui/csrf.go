@@ -78,8 +78,8 @@ func sameOrigin(r *http.Request) error {
 // forms its Archon's role cannot use; the API refuses them anyway.
 type actions struct {
 	CSRF     string
-	Operator bool // operator or admin: runs, unlock, cancel, resume, drift
-	Admin    bool // admin: souls, join tokens
+	Operator bool // may run (on the page's object): runs, unlock, cancel, resume, drift
+	Admin    bool // may manage souls (on the page's object): souls, join tokens
 	Enabled  bool // the UI can act at all (an API is configured)
 }
 
@@ -90,10 +90,17 @@ func (u *UI) actionsFor(r *http.Request) actions {
 	if !ok || err != nil || u.cfg.API == nil {
 		return actions{}
 	}
-	return actions{
+	a := actions{
 		CSRF:     csrfToken(c.Value),
 		Operator: p.Role.Allows(auth.RoleOperator),
 		Admin:    p.Role.Allows(auth.RoleAdmin),
 		Enabled:  true,
 	}
+	if _, ok := u.cfg.Auth.(authorizer); ok {
+		// Keeper-wide pages: the buttons of what the Archon's grants
+		// allow somewhere (object pages use actionsOn).
+		a.Operator = u.may(r, auth.PermRun, auth.Keeper()) || u.anywhere(r, auth.PermRun)
+		a.Admin = u.may(r, auth.PermManageSouls, auth.Keeper()) || u.anywhere(r, auth.PermManageSouls)
+	}
+	return a
 }

@@ -188,6 +188,7 @@ func (u *UI) souls(r *http.Request) (view, error) {
 	if sv.Fact == "" {
 		sq.FactValue = ""
 	}
+	soulVisibility(u.access(r), &sq)
 	page, err := u.store.PageSouls(ctx, sq)
 	if err != nil {
 		if domain.ErrorCode(err) == domain.CodeInvalid {
@@ -243,6 +244,9 @@ type soulView struct {
 
 func (u *UI) soul(r *http.Request) (view, error) {
 	sid := r.PathValue("sid")
+	if err := u.requireRead(r, auth.Object{Kind: auth.ObjSoul, Name: sid}); err != nil {
+		return view{}, err
+	}
 	s, err := u.store.GetSoul(r.Context(), sid)
 	if err != nil {
 		return view{}, lookupErr(err, "soul", sid)
@@ -251,7 +255,7 @@ func (u *UI) soul(r *http.Request) (view, error) {
 	if err != nil {
 		return view{}, fmt.Errorf("listing incarnations: %w", err)
 	}
-	sv := soulView{Soul: s, Facts: flattenFacts(s.Facts()), Act: u.actionsFor(r)}
+	sv := soulView{Soul: s, Facts: flattenFacts(s.Facts()), Act: u.actionsOn(r, auth.Object{Kind: auth.ObjSoul, Name: sid})}
 	for _, inc := range incs {
 		if slices.Contains(inc.Members, sid) {
 			sv.Incarnations = append(sv.Incarnations, inc)

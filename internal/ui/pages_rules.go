@@ -33,7 +33,7 @@ func (u *UI) rulesPage(r *http.Request) (view, error) {
 	if rv.Paused, err = u.store.ListRulePauses(ctx); err != nil {
 		return view{}, fmt.Errorf("listing paused rules: %w", err)
 	}
-	if p, ok := auth.FromContext(ctx); ok && p.Role.Allows(auth.RoleAdmin) {
+	if p, ok := auth.FromContext(ctx); ok && (p.Role.Allows(auth.RoleAdmin) && u.access(r) == nil || u.may(r, auth.PermManageKeeper, auth.Keeper())) {
 		rv.ShowDead = true
 		if rv.Dead, err = u.store.ListDeliveries(ctx, store.DeliveryDead, 100); err != nil {
 			return view{}, fmt.Errorf("listing dead letters: %w", err)

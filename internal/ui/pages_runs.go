@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/soulstack/soulstack/internal/apitypes"
+	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/store"
 )
@@ -35,6 +36,7 @@ func (u *UI) incarnations(r *http.Request) (view, error) {
 	if err != nil {
 		return view{}, fmt.Errorf("listing incarnations: %w", err)
 	}
+	all = visibleIncarnations(u.access(r), all)
 	iv := incarnationsView{
 		Counts: countBy(all, incarnationStatuses, func(i store.Incarnation) string { return i.Status }),
 		Status: r.URL.Query().Get("status"),
@@ -138,6 +140,9 @@ type incarnationView struct {
 func (u *UI) incarnation(r *http.Request) (view, error) {
 	ctx := r.Context()
 	name := r.PathValue("name")
+	if err := u.requireRead(r, auth.Object{Kind: auth.ObjIncarnation, Name: name}); err != nil {
+		return view{}, err
+	}
 	inc, err := u.store.GetIncarnation(ctx, name)
 	if err != nil {
 		return view{}, lookupErr(err, "incarnation", name)
@@ -167,7 +172,7 @@ func (u *UI) incarnation(r *http.Request) (view, error) {
 		return view{}, fmt.Errorf("drift of %s: %w", name, err)
 	}
 	iv := incarnationView{Inc: inc, History: timeline(hist, historyLimit), Runs: runs, Triggers: trig, Drift: drift,
-		Resumable: resumable(inc, runs), Act: u.actionsFor(r)}
+		Resumable: resumable(inc, runs), Act: u.actionsOn(r, auth.Object{Kind: auth.ObjIncarnation, Name: name})}
 	for _, sid := range inc.Members {
 		s, ok := bySID[sid]
 		m := member{SID: sid, Status: "unknown", Known: ok, Soul: s}
@@ -269,8 +274,15 @@ func (u *UI) runs(r *http.Request) (view, error) {
 	q := r.URL.Query()
 	rv := runsView{Incarnation: q.Get("incarnation"), Status: q.Get("status"), Scenario: q.Get("scenario"),
 		Before: q.Get("before"), Statuses: runStatuses}
-	page, err := u.store.PageRuns(r.Context(), store.RunQuery{Incarnation: rv.Incarnation, Status: rv.Status,
-		Scenario: rv.Scenario, Before: rv.Before, Limit: allRunsLimit})
+	rq := store.RunQuery{Incarnation: rv.Incarnation, Status: rv.Status, Scenario: rv.Scenario, Before: rv.Before, Limit: allRunsLimit}
+	if acc := u.access(r); acc != nil && !acc.AllowsKeeper(auth.PermRead) {
+		incs, err := u.store.ListIncarnations(r.Context())
+		if err != nil {
+			return view{}, fmt.Errorf("listing incarnations: %w", err)
+		}
+		runVisibility(acc, incs, &rq)
+	}
+	page, err := u.store.PageRuns(r.Context(), rq)
 	if err != nil {
 		if domain.ErrorCode(err) == domain.CodeInvalid {
 			return view{}, err
@@ -314,6 +326,9 @@ type runView struct {
 func (u *UI) loadRun(r *http.Request) (runView, error) {
 	ctx := r.Context()
 	id := r.PathValue("id")
+	if err := u.requireRead(r, auth.Object{Kind: auth.ObjRun, Name: id}); err != nil {
+		return runView{}, err
+	}
 	run, err := u.store.GetRun(ctx, id)
 	if err != nil {
 		return runView{}, lookupErr(err, "run", id)
@@ -340,7 +355,7 @@ func (u *UI) loadRun(r *http.Request) (runView, error) {
 	if len(rv.Grid.Hosts) > groupThreshold {
 		rv.Grid.group(results, members, rv.Live)
 	}
-	rv.Act = u.actionsFor(r)
+	rv.Act = u.actionsOn(r, auth.Object{Kind: auth.ObjRun, Name: id})
 	return rv, nil
 }
 

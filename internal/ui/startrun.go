@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/soulstack/soulstack/internal/apitypes"
+	"github.com/soulstack/soulstack/internal/auth"
 	"github.com/soulstack/soulstack/internal/domain"
 	"github.com/soulstack/soulstack/internal/dsl"
 )
@@ -56,7 +57,7 @@ func (u *UI) startForm(r *http.Request) (view, error) {
 	if err != nil {
 		return view{}, fmt.Errorf("opening service %s at %s: %w", inc.Service, inc.Commit, err)
 	}
-	sv := startView{Act: u.actionsFor(r), Incarnation: name, Scenarios: slices.Sorted(maps.Keys(svc.Scenarios))}
+	sv := startView{Act: u.actionsOn(r, auth.Object{Kind: auth.ObjIncarnation, Name: name}), Incarnation: name, Scenarios: slices.Sorted(maps.Keys(svc.Scenarios))}
 	if sc := r.URL.Query().Get("scenario"); sc != "" {
 		s, ok := svc.Scenarios[sc]
 		if !ok {

@@ -11,10 +11,25 @@ import (
 )
 
 // CreateArchon inserts an Archon; conflict when the id or name is taken.
+// An Archon created with a role (admin, operator, viewer or a custom
+// role) gets, in the same transaction, the grant of that role on the whole
+// keeper: what the role meant before teams and scoped grants existed.
+// Role "none" (or "") creates an Archon with no grant at all, for teams to
+// give it its powers.
 func (s *Store) CreateArchon(ctx context.Context, a store.Archon) error {
-	_, err := s.write(ctx, `INSERT INTO archons (id, name, role, created_at, disabled_at) VALUES (?, ?, ?, ?, ?)`,
-		a.ID, a.Name, a.Role, s.ts(s.orNow(a.CreatedAt)), s.tsPtr(a.DisabledAt))
-	return s.wrap("creating archon "+a.Name, err)
+	created := s.orNow(a.CreatedAt)
+	return s.inTx(ctx, "creating archon "+a.Name, func(tx q) error {
+		if _, err := tx.exec(ctx, `INSERT INTO archons (id, name, role, created_at, disabled_at) VALUES (?, ?, ?, ?, ?)`,
+			a.ID, a.Name, a.Role, s.ts(created), s.tsPtr(a.DisabledAt)); err != nil {
+			return err
+		}
+		if a.Role == "" || a.Role == store.RoleNone {
+			return nil
+		}
+		_, err := tx.exec(ctx, `INSERT INTO grants (`+grantCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			"archon-role-"+a.ID, store.SubjectArchon, a.ID, a.Role, store.ScopeKeeper, "", "", s.ts(created))
+		return err
+	})
 }
 
 // adminGuard is the settings row every DisableArchon writes first. The row

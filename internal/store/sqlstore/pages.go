@@ -69,6 +69,16 @@ func (s *Store) soulWhere(sq store.SoulQuery) (string, []any, error) {
 		}
 		args = append(args, len(covens))
 	}
+	if sq.Visible {
+		if covens := sortedSet(sq.VisibleCovens); len(covens) > 0 {
+			query += ` AND sid IN (SELECT sid FROM soul_covens WHERE coven IN (` + placeholders(len(covens)) + `))`
+			for _, c := range covens {
+				args = append(args, c)
+			}
+		} else {
+			query += ` AND 1 = 0`
+		}
+	}
 	if sq.Fact != "" {
 		keys, err := store.FactPath(sq.Fact)
 		if err != nil {
@@ -100,6 +110,16 @@ func (s *Store) PageRuns(ctx context.Context, rq store.RunQuery) (store.RunPage,
 	if rq.Status != "" {
 		query += ` AND status = ?`
 		args = append(args, rq.Status)
+	}
+	if rq.Visible {
+		if incs := sortedSet(rq.VisibleIncarnations); len(incs) > 0 {
+			query += ` AND incarnation IN (` + placeholders(len(incs)) + `)`
+			for _, i := range incs {
+				args = append(args, i)
+			}
+		} else {
+			query += ` AND 1 = 0`
+		}
 	}
 	if rq.Scenario != "" {
 		query += ` AND scenario = ?`

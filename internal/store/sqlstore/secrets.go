@@ -15,17 +15,21 @@ func (s *Store) PutSecret(ctx context.Context, sec store.Secret) error {
 		return s.wrap("storing a secret", invalid("a secret needs a name and a sealed value"))
 	}
 	now := s.orNow(sec.UpdatedAt)
-	_, err := s.write(ctx, `INSERT INTO secrets (name, ciphertext, owner, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET ciphertext = excluded.ciphertext, updated_at = excluded.updated_at`,
-		sec.Name, sec.Ciphertext, sec.Owner, s.ts(now), s.ts(now))
+	if sec.ScopeKind == "" {
+		sec.ScopeKind = store.ScopeKeeper
+	}
+	_, err := s.write(ctx, `INSERT INTO secrets (name, ciphertext, owner, created_at, updated_at, scope_kind, scope) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET ciphertext = excluded.ciphertext, updated_at = excluded.updated_at,
+			scope_kind = excluded.scope_kind, scope = excluded.scope`,
+		sec.Name, sec.Ciphertext, sec.Owner, s.ts(now), s.ts(now), sec.ScopeKind, sec.Scope)
 	return s.wrap("storing secret "+sec.Name, err)
 }
 
 // GetSecret returns a secret with its ciphertext.
 func (s *Store) GetSecret(ctx context.Context, name string) (store.Secret, error) {
 	var sec store.Secret
-	err := s.reader().row(ctx, `SELECT name, owner, created_at, updated_at, ciphertext FROM secrets WHERE name = ?`, name).
-		Scan(&sec.Name, &sec.Owner, timeCol{&sec.CreatedAt}, timeCol{&sec.UpdatedAt}, &sec.Ciphertext)
+	err := s.reader().row(ctx, `SELECT name, owner, created_at, updated_at, scope_kind, scope, ciphertext FROM secrets WHERE name = ?`, name).
+		Scan(&sec.Name, &sec.Owner, timeCol{&sec.CreatedAt}, timeCol{&sec.UpdatedAt}, &sec.ScopeKind, &sec.Scope, &sec.Ciphertext)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sec, notFound("secret", name)
 	}
@@ -34,13 +38,13 @@ func (s *Store) GetSecret(ctx context.Context, name string) (store.Secret, error
 
 // ListSecrets lists every secret by name, without ciphertext.
 func (s *Store) ListSecrets(ctx context.Context) ([]store.Secret, error) {
-	rows, err := s.reader().query(ctx, `SELECT name, owner, created_at, updated_at FROM secrets ORDER BY name`)
+	rows, err := s.reader().query(ctx, `SELECT name, owner, created_at, updated_at, scope_kind, scope FROM secrets ORDER BY name`)
 	if err != nil {
 		return nil, s.wrap("listing secrets", err)
 	}
 	out, err := collect(rows, func(sc interface{ Scan(...any) error }) (store.Secret, error) {
 		var sec store.Secret
-		err := sc.Scan(&sec.Name, &sec.Owner, timeCol{&sec.CreatedAt}, timeCol{&sec.UpdatedAt})
+		err := sc.Scan(&sec.Name, &sec.Owner, timeCol{&sec.CreatedAt}, timeCol{&sec.UpdatedAt}, &sec.ScopeKind, &sec.Scope)
 		return sec, err
 	})
 	return out, s.wrap("listing secrets", err)

@@ -49,6 +49,7 @@ func Run(t *testing.T, open Opener) {
 		{"Retention", retentionTests},
 		{"HistoryPage", historyPageTests},
 		{"Rules", rulesTests},
+		{"Access", accessTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
