@@ -69,7 +69,7 @@ func (k *Keeper) rebalance(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	counts, err := k.store.ConnectedSoulsByKeeper(ctx)
+	counts, err := k.store.CountSoulsByKeeper(ctx)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func Drain(ctx context.Context, opts DrainOptions) (string, int, error) {
 	deadline := time.Now().Add(opts.Wait)
 	last := -1
 	for {
-		counts, err := st.ConnectedSoulsByKeeper(ctx)
+		counts, err := st.CountSoulsByKeeper(ctx)
 		if err != nil {
 			return id, 0, err
 		}

@@ -901,9 +901,6 @@ type Store interface {
 	// TakeKeeperMove removes and returns keeper id's move request; ok is
 	// false when there is none.
 	TakeKeeperMove(ctx context.Context, id string) (m KeeperMove, ok bool, err error)
-	// ConnectedSoulsByKeeper counts the connected souls each keeper holds
-	// (keepers holding none are absent).
-	ConnectedSoulsByKeeper(ctx context.Context) (map[string]int, error)
 
 	// Leases for singleton duties (leader election on SQLite; PostgreSQL may
 	// also use advisory locks). TryLease takes or renews the lease for

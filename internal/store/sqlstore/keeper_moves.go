@@ -42,27 +42,3 @@ func (s *Store) TakeKeeperMove(ctx context.Context, id string) (store.KeeperMove
 	}
 	return m, n > 0, nil
 }
-
-// ConnectedSoulsByKeeper counts the connected souls of each keeper.
-func (s *Store) ConnectedSoulsByKeeper(ctx context.Context) (map[string]int, error) {
-	rows, err := s.reader().query(ctx, `SELECT keeper_id, COUNT(*) FROM souls WHERE status = ? AND keeper_id <> '' GROUP BY keeper_id`, store.SoulConnected)
-	if err != nil {
-		return nil, s.wrap("counting souls by keeper", err)
-	}
-	type count struct {
-		id string
-		n  int
-	}
-	cs, err := collect(rows, func(sc interface{ Scan(...any) error }) (count, error) {
-		var c count
-		return c, sc.Scan(&c.id, &c.n)
-	})
-	if err != nil {
-		return nil, s.wrap("counting souls by keeper", err)
-	}
-	out := make(map[string]int, len(cs))
-	for _, c := range cs {
-		out[c.id] = c.n
-	}
-	return out, nil
-}

@@ -88,7 +88,7 @@ func (s *Store) CountSouls(ctx context.Context) (map[string]int, error) {
 // CountSoulsByKeeper counts the connected souls by the keeper holding
 // their stream.
 func (s *Store) CountSoulsByKeeper(ctx context.Context) (map[string]int, error) {
-	rows, err := s.reader().query(ctx, `SELECT keeper_id, COUNT(*) FROM souls WHERE status = ? GROUP BY keeper_id`,
+	rows, err := s.reader().query(ctx, `SELECT keeper_id, COUNT(*) FROM souls WHERE status = ? AND keeper_id <> '' GROUP BY keeper_id`,
 		store.SoulConnected)
 	if err != nil {
 		return nil, s.wrap("counting souls by keeper", err)
