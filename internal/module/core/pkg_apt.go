@@ -25,9 +25,52 @@ var aptEnv = map[string]string{
 	"NEEDRESTART_MODE":         "a",
 }
 
-// aptOpts answer yes and wait for a dpkg lock held by another apt run
-// instead of failing at once; aptFlags.args adds the dpkg options.
-var aptOpts = []string{"-y", "-q", "-o", "DPkg::Lock::Timeout=300"}
+// aptOpts answer yes; aptFlags.args adds the dpkg options. runApt adds
+// how long to wait for a dpkg lock another process holds.
+var aptOpts = []string{"-y", "-q"}
+
+// aptLockWait is how long apt waits for a dpkg lock another process holds
+// when the task has no deadline; aptLockMargin is left between apt giving
+// up on the lock and the task's deadline, so that apt itself names the
+// lock's holder while the task can still report it, and never installs
+// after the task has failed.
+const (
+	aptLockWait   = 300 * time.Second
+	aptLockMargin = 5 * time.Second
+)
+
+// aptLockTimeout is the DPkg::Lock::Timeout (seconds) for a command run
+// under ctx: aptLockWait, bounded by the task's deadline less the margin.
+func aptLockTimeout(ctx context.Context, now time.Time) int {
+	wait := aptLockWait
+	if d, ok := ctx.Deadline(); ok {
+		wait = min(wait, d.Sub(now)-aptLockMargin)
+	}
+	return max(int(wait/time.Second), 0)
+}
+
+// dpkgLockHeld matches apt's "Could not get lock /var/lib/dpkg/lock-frontend.
+// It is held by process 1234 (apt-get)".
+var dpkgLockHeld = regexp.MustCompile(`Could not get lock (\S+?)\.? It is held by process (\d+)(?: \(([^)]*)\))?`)
+
+// runApt runs an apt-get command line (argv[0] apt-get, argv[1] its verb)
+// with the lock wait of aptLockTimeout. When another process held the dpkg
+// lock throughout, the result's note names it and how long apt waited.
+func runApt(ctx context.Context, argv ...string) (procResult, error) {
+	wait := aptLockTimeout(ctx, time.Now())
+	full := append(append(append([]string{}, argv[:2]...), "-o", fmt.Sprintf("DPkg::Lock::Timeout=%d", wait)), argv[2:]...)
+	r, err := runPkgCmd(ctx, aptEnv, full...)
+	if err == nil && r.rc != 0 {
+		if m := dpkgLockHeld.FindStringSubmatch(r.stderr); m != nil {
+			holder := "process " + m[2]
+			if m[3] != "" {
+				holder += " (" + m[3] + ")"
+			}
+			r.note = fmt.Sprintf("the dpkg lock %s is held by %s; waited %ds for it, within the task's timeout", m[1], holder, wait)
+		}
+	}
+	return r, err
+}
 
 // args are the apt-get switches of f: the dpkg options (by default keep
 // configuration files the admin changed, take the package's new default
@@ -142,7 +185,7 @@ func (m aptManager) install(ctx context.Context, specs []pkgSpec, o installOpts)
 	}
 	argv := aptInstallArgv(specs, o)
 	for attempt := 0; ; attempt++ {
-		r, err := runPkgCmd(ctx, aptEnv, argv...)
+		r, err := runApt(ctx, argv...)
 		if err != nil {
 			return fmt.Errorf("installing %s: %w", specList(specs), err)
 		}
@@ -157,7 +200,7 @@ func (m aptManager) install(ctx context.Context, specs []pkgSpec, o installOpts)
 			return fmt.Errorf("%s not found in the configured apt sources (after apt-get update)", missing)
 		}
 		up := append([]string{"apt-get", "update"}, aptOpts...)
-		if r, err := runPkgCmd(ctx, aptEnv, up...); err != nil || r.rc != 0 {
+		if r, err := runApt(ctx, up...); err != nil || r.rc != 0 {
 			if err == nil {
 				err = cmdError(up, r)
 			}
@@ -168,7 +211,7 @@ func (m aptManager) install(ctx context.Context, specs []pkgSpec, o installOpts)
 
 func (aptManager) remove(ctx context.Context, names []string, o removeOpts) error {
 	argv := aptRemoveArgv(names, o)
-	r, err := runPkgCmd(ctx, aptEnv, argv...)
+	r, err := runApt(ctx, argv...)
 	if err != nil {
 		return fmt.Errorf("removing %s: %w", strings.Join(names, ", "), err)
 	}
@@ -197,7 +240,7 @@ const aptStamp = "/var/lib/apt/periodic/update-success-stamp"
 
 func (aptManager) refresh(ctx context.Context, env *module.Env) error {
 	argv := append([]string{"apt-get", "update"}, aptOpts...)
-	r, err := runPkgCmd(ctx, aptEnv, argv...)
+	r, err := runApt(ctx, argv...)
 	if err == nil && r.rc != 0 {
 		err = cmdError(argv, r)
 	}

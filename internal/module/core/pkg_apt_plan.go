@@ -123,7 +123,7 @@ func (e *aptMissingError) Error() string {
 // aptRun runs argv for real; a package or version apt does not know is
 // named in the error.
 func aptRun(ctx context.Context, argv []string) error {
-	r, err := runPkgCmd(ctx, aptEnv, argv...)
+	r, err := runApt(ctx, argv...)
 	if err != nil {
 		return fmt.Errorf("running %s: %w", strings.Join(argv[:2], " "), err)
 	}
