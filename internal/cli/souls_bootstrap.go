@@ -19,11 +19,12 @@ import (
 // over SSH.
 func newSoulsBootstrapCmd(g *Globals) *cobra.Command {
 	var (
-		targets         []string
-		covens          []string
-		o               install.BootstrapOptions
-		keeperURL, root string
-		ttl, wait       time.Duration
+		targets    []string
+		covens     []string
+		o          install.BootstrapOptions
+		keeperURLs []string
+		root       string
+		ttl, wait  time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "bootstrap --ssh [USER@]HOST[:PORT] ... [--covens a,b]",
@@ -66,8 +67,8 @@ replaces it) or failed with why. Exit 1 when any host failed.`,
 				return fmt.Errorf("creating a join token: %w", err)
 			}
 			o.Script, o.JoinToken = script, jt.Token
-			if keeperURL != "" {
-				o.InstallArgs = append(o.InstallArgs, "--keeper", keeperURL)
+			for _, u := range keeperURLs {
+				o.InstallArgs = append(o.InstallArgs, "--keeper", u)
 			}
 			if root != "" {
 				o.InstallArgs = append(o.InstallArgs, "--root", root)
@@ -126,7 +127,7 @@ replaces it) or failed with why. Exit 1 when any host failed.`,
 	f.IntVar(&o.Parallel, "parallel", 10, "hosts worked on at once")
 	f.DurationVar(&ttl, "ttl", time.Hour, "lifetime of the join token")
 	f.DurationVar(&wait, "wait", time.Minute, "how long to wait for each installed soul to connect")
-	f.StringVar(&keeperURL, "keeper-url", "", "the Keeper's URL as the hosts reach it (default: --keeper)")
+	f.StringArrayVar(&keeperURLs, "keeper-url", nil, "the Keeper's URL as the hosts reach it (default: the URL the Keeper advertises); repeat it for every keeper of a fleet, which the souls fail over along")
 	f.StringVar(&root, "root", "", "install under this directory on the hosts and start nothing (images)")
 	return c
 }

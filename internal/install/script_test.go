@@ -236,6 +236,34 @@ func TestInstallScript(t *testing.T) {
 	if !strings.Contains(unit, "ExecStart=/usr/local/bin/soul run --keeper ${SOULSTACK_KEEPER}") || !strings.Contains(unit, "KillMode=process") {
 		t.Fatalf("unit:\n%s", unit)
 	}
+
+	// A fleet (issue 30): --keeper repeated writes the list the soul fails
+	// over along (the first serves the install); a --keeper that is not a
+	// plain https URL is refused before anything is touched (it would be
+	// written into soul.env).
+	jt2, err := k.client.CreateJoinToken(ctx, apitypes.CreateJoinTokenRequest{Covens: []string{"web"}, TTL: apitypes.Duration(time.Hour), MaxUses: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := t.TempDir()
+	const k2, k3 = "https://k2.example:8080", "https://[fd00::3]:8080"
+	cmd = exec.Command("sh", script, "--root", fleet, "--init", "systemd", "--keeper", k.url, "--keeper", k2, "--keeper="+k3)
+	cmd.Env = append(os.Environ(), "SOUL_JOIN_TOKEN="+jt2.Token)
+	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), "connect to "+k.url+","+k2+","+k3) {
+		t.Fatalf("install.sh with three keepers: %v\n%s", err, b)
+	}
+	if env := readFile(t, filepath.Join(fleet, "etc/soulstack/soul.env")); !strings.Contains(env, "SOULSTACK_KEEPER="+k.url+","+k2+","+k3+"\n") {
+		t.Fatalf("soul.env of a fleet install:\n%s", env)
+	}
+	for _, bad := range []string{"http://k2.example:8080", "https://k2.example:8080\nSOUL_JOIN_TOKEN=x", "https://a;b"} {
+		empty := t.TempDir()
+		if out, err := shScript(script, "--root", empty, "--init", "systemd", "--keeper", k.url, "--keeper", bad); err == nil || !strings.Contains(out, "install.sh: ") {
+			t.Errorf("--keeper %q: %v\n%s", bad, err, out)
+		}
+		if left, _ := os.ReadDir(empty); len(left) > 0 {
+			t.Errorf("--keeper %q left %d entries under the root", bad, len(left))
+		}
+	}
 	leftovers, _ := filepath.Glob(filepath.Join(root, "*", "*", "*", ".soulstack-install.*"))
 	if len(leftovers) > 0 {
 		t.Fatalf("staging files left: %v", leftovers)
