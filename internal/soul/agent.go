@@ -360,7 +360,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		switch {
 		case errors.Is(err, errMoved):
 			// Connected elsewhere soon; the old stream stays until its
-			// work is done.
+			// work is done. Only this keeper is kept away from: an older
+			// avoidance (another keeper that asked this soul to move, a
+			// rebalance since answered) must not leave it nowhere to go
+			// when this one is drained. A dead keeper among the others
+			// costs one refused dial before its backoff applies again.
+			a.picker.reset()
 			a.picker.shun(ep.addr, a.cfg.MoveAvoid, now)
 			delay = rand.N(a.spread() + 1)
 			a.log.Info("keeper asked this soul to move; connecting to another keeper", "keeper", ep, "in", delay)

@@ -181,6 +181,9 @@ func (p *picker) pick(eps []endpoint, now time.Time) (endpoint, time.Duration) {
 	return soonest, until.Sub(now)
 }
 
+// reset forgets every avoidance.
+func (p *picker) reset() { clear(p.avoid) }
+
 // shun avoids addr for d from now (longer if it is avoided longer).
 func (p *picker) shun(addr string, d time.Duration, now time.Time) {
 	if p.avoid == nil {
