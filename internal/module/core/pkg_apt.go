@@ -3,9 +3,12 @@ package core
 import (
 	"context"
 	"fmt"
+	"os"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/soulstack/soulstack/internal/module"
@@ -50,8 +53,12 @@ func aptLockTimeout(ctx context.Context, now time.Time) int {
 }
 
 // dpkgLockHeld matches apt's "Could not get lock /var/lib/dpkg/lock-frontend.
-// It is held by process 1234 (apt-get)".
-var dpkgLockHeld = regexp.MustCompile(`Could not get lock (\S+?)\.? It is held by process (\d+)(?: \(([^)]*)\))?`)
+// It is held by process 1234 (apt-get)"; dpkgLockUnavailable its final
+// error after a lock wait, which names only the lock.
+var (
+	dpkgLockHeld        = regexp.MustCompile(`Could not get lock (\S+?)\.? It is held by process (\d+)(?: \(([^)]*)\))?`)
+	dpkgLockUnavailable = regexp.MustCompile(`Unable to acquire the dpkg (?:frontend )?lock \((/[^)]+)\)`)
+)
 
 // runApt runs an apt-get command line (argv[0] apt-get, argv[1] its verb)
 // with the lock wait of aptLockTimeout. When another process held the dpkg
@@ -61,15 +68,54 @@ func runApt(ctx context.Context, argv ...string) (procResult, error) {
 	full := append(append(append([]string{}, argv[:2]...), "-o", fmt.Sprintf("DPkg::Lock::Timeout=%d", wait)), argv[2:]...)
 	r, err := runPkgCmd(ctx, aptEnv, full...)
 	if err == nil && r.rc != 0 {
-		if m := dpkgLockHeld.FindStringSubmatch(r.stderr); m != nil {
-			holder := "process " + m[2]
-			if m[3] != "" {
-				holder += " (" + m[3] + ")"
-			}
-			r.note = fmt.Sprintf("the dpkg lock %s is held by %s; waited %ds for it, within the task's timeout", m[1], holder, wait)
+		if holder, lock := dpkgLockHolder(r.stderr); lock != "" {
+			r.note = fmt.Sprintf("the dpkg lock %s is held by %s; waited %ds for it, within the task's timeout", lock, holder, wait)
 		}
 	}
 	return r, err
+}
+
+// dpkgLockHolder reads from apt's stderr which lock it could not take
+// and who holds it: apt names the holder only when it did not wait, so
+// otherwise the lock is asked (F_GETLK) and the holder's command read
+// from /proc. lock is "" when stderr is not about a held lock.
+func dpkgLockHolder(stderr string) (holder, lock string) {
+	if m := dpkgLockHeld.FindStringSubmatch(stderr); m != nil {
+		holder = "process " + m[2]
+		if m[3] != "" {
+			holder += " (" + m[3] + ")"
+		}
+		return holder, m[1]
+	}
+	m := dpkgLockUnavailable.FindStringSubmatch(stderr)
+	if m == nil {
+		return "", ""
+	}
+	lock = m[1]
+	pid := lockOwner(lock)
+	if pid <= 0 {
+		return "another process (not visible from here)", lock
+	}
+	holder = "process " + strconv.Itoa(pid)
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); err == nil {
+		holder += " (" + strings.TrimSpace(string(b)) + ")"
+	}
+	return holder, lock
+}
+
+// lockOwner is the pid holding a conflicting fcntl lock on path, 0 when
+// none (or it cannot be told).
+func lockOwner(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0}
+	if err := syscall.FcntlFlock(f.Fd(), syscall.F_GETLK, &lk); err != nil || lk.Type == syscall.F_UNLCK {
+		return 0
+	}
+	return int(lk.Pid)
 }
 
 // args are the apt-get switches of f: the dpkg options (by default keep

@@ -1,7 +1,12 @@
 package core
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -31,5 +36,34 @@ func TestDpkgLockHeldMessage(t *testing.T) {
 	m := dpkgLockHeld.FindStringSubmatch(stderr)
 	if m == nil || m[1] != "/var/lib/dpkg/lock-frontend" || m[2] != "4242" || m[3] != "perl" {
 		t.Fatalf("matched %q", m)
+	}
+}
+
+// TestDpkgLockHolderAsked: after a lock wait apt names only the lock; the
+// holder is asked of the lock itself (F_GETLK) and named with its command.
+func TestDpkgLockHolderAsked(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "lock-frontend")
+	if err := os.WriteFile(lock, nil, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	// perl is in every Debian base system; it takes the lock as apt does.
+	cmd := exec.Command("perl", "-MFcntl", "-e", `open(my $f, ">>", $ARGV[0]) or die; my $l = pack("s s x4 q q i x4", F_WRLCK, 0, 0, 0, 0); fcntl($f, F_SETLK, $l) or die "lock: $!"; $| = 1; print "locked\n"; sleep 60`, lock)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "locked\n" {
+		t.Fatalf("the holder did not lock: %q %v", line, err)
+	}
+	holder, got := dpkgLockHolder("E: Unable to acquire the dpkg frontend lock (" + lock + "), is another process using it?\n")
+	if want := fmt.Sprintf("process %d (perl)", cmd.Process.Pid); got != lock || holder != want {
+		t.Fatalf("holder %q of %q, want %q of %q", holder, got, want, lock)
+	}
+	if holder, lock := dpkgLockHolder("E: Unable to locate package nosuch\n"); lock != "" || holder != "" {
+		t.Fatalf("not a lock error, yet %q %q", holder, lock)
 	}
 }
