@@ -1,9 +1,9 @@
 package checker
 
 import (
-	"fmt"
-	"slices"
 	"sort"
+
+	"github.com/soulstack/soulstack/internal/editorschema/schemaobj"
 )
 
 // The key lists of a procedure, which ParseProcedure accepts (and no
@@ -28,20 +28,9 @@ const ProcedureSchemaFile = "procedure.schema.json"
 
 type js = map[string]any
 
-// closed is an object whose properties are exactly keys; it panics when
-// props describes other keys (the parser's lists are the source of truth).
+// closed is an object whose properties are exactly keys (schemaobj.Closed).
 func closed(where string, keys []string, props js) js {
-	for _, k := range keys {
-		if _, ok := props[k]; !ok {
-			panic(fmt.Sprintf("procedure schema of %s: key %s accepted by the parser has no schema", where, k))
-		}
-	}
-	for k := range props {
-		if !slices.Contains(keys, k) {
-			panic(fmt.Sprintf("procedure schema of %s: key %s is not accepted by the parser", where, k))
-		}
-	}
-	return js{"type": "object", "properties": props, "additionalProperties": false}
+	return schemaobj.Closed("procedure schema", where, keys, props)
 }
 
 func strDesc(desc string) js { return js{"type": "string", "description": desc} }

@@ -1,11 +1,11 @@
 package dsl
 
 import (
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/soulstack/soulstack/internal/editorschema/schemaobj"
 	"github.com/soulstack/soulstack/internal/module"
 )
 
@@ -88,21 +88,10 @@ func predicate(desc string) js {
 
 func pattern(re, desc string) js { return js{"type": "string", "pattern": re, "description": desc} }
 
-// objectSchema is a closed object whose properties are exactly keys, each
-// described by props. It panics when they disagree: the parser's key list
-// is the source of truth and every key needs its schema.
+// objectSchema is a closed object whose properties are exactly keys
+// (schemaobj.Closed).
 func objectSchema(where string, keys []string, props js) js {
-	for _, k := range keys {
-		if _, ok := props[k]; !ok {
-			panic(fmt.Sprintf("editor schema of %s: key %s accepted by the parser has no schema", where, k))
-		}
-	}
-	for k := range props {
-		if !slices.Contains(keys, k) {
-			panic(fmt.Sprintf("editor schema of %s: key %s is not accepted by the parser", where, k))
-		}
-	}
-	return js{"type": "object", "properties": props, "additionalProperties": false}
+	return schemaobj.Closed("editor schema", where, keys, props)
 }
 
 func covenList(desc string) js {
