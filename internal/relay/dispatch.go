@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -350,28 +352,23 @@ func (r *Relay) wake(id int64) {
 	}
 }
 
+// allWaits is every wait this keeper has, taken under the lock.
+func (r *Relay) allWaits() []*wait {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Collect(maps.Values(r.waits))
+}
+
 // wakeAll pokes every wait (notifications may have been lost).
 func (r *Relay) wakeAll() {
-	r.mu.Lock()
-	ws := make([]*wait, 0, len(r.waits))
-	for _, w := range r.waits {
-		ws = append(ws, w)
-	}
-	r.mu.Unlock()
-	for _, w := range ws {
+	for _, w := range r.allWaits() {
 		w.poke()
 	}
 }
 
 // failWaits answers every soul of every wait with res.
 func (r *Relay) failWaits(res domain.Result) {
-	r.mu.Lock()
-	ws := make([]*wait, 0, len(r.waits))
-	for _, w := range r.waits {
-		ws = append(ws, w)
-	}
-	r.mu.Unlock()
-	for _, w := range ws {
+	for _, w := range r.allWaits() {
 		w.mu.Lock()
 		w.fail = &res
 		w.mu.Unlock()
