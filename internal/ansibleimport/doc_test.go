@@ -2,9 +2,9 @@ package ansibleimport
 
 import (
 	"flag"
-	"os"
-	"strings"
 	"testing"
+
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated part of docs/ansible.md")
@@ -17,27 +17,8 @@ const (
 // TestAnsibleDocCurrent: docs/ansible.md shows the tables the importer
 // really uses.
 func TestAnsibleDocCurrent(t *testing.T) {
-	const path = "../../docs/ansible.md"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(b)
-	i, j := strings.Index(doc, beginRef), strings.Index(doc, endRef)
-	if i < 0 || j < i {
-		t.Fatalf("%s lacks the generated section's markers", path)
-	}
-	fresh := doc[:i] + beginRef + Reference() + doc[j:]
-	if fresh == doc {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(fresh), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("%s is stale: run go test ./internal/ansibleimport -run TestAnsibleDocCurrent -update", path)
+	testutil.CheckSection(t, "../../docs/ansible.md", beginRef, endRef, Reference(), *update,
+		"go test ./internal/ansibleimport -run TestAnsibleDocCurrent -update")
 }
 
 func TestEveryMappedModuleIsDocumented(t *testing.T) {

@@ -3,10 +3,11 @@ package api_test
 import (
 	"flag"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/soulstack/soulstack/internal/testutil"
 )
 
 var updateDocs = flag.Bool("update", false, "rewrite the generated route table of docs/access.md")
@@ -20,11 +21,6 @@ const (
 // the authorizer really asks for it.
 func TestAccessDocRoutes(t *testing.T) {
 	e := newEnv(t)
-	const path = "../../docs/access.md"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rows []string
 	for _, rt := range e.api.Routes() {
 		method, pattern, _ := strings.Cut(rt.Pattern, " ")
@@ -50,20 +46,6 @@ func TestAccessDocRoutes(t *testing.T) {
 		return rows[i] < rows[j]
 	})
 	table := "| method | route | needs |\n|---|---|---|\n" + strings.Join(rows, "")
-	doc := string(b)
-	i, j := strings.Index(doc, beginRoutes), strings.Index(doc, endRoutes)
-	if i < 0 || j < i {
-		t.Fatalf("%s lacks the generated section's markers", path)
-	}
-	fresh := doc[:i] + beginRoutes + table + doc[j:]
-	if fresh == doc {
-		return
-	}
-	if *updateDocs {
-		if err := os.WriteFile(path, []byte(fresh), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("%s is stale: run go test ./internal/api -run TestAccessDocRoutes -update", path)
+	testutil.CheckSection(t, "../../docs/access.md", beginRoutes, endRoutes, table, *updateDocs,
+		"go test ./internal/api -run TestAccessDocRoutes -update")
 }
