@@ -39,26 +39,30 @@ func (s *Store) PruneResults(ctx context.Context, keep store.RunRetention, now t
 	return rep, err
 }
 
+// beyond is the condition (and its arguments) of a row past a retention:
+// numbered over count (rnCol, newest first) or older than age (atCol).
+// A zero count or age does not bound; one of them is set.
+func (s *Store) beyond(rnCol, atCol string, count int, age time.Duration, now time.Time) (string, []any) {
+	var cond []string
+	var args []any
+	if count > 0 {
+		cond = append(cond, rnCol+` > ?`)
+		args = append(args, count)
+	}
+	if age > 0 {
+		cond = append(cond, atCol+` < ?`)
+		args = append(args, s.ts(now.Add(-age)))
+	}
+	return "(" + strings.Join(cond, " OR ") + ")", args
+}
+
 // pruneResults deletes the per-host results and notes of the finished
 // runs that keep no longer keeps, pruneBatch runs per transaction.
 func (s *Store) pruneResults(ctx context.Context, keep store.RunRetention, now time.Time, rep *store.PruneReport) error {
 	// rn numbers an incarnation's runs newest first, rn_kind its normal
 	// and its check runs separately: rn = 1 is the newest run, check_mode
 	// false with rn_kind = 1 the newest normal run (what a resume reads).
-	var cond []string
-	var args []any
-	if keep.MaxCount > 0 {
-		cond = append(cond, `r.rn > ?`)
-		args = append(args, keep.MaxCount)
-	}
-	if keep.MaxAge > 0 {
-		cond = append(cond, `r.finished_at < ?`)
-		args = append(args, s.ts(now.Add(-keep.MaxAge)))
-	}
-	where := cond[0]
-	if len(cond) == 2 {
-		where = "(" + cond[0] + " OR " + cond[1] + ")"
-	}
+	where, args := s.beyond("r.rn", "r.finished_at", keep.MaxCount, keep.MaxAge, now)
 	query := `SELECT r.num, r.id FROM (
 			SELECT num, id, finished_at, pruned_at, check_mode,
 				ROW_NUMBER() OVER (PARTITION BY incarnation ORDER BY num DESC) AS rn,
@@ -133,17 +137,7 @@ func (s *Store) pruneRuns(ctx context.Context, nums, ids []any, now time.Time, r
 // keep.RecordMaxAge and keep.RecordMaxCount no longer keep (see
 // store.RunRetention), pruneBatch rows per transaction.
 func (s *Store) pruneRecords(ctx context.Context, keep store.RunRetention, now time.Time, rep *store.PruneReport) error {
-	var bound []string
-	var bargs []any
-	if keep.RecordMaxCount > 0 {
-		bound = append(bound, `x.rn > ?`)
-		bargs = append(bargs, keep.RecordMaxCount)
-	}
-	if keep.RecordMaxAge > 0 {
-		bound = append(bound, `x.at < ?`)
-		bargs = append(bargs, s.ts(now.Add(-keep.RecordMaxAge)))
-	}
-	where := "(" + strings.Join(bound, " OR ") + ")"
+	where, bargs := s.beyond("x.rn", "x.at", keep.RecordMaxCount, keep.RecordMaxAge, now)
 
 	// History: an incarnation's newest entry is its committed state's.
 	hq := `SELECT x.id FROM (
